@@ -1,0 +1,1 @@
+"""Benchmarks: each module has ``main(argv=None) -> int`` and writes JSON under reports/bench/."""
