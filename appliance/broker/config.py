@@ -1,0 +1,41 @@
+"""The broker's settings: one dataclass, filled from the command line or EmbeddedBroker."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+DEFAULT_MAX_MESSAGE_BYTES = 1_048_588  # Kafka's default max.message.bytes
+DEFAULT_MAX_FRAME_BYTES = 104_857_600  # Kafka's socket.request.max.bytes
+FLUSH_POLICIES = ("write", "fsync", "interval")
+
+
+@dataclass
+class BrokerConfig:
+    host: str = "127.0.0.1"
+    port: int = 9092
+    node_id: int = 0
+    cluster_id: str = "appliance-embedded"
+    data_dir: str | None = None
+    flush: str = "write"  # write(): page cache survives kill -9; fsync: every produce
+    flush_interval_ms: int = 1000  # for flush="interval"
+    segment_bytes: int = 64 * 1024 * 1024
+    retention_bytes: int | None = None  # per partition
+    retention_ms: int | None = None
+    retention_check_ms: int = 1000
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    auto_create_topics: bool = False
+    default_partitions: int = 1
+    initial_topics: dict[str, int] = field(default_factory=dict)
+
+
+def parse_topics(spec: str) -> dict[str, int]:
+    """``"events:2,alerts:1"`` -> ``{"events": 2, "alerts": 1}`` (partitions default 1)."""
+    out: dict[str, int] = {}
+    for item in filter(None, (s.strip() for s in spec.split(","))):
+        name, _, count = item.partition(":")
+        n = int(count) if count else 1
+        if not name or n < 1:
+            raise ValueError(f"bad topic spec {item!r}: want NAME[:PARTITIONS>=1]")
+        out[name] = n
+    return out

@@ -1,0 +1,182 @@
+"""One partition's log: whole record batches in offset order, with an O(log n) offset index.
+
+Batches are kept as received (only baseOffset/leader epoch rewritten). The high watermark
+is the next offset to assign, exact after every append since this is a single replica.
+Fetches that wait for data register a waiter here and are woken by ``append``.
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import TYPE_CHECKING, Protocol
+
+from appliance.broker import errors
+from appliance.broker.producer_state import ProducerStates, last_sequence
+from appliance.broker.records import BatchHeader, first_offset_at_or_after, with_base_offset
+
+if TYPE_CHECKING:
+    from appliance.broker.segments import PartitionSegments
+
+LEADER_EPOCH = 0
+
+
+class Waiter(Protocol):
+    def notify(self, nbytes: int) -> None: ...
+
+
+class PartitionLog:
+    def __init__(self, topic: str, index: int, segments: PartitionSegments | None = None):
+        self.topic = topic
+        self.index = index
+        self.segments = segments
+        self._batches: list[bytes] = []
+        self._bases: list[int] = []  # baseOffset of each batch (bisect index)
+        self._ends: list[int] = []  # cumulative byte count after each batch
+        self._appended_ms: list[int] = []  # broker clock at append, for time retention
+        self._max_ts: list[int] = []  # running max of batch maxTimestamp (monotonic)
+        self._head = 0  # first live batch; earlier ones were removed by retention
+        self.log_start_offset = 0
+        self.high_watermark = 0
+        self.producers = ProducerStates()
+        self.waiters: set[Waiter] = set()
+
+    # -- write path ---------------------------------------------------------------------
+
+    def append(self, records: memoryview, headers: list[BatchHeader], now_ms: int,
+               max_message_bytes: int) -> tuple[int, int]:
+        """Append a validated record set. Returns (error_code, base_offset)."""
+        for h in headers:
+            if h.size > max_message_bytes:
+                return errors.MESSAGE_TOO_LARGE, -1
+        first_base = -1
+        appended = 0
+        for h in headers:
+            idempotent = h.producer_id >= 0
+            if idempotent:
+                last_seq = last_sequence(h.base_sequence, h.last_offset_delta)
+                err, dup = self.producers.check(h.producer_id, h.producer_epoch,
+                                                h.base_sequence, last_seq)
+                if err:
+                    return err, -1
+                if dup >= 0:
+                    if first_base < 0:
+                        first_base = dup
+                    continue
+            base = self.high_watermark
+            batch = with_base_offset(records[h.start:h.start + h.size], base, LEADER_EPOCH)
+            self._store(batch, base, h.last_offset_delta, h.max_timestamp, now_ms)
+            if self.segments is not None:
+                self.segments.append(batch, base, base + h.last_offset_delta + 1)
+            if idempotent:
+                self.producers.record(h.producer_id, h.producer_epoch, h.base_sequence,
+                                      last_seq, base)
+            if first_base < 0:
+                first_base = base
+            appended += len(batch)
+        if appended and self.waiters:
+            for w in list(self.waiters):
+                w.notify(appended)
+        return errors.NONE, first_base
+
+    def _store(self, batch: bytes, base: int, last_offset_delta: int, max_ts: int,
+               now_ms: int) -> None:
+        prev_end = self._ends[-1] if self._ends else 0
+        prev_max = self._max_ts[-1] if self._max_ts else -1
+        self._batches.append(batch)
+        self._bases.append(base)
+        self._ends.append(prev_end + len(batch))
+        self._appended_ms.append(now_ms)
+        self._max_ts.append(max(prev_max, max_ts))
+        self.high_watermark = base + last_offset_delta + 1
+
+    def load(self, batch: bytes, header: BatchHeader, base: int, now_ms: int) -> None:
+        """Recovery: re-insert a batch read back from a segment file."""
+        if not self._batches:
+            self.log_start_offset = base
+            self.high_watermark = base
+        self._store(batch, base, header.last_offset_delta, header.max_timestamp, now_ms)
+        if header.producer_id >= 0:
+            self.producers.record(header.producer_id, header.producer_epoch,
+                                  header.base_sequence,
+                                  last_sequence(header.base_sequence,
+                                                header.last_offset_delta), base)
+
+    # -- read path ----------------------------------------------------------------------
+
+    def _index_of(self, offset: int) -> int:
+        return bisect.bisect_right(self._bases, offset, self._head) - 1
+
+    def available_bytes(self, offset: int) -> int:
+        if offset >= self.high_watermark or self._head == len(self._batches):
+            return 0
+        i = max(self._index_of(offset), self._head)
+        return self._ends[-1] - (self._ends[i] - len(self._batches[i]))
+
+    def read(self, offset: int, max_bytes: int, at_least_one: bool) -> tuple[int, list[bytes]]:
+        """(error_code, whole batches from the one containing ``offset``)."""
+        if offset < self.log_start_offset or offset > self.high_watermark:
+            return errors.OFFSET_OUT_OF_RANGE, []
+        if offset == self.high_watermark:
+            return errors.NONE, []
+        i = max(self._index_of(offset), self._head)
+        out: list[bytes] = []
+        total = 0
+        n = len(self._batches)
+        while i < n:
+            b = self._batches[i]
+            if total + len(b) > max_bytes and (out or not at_least_one):
+                break
+            out.append(b)
+            total += len(b)
+            i += 1
+        return errors.NONE, out
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int]:
+        """(offset, timestamp) of the first record with timestamp >= target, else (-1, -1)."""
+        i = bisect.bisect_left(self._max_ts, timestamp, self._head)
+        while i < len(self._batches):
+            hit = first_offset_at_or_after(self._batches[i], timestamp)
+            if hit is not None:
+                return hit
+            i += 1
+        return -1, -1
+
+    # -- retention ----------------------------------------------------------------------
+
+    def size_bytes(self) -> int:
+        if self._head == len(self._batches):
+            return 0
+        h = self._head
+        return self._ends[-1] - (self._ends[h] - len(self._batches[h]))
+
+    def enforce_retention(self, now_ms: int, retention_bytes: int | None,
+                          retention_ms: int | None) -> int:
+        """Drop whole batches from the head; returns how many were dropped."""
+        dropped = 0
+        n = len(self._batches)
+        while self._head < n:
+            too_big = retention_bytes is not None and self.size_bytes() > retention_bytes
+            too_old = (retention_ms is not None
+                       and self._appended_ms[self._head] < now_ms - retention_ms)
+            if not (too_big or too_old):
+                break
+            self._batches[self._head] = b""
+            self._head += 1
+            dropped += 1
+        if dropped:
+            self.log_start_offset = (self._bases[self._head] if self._head < n
+                                     else self.high_watermark)
+            if self.segments is not None:
+                self.segments.drop_before(self.log_start_offset)
+            if self._head > 1024 and self._head * 2 > n:
+                self._compact()
+        return dropped
+
+    def _compact(self) -> None:
+        h = self._head
+        self._batches = self._batches[h:]
+        self._bases = self._bases[h:]
+        self._ends = self._ends[h:]
+        self._appended_ms = self._appended_ms[h:]
+        self._max_ts = self._max_ts[h:]
+        self._head = 0

@@ -1,0 +1,328 @@
+"""Message schemas of the Kafka APIs this broker speaks, and the versions it advertises.
+
+Field layouts follow the public Kafka protocol message definitions. Only the versions in
+``min_version..max_version`` are advertised; Fetch stops at v12 so clients address topics
+by name, and Produce starts at v3 so every batch is a magic v2 record batch.
+"""
+
+from __future__ import annotations
+
+from appliance.broker.codec import Array, Field, Schema
+
+F = Field
+
+REQUEST_HEADER = [
+    F("api_key", "int16"),
+    F("api_version", "int16"),
+    F("correlation_id", "int32"),
+    F("client_id", "nstring"),
+]
+
+PRODUCE = Schema(
+    0, "Produce", 3, 9, 9,
+    request=[
+        F("transactional_id", "nstring", 3),
+        F("acks", "int16"),
+        F("timeout_ms", "int32"),
+        F("topic_data", Array([
+            F("name", "string"),
+            F("partition_data", Array([
+                F("index", "int32"),
+                F("records", "records"),
+            ])),
+        ])),
+    ],
+    response=[
+        F("responses", Array([
+            F("name", "string"),
+            F("partition_responses", Array([
+                F("index", "int32"),
+                F("error_code", "int16"),
+                F("base_offset", "int64"),
+                F("log_append_time_ms", "int64", 2, default=-1),
+                F("log_start_offset", "int64", 5, default=-1),
+                F("record_errors", Array([
+                    F("batch_index", "int32"),
+                    F("batch_index_error_message", "nstring"),
+                ]), 8),
+                F("error_message", "nstring", 8),
+            ])),
+        ])),
+        F("throttle_time_ms", "int32", 1),
+    ],
+)
+
+FETCH = Schema(
+    1, "Fetch", 4, 12, 12,
+    request=[
+        F("replica_id", "int32", 0, 14, default=-1),
+        F("max_wait_ms", "int32"),
+        F("min_bytes", "int32"),
+        F("max_bytes", "int32", 3, default=0x7FFFFFFF),
+        F("isolation_level", "int8", 4),
+        F("session_id", "int32", 7),
+        F("session_epoch", "int32", 7, default=-1),
+        F("topics", Array([
+            F("topic", "string", 0, 12),
+            F("topic_id", "uuid", 13),
+            F("partitions", Array([
+                F("partition", "int32"),
+                F("current_leader_epoch", "int32", 9, default=-1),
+                F("fetch_offset", "int64"),
+                F("last_fetched_epoch", "int32", 12, default=-1),
+                F("log_start_offset", "int64", 5, default=-1),
+                F("partition_max_bytes", "int32"),
+            ])),
+        ])),
+        F("forgotten_topics_data", Array([
+            F("topic", "string", 7, 12),
+            F("topic_id", "uuid", 13),
+            F("partitions", Array("int32")),
+        ]), 7),
+        F("rack_id", "string", 11),
+    ],
+    response=[
+        F("throttle_time_ms", "int32", 1),
+        F("error_code", "int16", 7),
+        F("session_id", "int32", 7),
+        F("responses", Array([
+            F("topic", "string", 0, 12),
+            F("topic_id", "uuid", 13),
+            F("partitions", Array([
+                F("partition_index", "int32"),
+                F("error_code", "int16"),
+                F("high_watermark", "int64"),
+                F("last_stable_offset", "int64", 4, default=-1),
+                F("log_start_offset", "int64", 5, default=-1),
+                F("aborted_transactions", Array([
+                    F("producer_id", "int64"),
+                    F("first_offset", "int64"),
+                ], nullable=True), 4),
+                F("preferred_read_replica", "int32", 11, default=-1),
+                F("records", "records"),
+            ])),
+        ])),
+    ],
+)
+
+LIST_OFFSETS = Schema(
+    2, "ListOffsets", 1, 6, 6,
+    request=[
+        F("replica_id", "int32"),
+        F("isolation_level", "int8", 2),
+        F("topics", Array([
+            F("name", "string"),
+            F("partitions", Array([
+                F("partition_index", "int32"),
+                F("current_leader_epoch", "int32", 4, default=-1),
+                F("timestamp", "int64"),
+                F("max_num_offsets", "int32", 0, 0, default=1),
+            ])),
+        ])),
+    ],
+    response=[
+        F("throttle_time_ms", "int32", 2),
+        F("topics", Array([
+            F("name", "string"),
+            F("partitions", Array([
+                F("partition_index", "int32"),
+                F("error_code", "int16"),
+                F("old_style_offsets", Array("int64"), 0, 0),
+                F("timestamp", "int64", 1, default=-1),
+                F("offset", "int64", 1, default=-1),
+                F("leader_epoch", "int32", 4, default=-1),
+            ])),
+        ])),
+    ],
+)
+
+METADATA = Schema(
+    3, "Metadata", 1, 12, 9,
+    request=[
+        F("topics", Array([
+            F("topic_id", "uuid", 10),
+            F("name", "nstring"),
+        ], nullable=True)),
+        F("allow_auto_topic_creation", "bool", 4, default=True),
+        F("include_cluster_authorized_operations", "bool", 8, 10),
+        F("include_topic_authorized_operations", "bool", 8),
+    ],
+    response=[
+        F("throttle_time_ms", "int32", 3),
+        F("brokers", Array([
+            F("node_id", "int32"),
+            F("host", "string"),
+            F("port", "int32"),
+            F("rack", "nstring", 1),
+        ])),
+        F("cluster_id", "nstring", 2),
+        F("controller_id", "int32", 1, default=-1),
+        F("topics", Array([
+            F("error_code", "int16"),
+            F("name", "nstring"),
+            F("topic_id", "uuid", 10),
+            F("is_internal", "bool", 1),
+            F("partitions", Array([
+                F("error_code", "int16"),
+                F("partition_index", "int32"),
+                F("leader_id", "int32"),
+                F("leader_epoch", "int32", 7, default=-1),
+                F("replica_nodes", Array("int32")),
+                F("isr_nodes", Array("int32")),
+                F("offline_replicas", Array("int32"), 5),
+            ])),
+            F("topic_authorized_operations", "int32", 8, default=-2147483648),
+        ])),
+        F("cluster_authorized_operations", "int32", 8, 10, default=-2147483648),
+    ],
+)
+
+FIND_COORDINATOR = Schema(
+    10, "FindCoordinator", 0, 4, 3,
+    request=[
+        F("key", "string", 0, 3),
+        F("key_type", "int8", 1),
+        F("coordinator_keys", Array("string"), 4),
+    ],
+    response=[
+        F("throttle_time_ms", "int32", 1),
+        F("error_code", "int16", 0, 3),
+        F("error_message", "nstring", 1, 3),
+        F("node_id", "int32", 0, 3, default=-1),
+        F("host", "string", 0, 3),
+        F("port", "int32", 0, 3, default=-1),
+        F("coordinators", Array([
+            F("key", "string"),
+            F("node_id", "int32"),
+            F("host", "string"),
+            F("port", "int32"),
+            F("error_code", "int16"),
+            F("error_message", "nstring"),
+        ]), 4),
+    ],
+)
+
+API_VERSIONS = Schema(
+    18, "ApiVersions", 0, 3, 3,
+    request=[
+        F("client_software_name", "string", 3),
+        F("client_software_version", "string", 3),
+    ],
+    response=[
+        F("error_code", "int16"),
+        F("api_keys", Array([
+            F("api_key", "int16"),
+            F("min_version", "int16"),
+            F("max_version", "int16"),
+        ])),
+        F("throttle_time_ms", "int32", 1),
+    ],
+)
+
+CREATE_TOPICS = Schema(
+    19, "CreateTopics", 0, 5, 5,
+    request=[
+        F("topics", Array([
+            F("name", "string"),
+            F("num_partitions", "int32"),
+            F("replication_factor", "int16"),
+            F("assignments", Array([
+                F("partition_index", "int32"),
+                F("broker_ids", Array("int32")),
+            ])),
+            F("configs", Array([
+                F("name", "string"),
+                F("value", "nstring"),
+            ])),
+        ])),
+        F("timeout_ms", "int32"),
+        F("validate_only", "bool", 1),
+    ],
+    response=[
+        F("throttle_time_ms", "int32", 2),
+        F("topics", Array([
+            F("name", "string"),
+            F("error_code", "int16"),
+            F("error_message", "nstring", 1),
+            F("num_partitions", "int32", 5, default=-1),
+            F("replication_factor", "int16", 5, default=-1),
+            F("configs", Array([
+                F("name", "string"),
+                F("value", "nstring"),
+                F("read_only", "bool"),
+                F("config_source", "int8"),
+                F("is_sensitive", "bool"),
+            ], nullable=True), 5),
+        ])),
+    ],
+)
+
+DELETE_TOPICS = Schema(
+    20, "DeleteTopics", 0, 5, 4,
+    request=[
+        F("topic_names", Array("string"), 0, 5),
+        F("timeout_ms", "int32"),
+    ],
+    response=[
+        F("throttle_time_ms", "int32", 1),
+        F("responses", Array([
+            F("name", "nstring"),
+            F("error_code", "int16"),
+            F("error_message", "nstring", 5),
+        ])),
+    ],
+)
+
+INIT_PRODUCER_ID = Schema(
+    22, "InitProducerId", 0, 4, 2,
+    request=[
+        F("transactional_id", "nstring"),
+        F("transaction_timeout_ms", "int32"),
+        F("producer_id", "int64", 3, default=-1),
+        F("producer_epoch", "int16", 3, default=-1),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("error_code", "int16"),
+        F("producer_id", "int64", default=-1),
+        F("producer_epoch", "int16", default=-1),
+    ],
+)
+
+CREATE_PARTITIONS = Schema(
+    37, "CreatePartitions", 0, 3, 2,
+    request=[
+        F("topics", Array([
+            F("name", "string"),
+            F("count", "int32"),
+            F("assignments", Array([F("broker_ids", Array("int32"))], nullable=True)),
+        ])),
+        F("timeout_ms", "int32"),
+        F("validate_only", "bool"),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("results", Array([
+            F("name", "string"),
+            F("error_code", "int16"),
+            F("error_message", "nstring"),
+        ])),
+    ],
+)
+
+ALL = [PRODUCE, FETCH, LIST_OFFSETS, METADATA, FIND_COORDINATOR, API_VERSIONS,
+       CREATE_TOPICS, DELETE_TOPICS, INIT_PRODUCER_ID, CREATE_PARTITIONS]
+BY_KEY = {s.key: s for s in ALL}
+
+
+def request_header_flexible(api_key: int, api_version: int) -> bool:
+    """Request header v2 (with tagged fields) is used exactly when the body is flexible."""
+    schema = BY_KEY.get(api_key)
+    return schema is not None and schema.flexible(api_version)
+
+
+def response_header_flexible(api_key: int, api_version: int) -> bool:
+    # ApiVersions responses always use header v0 so any client can parse the version list.
+    if api_key == API_VERSIONS.key:
+        return False
+    return request_header_flexible(api_key, api_version)

@@ -1,0 +1,248 @@
+"""The TCP side: framing, header parsing, dispatch, and in-order responses per connection.
+
+Requests on one connection are processed as they arrive, but responses leave in request
+order (Kafka's per-connection guarantee): a long-polling fetch holds back the responses
+queued behind it, never the processing of the requests themselves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import struct
+from collections import deque
+
+from appliance.broker import errors, schemas
+from appliance.broker.apis import Apis
+from appliance.broker.codec import DecodeError, Reader, Writer, decode_struct, encode_struct
+from appliance.broker.config import BrokerConfig
+from appliance.broker.topics import TopicRegistry
+from appliance.broker.blog import broker_logger
+
+log = broker_logger()
+_SIZE = struct.Struct(">i")
+
+
+class BrokerServer:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.storage = None
+        if config.data_dir:
+            from appliance.broker.segments import Storage
+
+            self.storage = Storage(config)
+        self.registry = TopicRegistry(config, self.storage)
+        if self.storage is not None:
+            self.storage.recover(self.registry)
+        for name, count in config.initial_topics.items():
+            if name not in self.registry.topics:
+                self.registry.create(name, count)
+        self.apis = Apis(config, self.registry, self.storage)
+        self._server: asyncio.base_events.Server | None = None
+        self._retention_timer: asyncio.TimerHandle | None = None
+        self.connections: set[Connection] = set()
+
+    async def start(self) -> tuple[str, int]:
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: Connection(self), self.config.host, self.config.port, reuse_address=True)
+        host, port = self._server.sockets[0].getsockname()[:2]
+        self.apis.advertised_port = port
+        self._schedule_retention()
+        if self.storage is not None:
+            self.storage.start(loop)
+        return self.apis.advertised_host, port
+
+    def _schedule_retention(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._retention_timer = loop.call_later(self.config.retention_check_ms / 1000.0,
+                                                self._retention_tick)
+
+    def _retention_tick(self) -> None:
+        try:
+            dropped = self.registry.enforce_retention()
+            if dropped:
+                log.info("broker.retention", dropped_batches=dropped)
+        except Exception:
+            log.exception("broker.retention_failed")
+        self._schedule_retention()
+
+    async def stop(self) -> None:
+        if self._retention_timer is not None:
+            self._retention_timer.cancel()
+        if self._server is not None:
+            self._server.close()
+        for conn in list(self.connections):
+            conn.close("broker stopping")
+        if self._server is not None:
+            await self._server.wait_closed()
+        if self.storage is not None:
+            self.storage.close()
+
+
+class Connection(asyncio.Protocol):
+    def __init__(self, server: BrokerServer) -> None:
+        self.server = server
+        self.apis = server.apis
+        self.max_frame = server.config.max_frame_bytes
+        self.transport: asyncio.Transport | None = None
+        self.buf = bytearray()
+        self.pending: deque[list] = deque()  # [header_flexible, corr, api, ver, result]
+        self.peer = None
+        self.closed = False
+
+    # -- asyncio callbacks ----------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+        self.peer = transport.get_extra_info("peername")
+        self.server.connections.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.server.connections.discard(self)
+        for entry in self.pending:
+            result = entry[4]
+            if isinstance(result, asyncio.Future) and not result.done():
+                result.cancel()
+        self.pending.clear()
+        if self.buf:
+            log.info("broker.client_disconnected_mid_request", peer=str(self.peer),
+                     buffered_bytes=len(self.buf))
+
+    def pause_writing(self) -> None:
+        if self.transport is not None:
+            self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        if self.transport is not None and not self.closed:
+            self.transport.resume_reading()
+
+    def data_received(self, data: bytes) -> None:
+        buf = self.buf
+        buf += data
+        pos = 0
+        n = len(buf)
+        while n - pos >= 4:
+            size = _SIZE.unpack_from(buf, pos)[0]
+            if size < 0 or size > self.max_frame:
+                self.close("frame size out of range", frame_size=size,
+                           max_frame_bytes=self.max_frame)
+                return
+            if n - pos - 4 < size:
+                break
+            frame = bytes(buf[pos + 4:pos + 4 + size])
+            pos += 4 + size
+            self._on_frame(frame)
+            if self.closed:
+                return
+        if pos:
+            del buf[:pos]
+
+    # -- requests -------------------------------------------------------------------------
+
+    def close(self, reason: str, **fields) -> None:
+        if not self.closed:
+            log.warning("broker.connection_closed", peer=str(self.peer), reason=reason, **fields)
+            self.closed = True
+            self.buf.clear()
+            if self.transport is not None:
+                self.transport.abort()
+
+    def _on_frame(self, frame: bytes) -> None:
+        r = Reader(frame)
+        try:
+            api_key, version, corr = r.int16(), r.int16(), r.int32()
+        except DecodeError:
+            self.close("request shorter than a header", frame_size=len(frame))
+            return
+        schema = schemas.BY_KEY.get(api_key)
+        if schema is None:
+            self.close("unsupported api", api_key=api_key, api_version=version)
+            return
+        if not schema.min_version <= version <= schema.max_version:
+            if api_key == schemas.API_VERSIONS.key:
+                # Clients probe with their newest ApiVersions; answer in v0 so they can
+                # read our ranges and retry with one we support.
+                log.info("broker.api_versions_fallback", requested=version, peer=str(self.peer))
+                self._respond(False, corr, api_key, 0, {
+                    "error_code": errors.UNSUPPORTED_VERSION,
+                    "api_keys": Apis.api_version_list()})
+                return
+            self.close("unsupported api version", api=schema.name, api_version=version,
+                       supported=f"{schema.min_version}-{schema.max_version}")
+            return
+        flexible = schema.flexible(version)
+        try:
+            n = r.int16()
+            if n > 0:
+                r.raw(n)
+            if flexible:
+                r.skip_tagged()
+            req = decode_struct(schema.request, r, version, flexible)
+        except DecodeError as exc:
+            self.close("malformed request", api=schema.name, api_version=version,
+                       error=str(exc))
+            return
+        try:
+            result = self.apis.handlers[api_key](version, req)
+        except Exception as exc:
+            log.exception("broker.handler_failed", api=schema.name, api_version=version)
+            self.close("handler failed", error=repr(exc))
+            return
+        if result is None:
+            return  # acks=0 produce: no response by protocol
+        self._respond(schemas.response_header_flexible(api_key, version), corr, api_key,
+                      version, result)
+
+    def _respond(self, header_flexible: bool, corr: int, api_key: int, version: int,
+                 result) -> None:
+        entry = [header_flexible, corr, api_key, version, result]
+        if isinstance(result, asyncio.Future):
+            self.pending.append(entry)
+            result.add_done_callback(self._on_future_done)
+            return
+        if self.pending:
+            self.pending.append(entry)
+            return
+        self._write(entry, result)
+
+    def _on_future_done(self, fut: asyncio.Future) -> None:
+        if self.closed:
+            return
+        while self.pending:
+            entry = self.pending[0]
+            result = entry[4]
+            if isinstance(result, asyncio.Future):
+                if not result.done():
+                    return
+                if result.cancelled():
+                    self.pending.popleft()
+                    continue
+                exc = result.exception()
+                if exc is not None:
+                    log.error("broker.handler_failed", error=repr(exc))
+                    self.close("handler failed", error=repr(exc))
+                    return
+                result = result.result()
+            self.pending.popleft()
+            self._write(entry, result)
+
+    def _write(self, entry: list, body: dict) -> None:
+        header_flexible, corr, api_key, version, _ = entry
+        schema = schemas.BY_KEY[api_key]
+        w = Writer()
+        w.parts.append(b"\0\0\0\0")
+        w.int32(corr)
+        if header_flexible:
+            w.uvarint(0)
+        encode_struct(schema.response, w, version, schema.flexible(version), body)
+        w.parts[0] = _SIZE.pack(sum(len(p) for p in w.parts) - 4)
+        if self.transport is not None and not self.closed:
+            self.transport.write(b"".join(w.parts))

@@ -1,0 +1,150 @@
+"""The topic registry: create/delete/grow topics and look up partitions."""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+
+from appliance.broker import errors
+from appliance.broker.codec import new_uuid
+from appliance.broker.config import BrokerConfig
+from appliance.broker.partition import PartitionLog
+
+_LEGAL = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+KNOWN_CONFIGS = ("retention.ms", "retention.bytes", "max.message.bytes")
+
+
+class TopicError(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass
+class Topic:
+    name: str
+    topic_id: bytes
+    partitions: list[PartitionLog] = field(default_factory=list)
+    configs: dict[str, str] = field(default_factory=dict)
+
+
+def validate_name(name: str) -> None:
+    if not _LEGAL.match(name) or name in (".", ".."):
+        raise TopicError(errors.INVALID_TOPIC_EXCEPTION,
+                         f"illegal topic name {name!r}: use 1-249 of [a-zA-Z0-9._-]")
+
+
+def validate_configs(configs: dict[str, str | None]) -> dict[str, str]:
+    out = {}
+    for key, value in configs.items():
+        if key in KNOWN_CONFIGS:
+            try:
+                if value is None or int(value) < -1:
+                    raise ValueError
+            except ValueError:
+                raise TopicError(errors.INVALID_CONFIG,
+                                 f"config {key} must be an integer >= -1") from None
+            out[key] = value
+        elif value is not None:
+            out[key] = value  # accepted and echoed, without effect on this broker
+    return out
+
+
+class TopicRegistry:
+    def __init__(self, config: BrokerConfig, storage=None) -> None:
+        self.config = config
+        self.storage = storage  # appliance.broker.segments.Storage or None
+        self.topics: dict[str, Topic] = {}
+
+    def create(self, name: str, partitions: int, configs: dict[str, str] | None = None,
+               validate_only: bool = False) -> Topic:
+        validate_name(name)
+        if name in self.topics:
+            raise TopicError(errors.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+        if partitions == -1:
+            partitions = self.config.default_partitions
+        if partitions < 1 or partitions > 10000:
+            raise TopicError(errors.INVALID_PARTITIONS,
+                             f"partitions must be 1..10000, got {partitions}")
+        checked = validate_configs(configs or {})
+        topic = Topic(name, new_uuid(), configs=checked)
+        if validate_only:
+            return topic
+        if self.storage is not None:
+            self.storage.save_topic(topic.name, topic.topic_id, checked)
+        self.topics[name] = topic
+        self._grow(topic, partitions)
+        return topic
+
+    def _grow(self, topic: Topic, count: int) -> None:
+        for index in range(len(topic.partitions), count):
+            segs = (self.storage.open_partition(topic.name, index)
+                    if self.storage is not None else None)
+            topic.partitions.append(PartitionLog(topic.name, index, segs))
+
+    def add_partitions(self, name: str, count: int, validate_only: bool = False) -> None:
+        topic = self.topics.get(name)
+        if topic is None:
+            raise TopicError(errors.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}")
+        if count <= len(topic.partitions) or count > 10000:
+            raise TopicError(errors.INVALID_PARTITIONS,
+                             f"topic {name!r} has {len(topic.partitions)} partitions; "
+                             f"new count {count} must be larger (max 10000)")
+        if not validate_only:
+            self._grow(topic, count)
+
+    def delete(self, name: str) -> None:
+        topic = self.topics.pop(name, None)
+        if topic is None:
+            raise TopicError(errors.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}")
+        for p in topic.partitions:
+            for w in list(p.waiters):
+                w.notify(0)
+        if self.storage is not None:
+            self.storage.delete_topic(name)
+
+    def partition(self, name: str, index: int) -> PartitionLog | None:
+        topic = self.topics.get(name)
+        if topic is None or not 0 <= index < len(topic.partitions):
+            return None
+        return topic.partitions[index]
+
+    def maybe_auto_create(self, name: str) -> Topic | None:
+        topic = self.topics.get(name)
+        if topic is None and self.config.auto_create_topics:
+            try:
+                topic = self.create(name, self.config.default_partitions)
+            except TopicError:
+                return None
+        return topic
+
+    def limits(self, topic: Topic) -> tuple[int | None, int | None, int]:
+        """(retention_bytes, retention_ms, max_message_bytes) for a topic."""
+        c = self.config
+
+        def _get(key: str, default):
+            v = topic.configs.get(key)
+            if v is None:
+                return default
+            n = int(v)
+            return None if n < 0 and key != "max.message.bytes" else n
+
+        return (_get("retention.bytes", c.retention_bytes), _get("retention.ms", c.retention_ms),
+                _get("max.message.bytes", c.max_message_bytes))
+
+    def enforce_retention(self) -> int:
+        now = int(time.time() * 1000)
+        dropped = 0
+        for topic in self.topics.values():
+            rb, rms, _ = self.limits(topic)
+            if rb is None and rms is None:
+                continue
+            for p in topic.partitions:
+                dropped += p.enforce_retention(now, rb, rms)
+        return dropped
+
+    def max_producer_id(self) -> int:
+        return max((p.producers.max_producer_id() for t in self.topics.values()
+                    for p in t.partitions), default=-1)
