@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from appliance.config import TRIGGERS
+
 
 def _cmd_broker(args: argparse.Namespace) -> int:
     from appliance.broker.cli import run_broker
@@ -16,15 +18,94 @@ def _cmd_broker(args: argparse.Namespace) -> int:
     return run_broker(host=args.host, port=args.port, data_dir=args.data_dir)
 
 
+def _fail(lines: str) -> int:
+    for line in lines.splitlines():
+        print(line, file=sys.stderr)
+    return 2
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from appliance import logs
+    from appliance.config import ConfigError, load_config
+    from appliance.rules import RulesError, load_rules
+
+    try:
+        config = load_config(args.config).with_trigger(args.trigger)
+        load_rules(config.rules.path)  # structural rule errors exit 2 before any JVM
+    except (ConfigError, RulesError) as exc:
+        return _fail(str(exc))
+    logs.configure()
+    from appliance.runner import run
+
+    return run(config)
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from appliance import logs
+    from appliance.config import ConfigError
+    from appliance.demo import run_demo
+
+    logs.configure()
+    try:
+        return run_demo(seconds=args.seconds, rate=args.rate, trigger=args.trigger,
+                        report=args.report)
+    except ConfigError as exc:
+        return _fail(str(exc))
+
+
+def _cmd_rules_check(args: argparse.Namespace) -> int:
+    from appliance.rules import RulesError, analyze_rules, load_rules
+
+    try:
+        rules = load_rules(args.file)
+        if args.spark:
+            from pyspark.sql import SparkSession
+
+            spark = (SparkSession.builder.master("local[1]").appName("rules-check")
+                     .config("spark.ui.enabled", "false").getOrCreate())
+            spark.sparkContext.setLogLevel("ERROR")
+            try:
+                analyze_rules(spark, rules, args.file)
+            finally:
+                spark.stop()
+    except RulesError as exc:
+        return _fail(str(exc))
+    checked = "structure and Spark analysis" if args.spark else "structure only"
+    print(f"{args.file}: OK, {len(rules)} rules ({checked})")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="appliance", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run the alerting query until SIGTERM/SIGINT")
+    run.add_argument("--config", default=None,
+                     help="TOML config (default: ./appliance.toml if present, else defaults)")
+    run.add_argument("--trigger", choices=TRIGGERS, default=None,
+                     help="override [query] trigger")
+    run.set_defaults(func=_cmd_run)
+
+    demo = sub.add_parser("demo", help="embedded broker + appliance + load, latency report")
+    demo.add_argument("--seconds", type=float, default=20.0)
+    demo.add_argument("--rate", type=float, default=500.0, help="events per second")
+    demo.add_argument("--trigger", choices=TRIGGERS, default="continuous")
+    demo.add_argument("--report", default="reports/demo.json", help="JSON report path")
+    demo.set_defaults(func=_cmd_demo)
 
     broker = sub.add_parser("broker", help="run the embedded Kafka-protocol broker")
     broker.add_argument("--host", default="127.0.0.1")
     broker.add_argument("--port", type=int, default=9092)
     broker.add_argument("--data-dir", default=None, help="durable storage (default: memory)")
     broker.set_defaults(func=_cmd_broker)
+
+    rules = sub.add_parser("rules", help="alert rules tools")
+    rules_sub = rules.add_subparsers(dest="rules_command", required=True)
+    check = rules_sub.add_parser("check", help="validate a rules file, report every problem")
+    check.add_argument("file")
+    check.add_argument("--no-spark", dest="spark", action="store_false",
+                       help="structural checks only (no JVM; skips type/function checks)")
+    check.set_defaults(func=_cmd_rules_check)
     return parser
 
 

@@ -1,0 +1,250 @@
+"""Load and validate ``appliance.toml`` (plus ``APPLIANCE_<SECTION>_<KEY>`` env overrides).
+
+Everything is checked before anything starts, so an operator learns about a typo in one
+line (``appliance.toml: query.trigger: must be one of ...``) instead of from a stack trace
+minutes later. This module is the one source of truth for defaults and topic names.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+TRIGGERS = ("continuous", "realtime", "microbatch")
+DEFAULT_CONFIG_FILE = "appliance.toml"
+ENV_PREFIX = "APPLIANCE_"
+
+_INTERVAL = re.compile(
+    r"^\s*(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|minutes?|min)\s*$", re.I
+)
+_UNIT_MS = {"ms": 1, "millisecond": 1, "milliseconds": 1, "s": 1000, "sec": 1000,
+            "secs": 1000, "second": 1000, "seconds": 1000, "min": 60000, "minute": 60000,
+            "minutes": 60000}
+_TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
+
+
+class ConfigError(Exception):
+    """A bad config value; ``str()`` is the one line the CLI prints before exiting 2."""
+
+
+def interval_ms(text: str) -> float:
+    """``"1 second"`` -> 1000.0; raises ValueError on anything Spark would not accept."""
+    match = _INTERVAL.match(text)
+    if not match:
+        raise ValueError(f"must look like '100 milliseconds' or '1 second' (got {text!r})")
+    return float(match.group(1)) * _UNIT_MS[match.group(2).lower()]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class KafkaConfig(BaseModel):
+    """``bootstrap_servers`` absent means "start the embedded broker"; every other key is
+    a Kafka client property (SASL/SSL...) handed to both the Spark connector and the
+    appliance's own admin client."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    bootstrap_servers: str | None = None
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _servers(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^[^\s,:]+:\d+(,[^\s,:]+:\d+)*$", value):
+            raise ValueError(f"must be host:port[,host:port...] (got {value!r})")
+        return value
+
+    @property
+    def properties(self) -> dict[str, str]:
+        """Pass-through client properties (everything but ``bootstrap_servers``)."""
+        return {k: str(v) for k, v in (self.model_extra or {}).items()}
+
+
+class TopicsConfig(_Section):
+    events: str = "events"
+    alerts: str = "alerts"
+    dead_letters: str = "events.dlq"
+
+    @field_validator("events", "alerts", "dead_letters")
+    @classmethod
+    def _topic(cls, value: str) -> str:
+        if not _TOPIC.match(value):
+            raise ValueError(f"must be a Kafka topic name [A-Za-z0-9._-] (got {value!r})")
+        return value
+
+
+class QueryConfig(_Section):
+    trigger: str = "continuous"
+    interval: str = "1 second"
+    checkpoint_dir: str = "var/checkpoints"
+    starting_offsets: str = "earliest"
+
+    @field_validator("trigger")
+    @classmethod
+    def _trigger(cls, value: str) -> str:
+        if value not in TRIGGERS:
+            raise ValueError(f"must be one of {', '.join(TRIGGERS)} (got {value!r})")
+        return value
+
+    @field_validator("interval")
+    @classmethod
+    def _interval(cls, value: str) -> str:
+        interval_ms(value)
+        return value
+
+    @field_validator("starting_offsets")
+    @classmethod
+    def _starting(cls, value: str) -> str:
+        if value not in ("earliest", "latest"):
+            raise ValueError(f"must be one of earliest, latest (got {value!r})")
+        return value
+
+
+class RulesConfig(_Section):
+    path: str = "rules.yml"
+
+
+class SparkConfig(BaseModel):
+    """``master`` plus any ``spark.*`` key, which overrides the tuning defaults."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    master: str = "local[2]"
+
+    @field_validator("master")
+    @classmethod
+    def _master(cls, value: str) -> str:
+        if not re.match(r"^(local(\[(\d+|\*)(,\d+)?\])?|spark://\S+|yarn|k8s://\S+)$", value):
+            raise ValueError(f"must be local[N], spark://host:port, yarn or k8s://... "
+                             f"(got {value!r})")
+        return value
+
+    @property
+    def conf(self) -> dict[str, str]:
+        return {k: str(v) for k, v in (self.model_extra or {}).items()}
+
+
+class MetricsConfig(_Section):
+    port: int = 9464
+    host: str = "127.0.0.1"
+
+    @field_validator("port")
+    @classmethod
+    def _port(cls, value: int) -> int:
+        if not 0 <= value <= 65535:
+            raise ValueError(f"must be 0..65535, 0 = any free port (got {value!r})")
+        return value
+
+
+class Config(_Section):
+    kafka: KafkaConfig = KafkaConfig()
+    topics: TopicsConfig = TopicsConfig()
+    query: QueryConfig = QueryConfig()
+    rules: RulesConfig = RulesConfig()
+    spark: SparkConfig = SparkConfig()
+    metrics: MetricsConfig = MetricsConfig()
+
+    @field_validator("spark")
+    @classmethod
+    def _spark_keys(cls, value: SparkConfig) -> SparkConfig:
+        for key in value.conf:
+            if not key.startswith("spark."):
+                raise ValueError(f"unknown key {key!r} (only master and spark.* keys)")
+        return value
+
+    def with_trigger(self, trigger: str | None) -> Config:
+        """The command line's ``--trigger`` wins over file and environment."""
+        if trigger is None:
+            return self
+        return self.model_copy(update={"query": self.query.model_copy(update={"trigger": trigger})})
+
+
+def _env_overrides(environ: dict[str, str]) -> dict[str, dict[str, str]]:
+    """``APPLIANCE_QUERY_TRIGGER=x`` -> ``{"query": {"trigger": "x"}}``.
+
+    For ``[kafka]`` pass-through properties, underscores become dots
+    (``APPLIANCE_KAFKA_SECURITY_PROTOCOL`` -> ``security.protocol``); ``[spark]`` keys
+    likewise (``APPLIANCE_SPARK_SPARK_DRIVER_MEMORY`` -> ``spark.driver.memory``).
+    """
+    sections = set(Config.model_fields)
+    out: dict[str, dict[str, str]] = {}
+    for name, value in environ.items():
+        if not name.startswith(ENV_PREFIX):
+            continue
+        section, _, key = name[len(ENV_PREFIX):].lower().partition("_")
+        if section not in sections or not key:
+            continue
+        model = Config.model_fields[section].annotation
+        if key not in model.model_fields and section in ("kafka", "spark"):
+            key = key.replace("_", ".")
+        out.setdefault(section, {})[key] = value
+    return out
+
+
+def _resolve_paths(data: dict[str, Any], base: Path) -> None:
+    """Relative paths in the file (and their defaults) are relative to the file, not to
+    the caller's cwd, so ``appliance run --config /etc/appliance/appliance.toml`` finds
+    the rules next to it."""
+    for section, key in (("rules", "path"), ("query", "checkpoint_dir")):
+        if not isinstance(data.get(section, {}), dict):
+            continue
+        default = Config.model_fields[section].default
+        value = data.setdefault(section, {}).setdefault(key, getattr(default, key))
+        if isinstance(value, str) and not os.path.isabs(value):
+            data[section][key] = str(base / value)
+
+
+def _one_line(source: str, err: ValidationError, env_keys: set[tuple[str, str]]) -> str:
+    first = err.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"])
+    msg = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        msg = "unknown key"
+    elif first["type"] not in ("value_error",) and "input" in first:
+        msg = f"{msg} (got {first['input']!r})"
+    parts = tuple(str(p) for p in first["loc"][:2])
+    if len(parts) == 2 and parts in env_keys:
+        env = f"{ENV_PREFIX}{parts[0]}_{parts[1]}".upper().replace(".", "_")
+        return f"{source}: {loc} (from {env}): {msg}"
+    return f"{source}: {loc}: {msg}"
+
+
+def load_config(path: str | os.PathLike | None = None,
+                environ: dict[str, str] | None = None) -> Config:
+    """Read ``path`` (default ``appliance.toml`` if it exists), apply env overrides, validate.
+
+    An explicit path that does not exist is an error; the implicit default may be absent
+    (then built-in defaults apply).
+    """
+    environ = dict(os.environ if environ is None else environ)
+    explicit = path is not None
+    file = Path(path if explicit else DEFAULT_CONFIG_FILE)
+    source = str(file)
+    data: dict[str, Any] = {}
+    if file.is_file():
+        try:
+            with file.open("rb") as fh:
+                data = tomllib.load(fh)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+        except OSError as exc:
+            raise ConfigError(f"{source}: cannot read: {exc.strerror}") from None
+    elif explicit:
+        raise ConfigError(f"{source}: file not found")
+    for section, value in data.items():
+        if section in Config.model_fields and not isinstance(value, dict):
+            raise ConfigError(f"{source}: {section}: must be a table [{section}]")
+    if file.is_file():
+        _resolve_paths(data, file.resolve().parent)
+    overrides = _env_overrides(environ)
+    for section, values in overrides.items():
+        data.setdefault(section, {}).update(values)
+    env_keys = {(s, k) for s, values in overrides.items() for k in values}
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_one_line(source, exc, env_keys)) from None

@@ -1,0 +1,167 @@
+"""The appliance's one DataFrame transformation: Kafka records in, alert/dead-letter records out.
+
+Continuous mode only runs map-like plans (projections and filters: no explode, no union,
+no aggregation), so every input record becomes at most ONE output row, whose per-row
+``topic`` column sends it to the alerts or the dead-letter topic through a single sink.
+Only Catalyst expressions are used (no Python UDF ever runs per record).
+
+Validation reads the raw JSON with the VARIANT functions (``try_parse_json``,
+``schema_of_variant``) because ``from_json`` silently turns a wrong type into null.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    BinaryType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from appliance.config import TopicsConfig
+from appliance.rules import SEVERITIES, Rule
+
+EVENT_SCHEMA = StructType([
+    StructField("event_id", StringType()),
+    StructField("ts", DoubleType()),
+    StructField("source", StringType()),
+    StructField("metric", StringType()),
+    StructField("value", DoubleType()),
+    StructField("tags", MapType(StringType(), StringType())),
+])
+
+# The columns of the Kafka source (Spark's built-in ``kafka`` format has the same).
+KAFKA_READ_SCHEMA = StructType([
+    StructField("key", BinaryType()),
+    StructField("value", BinaryType()),
+    StructField("topic", StringType()),
+    StructField("partition", IntegerType()),
+    StructField("offset", LongType()),
+    StructField("timestamp", TimestampType()),
+    StructField("timestampType", IntegerType()),
+])
+
+REQUIRED_FIELDS = {"event_id": "string", "ts": "number", "source": "string",
+                   "metric": "string", "value": "number"}
+_NUMBER_TYPES = "^(TINYINT|SMALLINT|INT|BIGINT|FLOAT|DOUBLE|DECIMAL)"
+
+
+def _field_type(name: str) -> Column:
+    """The JSON type of field ``name`` as ``schema_of_variant`` spells it (null if absent)."""
+    return F.expr(f"schema_of_variant(variant_get(_json, '$.{name}'))")
+
+
+def _field_error(name: str, kind: str) -> Column:
+    jtype = _field_type(name)
+    missing = jtype.isNull() | (jtype == F.lit("VOID"))
+    wrong = (jtype != F.lit("STRING")) if kind == "string" else ~jtype.rlike(_NUMBER_TYPES)
+    return (F.when(missing, F.lit(f"missing field: {name}"))
+            .when(wrong, F.concat(F.lit(f"wrong type: {name} must be a {kind}, got "),
+                                  F.lower(jtype))))
+
+
+def _tags_error() -> Column:
+    jtype = _field_type("tags")
+    values_ok = F.expr("forall(map_values(try_variant_get(_json, '$.tags', "
+                       "'map<string, variant>')), x -> schema_of_variant(x) = 'STRING')")
+    absent = jtype.isNull() | (jtype == F.lit("VOID"))
+    return F.when(~absent & (~jtype.startswith("OBJECT") | ~values_ok),
+                  F.lit("wrong type: tags must be an object of string to string"))
+
+
+def parse_events(records: DataFrame) -> DataFrame:
+    """Kafka records -> the same records plus typed event columns and an ``error`` reason.
+
+    Kafka's own columns are renamed with a leading underscore so that rule expressions
+    see only the event's fields (``value`` is the metric value, not the Kafka payload).
+    """
+    raw = records.select(
+        F.col("key").alias("_key"), F.col("value").alias("_raw"),
+        F.col("topic").alias("_topic"), F.col("partition").alias("_partition"),
+        F.col("offset").alias("_offset"),
+    ).withColumn("_text", F.col("_raw").cast("string"))
+    raw = raw.withColumn("_utf8", F.expr("is_valid_utf8(_text)"))
+    raw = raw.withColumn("_json", F.expr("CASE WHEN _utf8 THEN try_parse_json(_text) END"))
+    structural = (
+        F.when(F.col("_raw").isNull() | (F.length("_raw") == 0), F.lit("empty value"))
+        .when(~F.col("_utf8"), F.lit("not valid UTF-8"))
+        .when(F.col("_json").isNull(), F.lit("malformed JSON"))
+        .when(~F.expr("schema_of_variant(_json)").startswith("OBJECT"),
+              F.lit("not a JSON object"))
+    )
+    field_errors = [_field_error(n, k) for n, k in REQUIRED_FIELDS.items()] + [_tags_error()]
+    joined = F.concat_ws("; ", *field_errors)
+    error = F.coalesce(structural, F.when(joined != F.lit(""), joined))
+    typed = [
+        F.expr(f"try_variant_get(_json, '$.{f.name}', '{f.dataType.simpleString()}')")
+        .alias(f.name) for f in EVENT_SCHEMA.fields
+    ]
+    return raw.select("_key", "_raw", "_topic", "_partition", "_offset", "_utf8",
+                      error.alias("error"), *typed)
+
+
+def _matched_rules(rules: Sequence[Rule]) -> Column:
+    """Array of {id, severity, message, ordinal} for every rule whose ``when`` is true."""
+    candidates = [
+        F.when(F.col("error").isNull() & F.coalesce(F.expr(rule.when).cast("boolean"),
+                                                    F.lit(False)),
+               F.struct(F.lit(rule.id).alias("id"), F.lit(rule.severity).alias("severity"),
+                        F.lit(rule.message).alias("message"),
+                        F.lit(rule.ordinal).alias("ordinal")))
+        for rule in rules
+    ]
+    return F.filter(F.array(*candidates), lambda r: r.isNotNull())
+
+
+def _alert_json(matched: Column) -> Column:
+    names = F.array(*[F.lit(s) for s in SEVERITIES])
+    highest = F.element_at(names, F.array_max(F.transform(matched, lambda r: r["ordinal"])))
+    listed = F.transform(matched, lambda r: F.struct(r["id"].alias("id"),
+                                                     r["severity"].alias("severity"),
+                                                     r["message"].alias("message")))
+    return F.to_json(F.struct(
+        F.col("event_id").alias("alert_id"), "event_id", "source", "metric", "value", "ts",
+        highest.alias("severity"), listed.alias("rules"),
+    ))
+
+
+def _dead_letter_json() -> Column:
+    raw = F.when(F.col("_utf8") | F.col("_raw").isNull(), F.col("_raw").cast("string")) \
+        .otherwise(F.base64("_raw"))
+    encoding = F.when(F.col("_utf8") | F.col("_raw").isNull(), F.lit("utf8")) \
+        .otherwise(F.lit("base64"))
+    return F.to_json(F.struct(
+        F.col("error"), raw.alias("raw"), encoding.alias("encoding"),
+        F.col("_topic").alias("topic"), F.col("_partition").alias("partition"),
+        F.col("_offset").alias("offset"),
+    ), {"ignoreNullFields": "false"})
+
+
+def route(events: DataFrame, rules: Sequence[Rule], topics: TopicsConfig) -> DataFrame:
+    """Parsed events -> rows ``key, value, topic`` for the Kafka sink (one per record at most).
+
+    Valid events matching no rule are dropped by the final ``where``.
+    """
+    with_matches = events.withColumn("_matched", _matched_rules(rules))
+    is_alert = F.col("error").isNull() & (F.size("_matched") > 0)
+    topic = (F.when(F.col("error").isNotNull(), F.lit(topics.dead_letters))
+             .when(is_alert, F.lit(topics.alerts)))
+    value = F.when(F.col("error").isNotNull(), _dead_letter_json()) \
+        .otherwise(_alert_json(F.col("_matched")))
+    key = F.when(is_alert, F.col("event_id").cast("binary")).otherwise(F.col("_key"))
+    return with_matches.select(key.alias("key"), value.alias("value"), topic.alias("topic")) \
+        .where(F.col("topic").isNotNull())
+
+
+def transform(records: DataFrame, rules: Sequence[Rule], topics: TopicsConfig) -> DataFrame:
+    """Kafka read schema in, Kafka write schema (``key, value, topic``) out."""
+    return route(parse_events(records), rules, topics)

@@ -1,0 +1,34 @@
+"""Build the SparkSession from config: master, connector jars and the tuning defaults.
+
+The ``[spark]`` section's ``spark.*`` keys win over ``tuning.py`` so an operator can
+override one setting without editing code.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+
+from appliance.config import Config
+from appliance.tuning import tuning_for
+
+
+def spark_conf(config: Config) -> dict[str, str]:
+    """Every Spark conf the appliance sets, tuning first, then the operator's overrides."""
+    conf = dict(tuning_for(config.query.trigger).spark_conf)
+    try:
+        from appliance.connector import jars
+    except ImportError:  # connector not built: batch work (rules analysis) still runs
+        jars = None
+    if jars is not None:
+        conf["spark.jars"] = ",".join(str(j) for j in jars())
+    conf.update(config.spark.conf)
+    return conf
+
+
+def build_session(config: Config, app_name: str = "appliance") -> SparkSession:
+    builder = SparkSession.builder.master(config.spark.master).appName(app_name)
+    for key, value in spark_conf(config).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark

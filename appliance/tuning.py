@@ -1,0 +1,95 @@
+"""THE one place for Spark tuning: Spark confs, JVM options and Kafka client settings.
+
+Plain data so that local runs (``session.py``) use it today and the Ansible templates can
+render the same values for a cluster (``python -m appliance.tuning`` prints it as JSON).
+Every value is here for latency: a millisecond appliance cannot afford a 200 ms default
+poll interval, a GC pause, a UI thread or a shuffle.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict, dataclass, field
+
+# G1 with a small pause goal: the continuous reader thread must not stall for long GCs.
+GC_OPTIONS = (
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:+ParallelRefProcEnabled",
+)
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """Spark confs and JVM options for one trigger mode (see ``tuning_for``)."""
+
+    spark_conf: dict[str, str] = field(default_factory=dict)
+    jvm_options: tuple[str, ...] = GC_OPTIONS
+    # Options of the Kafka source (reader / receiver) and sink (producer).
+    source_options: dict[str, str] = field(default_factory=dict)
+    sink_options: dict[str, str] = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _spark_conf(jvm: str) -> dict[str, str]:
+    return {
+        "spark.ui.enabled": "false",               # no UI thread, no port to collide on
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "2",        # the plan has no shuffle; keep it small
+        # A rule that divides by zero or casts a bad string must give null for one event,
+        # not kill the whole stream (Spark 4 turns ANSI mode on by default).
+        "spark.sql.ansi.enabled": "false",
+        "spark.sql.streaming.metricsEnabled": "true",
+        # Continuous mode: how long a reader thread waits on an empty queue, and the queue
+        # between the Kafka reader thread and the task (records, not bytes).
+        "spark.sql.streaming.continuous.executorPollIntervalMs": "1",
+        "spark.sql.streaming.continuous.executorQueueSize": "4096",
+        "spark.sql.streaming.continuous.epochBacklogQueueSize": "10000",
+        # Micro-batch: poll for new data quickly when idle.
+        "spark.sql.streaming.pollingDelay": "1ms",
+        "spark.sql.streaming.noDataProgressEventInterval": "1000",
+        "spark.sql.streaming.minBatchesToRetain": "20",
+        "spark.locality.wait": "0s",                # schedule at once, never wait for locality
+        "spark.driver.extraJavaOptions": jvm,
+        "spark.executor.extraJavaOptions": jvm,
+        "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
+    }
+
+
+def tuning_for(trigger: str) -> Tuning:
+    """Tuning for ``trigger`` (continuous | realtime | microbatch)."""
+    jvm = " ".join(GC_OPTIONS)
+    source = {
+        # Backpressure: cap each micro-batch so a backlog is drained in bounded steps.
+        "maxOffsetsPerTrigger": "200000",
+        "failOnDataLoss": "false",
+        # Receiver: return from a fetch as soon as one byte is there, wait at most 5 ms.
+        "kafka.fetch.min.bytes": "1",
+        "kafka.fetch.max.wait.ms": "5",
+        "kafka.max.poll.records": "2000",
+        "kafka.receive.buffer.bytes": "1048576",
+    }
+    if trigger != "microbatch":
+        source.pop("maxOffsetsPerTrigger")  # only micro-batch honours it
+    sink = {
+        "kafka.linger.ms": "0",                     # send alerts at once, do not batch
+        "kafka.acks": "all",                        # at-least-once needs acknowledged writes
+        "kafka.enable.idempotence": "false",
+        "kafka.max.in.flight.requests.per.connection": "5",
+        "kafka.compression.type": "none",
+    }
+    return Tuning(spark_conf=_spark_conf(jvm), source_options=source, sink_options=sink)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the tuning for a trigger as JSON (what Ansible templates consume)."""
+    args = sys.argv[1:] if argv is None else argv
+    print(json.dumps(tuning_for(args[0] if args else "continuous").as_dict(), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

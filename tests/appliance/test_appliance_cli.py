@@ -1,0 +1,110 @@
+"""The ``appliance`` CLI as a subprocess: exit codes and one-line errors before Spark starts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def appliance(*args: str, env: dict | None = None, timeout: float = 60):
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("APPLIANCE_")}
+    full_env.update(env or {})
+    full_env["PYTHONPATH"] = str(ROOT)
+    return subprocess.run([sys.executable, "-m", "appliance", *args], capture_output=True,
+                          text=True, timeout=timeout, env=full_env, cwd=ROOT)
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def good_rules(tmp_path: Path) -> Path:
+    return write(tmp_path / "rules.yml", (ROOT / "examples" / "rules.yml").read_text())
+
+
+def test_rules_check_ok():
+    result = appliance("rules", "check", "examples/rules.yml", "--no-spark")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "examples/rules.yml: OK, 3 rules (structure only)"
+
+
+@pytest.mark.spark
+def test_rules_check_with_spark_reports_every_problem(tmp_path):
+    rules = write(tmp_path / "r.yml", """rules:
+  - {id: ok, severity: info, when: "value > 1"}
+  - {id: not-bool, severity: info, when: "concat(source, metric)"}
+  - {id: udf, severity: info, when: "my_udf(value) > 1"}
+""")
+    result = appliance("rules", "check", str(rules), timeout=180)
+    assert result.returncode == 2, result.stderr
+    lines = [ln for ln in result.stderr.splitlines() if ln.startswith(str(rules))]
+    assert lines[0] == (f"{rules}: rule 'not-bool': when: must be a boolean expression "
+                        "(it is string)")
+    assert lines[1].startswith(f"{rules}: rule 'udf': when: [UNRESOLVED_ROUTINE]")
+    assert len(lines) == 2
+
+
+def test_rules_check_structural_problems_all_listed(tmp_path):
+    rules = write(tmp_path / "r.yml", """rules:
+  - {id: A, severity: info, when: "value > 1"}
+  - {id: b, severity: loud, when: "sum(value) > 1"}
+  - {id: c, severity: info, when: "now() > ts"}
+""")
+    result = appliance("rules", "check", str(rules), "--no-spark")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        f"{rules}: rule 'A': id: must match [a-z0-9][a-z0-9-]* (got 'A')",
+        f"{rules}: rule 'b': severity: must be one of info, warning, critical (got 'loud')",
+        f"{rules}: rule 'b': when: aggregate functions are not allowed (sum)",
+        f"{rules}: rule 'c': when: current-time functions are not allowed (now)",
+    ]
+
+
+def test_run_with_bad_config_exits_2_with_one_line(tmp_path):
+    good_rules(tmp_path)
+    config = write(tmp_path / "appliance.toml", '[query]\ntrigger = "fast"\n')
+    result = appliance("run", "--config", str(config))
+    assert result.returncode == 2
+    assert result.stderr.strip() == (f"{config}: query.trigger: must be one of continuous, "
+                                     f"realtime, microbatch (got 'fast')")
+
+
+def test_run_with_bad_env_override_exits_2(tmp_path):
+    good_rules(tmp_path)
+    config = write(tmp_path / "appliance.toml", "")
+    result = appliance("run", "--config", str(config), env={"APPLIANCE_METRICS_PORT": "-1"})
+    assert result.returncode == 2
+    assert result.stderr.strip().startswith(
+        f"{config}: metrics.port (from APPLIANCE_METRICS_PORT): must be 0..65535")
+
+
+def test_run_with_bad_rules_exits_2_before_spark_starts(tmp_path):
+    rules = write(tmp_path / "rules.yml",
+                  "rules:\n  - {id: cpu, severity: info, when: \"avg(value) > 1\"}\n")
+    config = write(tmp_path / "appliance.toml",
+                   '[kafka]\nbootstrap_servers = "127.0.0.1:1"\n')
+    result = appliance("run", "--config", str(config))
+    assert result.returncode == 2
+    assert result.stderr.strip() == (f"{rules}: rule 'cpu': when: aggregate functions are "
+                                     f"not allowed (avg)")
+    assert "spark" not in result.stderr.lower()
+
+
+def test_run_with_missing_rules_file_exits_2(tmp_path):
+    config = write(tmp_path / "appliance.toml", '[rules]\npath = "nope.yml"\n')
+    result = appliance("run", "--config", str(config))
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"{tmp_path / 'nope.yml'}: file not found"
+
+
+def test_bad_usage_exits_2():
+    assert appliance("run", "--trigger", "fast").returncode == 2
+    assert appliance("frobnicate").returncode == 2

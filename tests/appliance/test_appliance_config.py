@@ -1,0 +1,123 @@
+"""Config: defaults, file values, env overrides, and one clear line per bad field."""
+
+from __future__ import annotations
+
+import pytest
+
+from appliance.config import ConfigError, load_config
+
+
+def write(tmp_path, text: str):
+    path = tmp_path / "appliance.toml"
+    path.write_text(text)
+    return path
+
+
+def test_defaults_when_no_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = load_config(environ={})
+    assert config.kafka.bootstrap_servers is None
+    assert (config.topics.events, config.topics.alerts, config.topics.dead_letters) == (
+        "events", "alerts", "events.dlq")
+    assert config.query.trigger == "continuous"
+    assert config.query.interval == "1 second"
+    assert config.spark.master == "local[2]"
+    assert config.metrics.port == 9464
+    assert config.rules.path == "rules.yml"
+
+
+def test_file_values_and_passthrough_properties(tmp_path):
+    path = write(tmp_path, """
+[kafka]
+bootstrap_servers = "127.0.0.1:9092,127.0.0.1:9093"
+"security.protocol" = "SASL_SSL"
+"sasl.mechanism" = "PLAIN"
+[topics]
+events = "in"
+[query]
+trigger = "microbatch"
+interval = "250 milliseconds"
+checkpoint_dir = "cp"
+[rules]
+path = "r.yml"
+[spark]
+master = "local[4]"
+"spark.driver.memory" = "2g"
+[metrics]
+port = 0
+""")
+    config = load_config(path, environ={})
+    assert config.kafka.bootstrap_servers == "127.0.0.1:9092,127.0.0.1:9093"
+    assert config.kafka.properties == {"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN"}
+    assert config.topics.events == "in" and config.topics.alerts == "alerts"
+    assert config.query.trigger == "microbatch"
+    assert config.spark.conf == {"spark.driver.memory": "2g"}
+    assert config.metrics.port == 0
+    # relative paths are relative to the config file
+    assert config.rules.path == str(tmp_path / "r.yml")
+    assert config.query.checkpoint_dir == str(tmp_path / "cp")
+
+
+def test_env_overrides_win_over_file(tmp_path):
+    path = write(tmp_path, '[query]\ntrigger = "continuous"\n')
+    config = load_config(path, environ={
+        "APPLIANCE_QUERY_TRIGGER": "microbatch",
+        "APPLIANCE_METRICS_PORT": "9999",
+        "APPLIANCE_TOPICS_DEAD_LETTERS": "dlq",
+        "APPLIANCE_KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1234",
+        "APPLIANCE_KAFKA_SECURITY_PROTOCOL": "SSL",
+        "OTHER_QUERY_TRIGGER": "x",
+    })
+    assert config.query.trigger == "microbatch"
+    assert config.metrics.port == 9999
+    assert config.topics.dead_letters == "dlq"
+    assert config.kafka.bootstrap_servers == "127.0.0.1:1234"
+    assert config.kafka.properties == {"security.protocol": "SSL"}
+
+
+def test_cli_trigger_wins_over_everything(tmp_path):
+    path = write(tmp_path, '[query]\ntrigger = "continuous"\n')
+    config = load_config(path, environ={"APPLIANCE_QUERY_TRIGGER": "microbatch"})
+    assert config.with_trigger("realtime").query.trigger == "realtime"
+    assert config.with_trigger(None).query.trigger == "microbatch"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('[query]\ntrigger = "fast"\n',
+     "appliance.toml: query.trigger: must be one of continuous, realtime, microbatch "
+     "(got 'fast')"),
+    ('[query]\ninterval = "soon"\n', "appliance.toml: query.interval: must look like"),
+    ('[query]\nstarting_offsets = "middle"\n', "appliance.toml: query.starting_offsets: "),
+    ('[kafka]\nbootstrap_servers = "no port"\n', "appliance.toml: kafka.bootstrap_servers: "),
+    ('[topics]\nalerts = "bad topic!"\n', "appliance.toml: topics.alerts: must be a Kafka topic"),
+    ('[metrics]\nport = 70000\n', "appliance.toml: metrics.port: must be 0..65535"),
+    ('[metrics]\nport = "x"\n', "appliance.toml: metrics.port: "),
+    ('[spark]\nmaster = "mesos://x"\n', "appliance.toml: spark.master: must be local[N]"),
+    ('[spark]\n"driver.memory" = "1g"\n', "appliance.toml: spark: "),
+    ('[query]\ntriger = "continuous"\n', "appliance.toml: query.triger: unknown key"),
+    ('[nonsense]\nx = 1\n', "appliance.toml: nonsense: unknown key"),
+    ('query = 3\n', "appliance.toml: query: must be a table"),
+    ('[query\n', "appliance.toml: not valid TOML"),
+])
+def test_bad_field_is_one_line_naming_file_and_field(tmp_path, monkeypatch, text, expected):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, text)
+    with pytest.raises(ConfigError) as err:
+        load_config("appliance.toml", environ={})
+    message = str(err.value)
+    assert message.startswith(expected), message
+    assert "\n" not in message
+
+
+def test_bad_env_override_names_the_variable(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, "")
+    with pytest.raises(ConfigError) as err:
+        load_config("appliance.toml", environ={"APPLIANCE_QUERY_TRIGGER": "fast"})
+    assert str(err.value) == ("appliance.toml: query.trigger (from APPLIANCE_QUERY_TRIGGER): "
+                              "must be one of continuous, realtime, microbatch (got 'fast')")
+
+
+def test_explicit_missing_file_is_an_error(tmp_path):
+    with pytest.raises(ConfigError, match="nope.toml: file not found"):
+        load_config(tmp_path / "nope.toml", environ={})

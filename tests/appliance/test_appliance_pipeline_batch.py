@@ -1,0 +1,66 @@
+"""The transformation on a BATCH DataFrame with the Kafka read schema (no broker needed)."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+from appliance_mix import check_outputs, make_mix
+from pyspark.sql import functions as F
+
+from appliance.config import TopicsConfig
+from appliance.pipeline import KAFKA_READ_SCHEMA, transform
+from appliance.rules import parse_rules
+
+pytestmark = pytest.mark.spark
+
+
+def as_kafka_records(spark, values: list[bytes], topic: str = "events"):
+    now = datetime.datetime.now()
+    rows = [(None, v, topic, i % 2, i, now, 0) for i, v in enumerate(values)]
+    return spark.createDataFrame(rows, KAFKA_READ_SCHEMA)
+
+
+def run_batch(spark, mix, topics=None):
+    topics = topics or TopicsConfig()
+    out = transform(as_kafka_records(spark, mix.records), parse_rules(mix.rules_yaml), topics)
+    return out.collect()
+
+
+def test_known_mix_gives_exactly_the_expected_alerts_and_dead_letters(appliance_spark):
+    mix = make_mix("batch")
+    rows = run_batch(appliance_spark, mix)
+    assert {r.topic for r in rows} == {"alerts", "events.dlq"}
+    alerts = [(r.key, r.value.encode()) for r in rows if r.topic == "alerts"]
+    dead = [(r.key, r.value.encode()) for r in rows if r.topic == "events.dlq"]
+    check_outputs(mix, alerts, dead)
+
+
+def test_topic_names_come_from_config(appliance_spark):
+    mix = make_mix("topics")
+    rows = run_batch(appliance_spark, mix, TopicsConfig(alerts="a.out", dead_letters="bad"))
+    assert {r.topic for r in rows} == {"a.out", "bad"}
+
+
+def test_dead_letter_keeps_source_position_and_original_key(appliance_spark):
+    now = datetime.datetime.now()
+    df = appliance_spark.createDataFrame([(b"k1", b"nope", "in", 3, 41, now, 0)],
+                                         KAFKA_READ_SCHEMA)
+    rules = parse_rules("rules:\n  - {id: a, severity: info, when: 'value > 1'}\n")
+    (row,) = transform(df, rules, TopicsConfig()).collect()
+    assert row.key == b"k1"
+    assert row.value == ('{"error":"malformed JSON","raw":"nope","encoding":"utf8",'
+                         '"topic":"in","partition":3,"offset":41}')
+
+
+def test_plan_is_map_only_and_has_no_python_udf(appliance_spark):
+    """Continuous mode accepts only projections and filters; no Python runs per record."""
+    mix = make_mix("plan")
+    out = transform(as_kafka_records(appliance_spark, mix.records),
+                    parse_rules(mix.rules_yaml), TopicsConfig())
+    plan = out._jdf.queryExecution().optimizedPlan().toString()
+    for forbidden in ("Generate", "Union", "Aggregate", "BatchEvalPython", "ArrowEvalPython",
+                      "PythonUDF"):
+        assert forbidden not in plan, plan
+    assert out.select(F.col("key"), F.col("value"), F.col("topic")).columns == [
+        "key", "value", "topic"]

@@ -1,0 +1,144 @@
+"""Rules validation: every rejection class, every problem reported with its rule id."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from appliance.rules import Rule, RulesError, analyze_rules, load_rules, parse_rules
+
+
+def rules_yaml(*rules: tuple[str, str, str]) -> str:
+    lines = ["rules:"]
+    for rule_id, severity, when in rules:
+        lines += [f"  - id: {rule_id}", f"    severity: {severity}", f"    when: {when!r}"]
+    return "\n".join(lines) + "\n"
+
+
+def problems(text: str) -> list[str]:
+    with pytest.raises(RulesError) as err:
+        parse_rules(text, "r.yml")
+    return err.value.problems
+
+
+def test_example_rules_are_valid():
+    rules = load_rules("examples/rules.yml")
+    assert [r.id for r in rules] == ["cpu-critical", "mem-warning", "disk-info"]
+    assert [r.ordinal for r in rules] == [3, 2, 1]
+    assert rules[0].message == "CPU at or above 95%"
+
+
+def test_message_defaults_to_the_expression():
+    rule = parse_rules(rules_yaml(("a", "info", "value > 1")))[0]
+    assert rule == Rule(id="a", severity="info", when="value > 1", message="value > 1")
+
+
+@pytest.mark.parametrize("rule_id, severity, when, expected", [
+    ("Bad_Id", "info", "value > 1", "r.yml: rule 'Bad_Id': id: must match [a-z0-9][a-z0-9-]*"),
+    ("a", "fatal", "value > 1", "r.yml: rule 'a': severity: must be one of info, warning, "
+                                "critical (got 'fatal')"),
+    ("a", "info", "value >", "r.yml: rule 'a': when: does not parse"),
+    ("a", "info", "hostname = 'x'", "r.yml: rule 'a': when: unknown field 'hostname'"),
+    ("a", "info", "sum(value) > 10", "r.yml: rule 'a': when: aggregate functions are not "
+                                     "allowed (sum)"),
+    ("a", "info", "value > (SELECT 1)", "r.yml: rule 'a': when: subqueries are not allowed"),
+    ("a", "info", "rank() OVER (ORDER BY ts) = 1",
+     "r.yml: rule 'a': when: window functions are not allowed"),
+    ("a", "info", "ts < unix_millis(current_timestamp())",
+     "r.yml: rule 'a': when: current-time functions are not allowed"),
+    ("a", "info", "now() > ts", "r.yml: rule 'a': when: current-time functions"),
+    ("a", "info", "rand() > 0.5", "r.yml: rule 'a': when: must be deterministic"),
+    ("a", "info", "value + 1", "r.yml: rule 'a': when: must be a boolean expression"),
+    ("a", "info", "SELECT 1", "r.yml: rule 'a': when: must be a boolean expression, not a "
+                              "statement"),
+    ("a", "info", "value > 1; value < 2", "r.yml: rule 'a': when: must be exactly one"),
+])
+def test_each_rejection_class(rule_id, severity, when, expected):
+    found = problems(rules_yaml((rule_id, severity, when)))
+    assert any(p.startswith(expected) for p in found), found
+
+
+def test_lambda_variables_and_tags_are_allowed():
+    rules = parse_rules(rules_yaml(
+        ("a", "info", "exists(map_keys(tags), k -> k = 'env')"),
+        ("b", "warning", "tags['env'] = 'prod' AND value BETWEEN 1 AND 2"),
+    ))
+    assert [r.id for r in rules] == ["a", "b"]
+
+
+def test_every_problem_is_reported_with_its_rule_id():
+    text = textwrap.dedent("""\
+        rules:
+          - id: dup
+            severity: info
+            when: "value > 1"
+          - id: dup
+            severity: info
+            when: "value > 2"
+          - id: two-things
+            severity: nope
+            when: "max(value) > 1"
+            colour: red
+          - severity: info
+            when: "value > 1"
+          - just a string
+        """)
+    found = problems(text)
+    assert "r.yml: rule 'dup': id: duplicate" in found
+    assert "r.yml: rule 'two-things': severity: must be one of info, warning, critical " \
+           "(got 'nope')" in found
+    assert "r.yml: rule 'two-things': when: aggregate functions are not allowed (max)" in found
+    assert "r.yml: rule 'two-things': colour: unknown key" in found
+    assert "r.yml: rules[3]: id: missing" in found
+    assert "r.yml: rules[4]: must be a mapping with id, severity, when" in found
+    assert len(found) == 6
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("rules: [", "r.yml: not valid YAML"),
+    ("alerts: []", "r.yml: rules: must be a list"),
+    ("rules: []", "r.yml: rules: must list at least one rule"),
+    ("rules:\n  - id: a\n    severity: info\n", "r.yml: rule 'a': when: missing"),
+])
+def test_file_level_problems(text, expected):
+    assert any(p.startswith(expected) for p in problems(text))
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(RulesError, match="nope.yml: file not found"):
+        load_rules(tmp_path / "nope.yml")
+
+
+@pytest.mark.spark
+def test_spark_analysis_rejects_what_only_spark_knows(appliance_spark):
+    bad = [
+        Rule("not-boolean", "info", "concat(source, metric)", ""),
+        Rule("python-udf", "info", "my_python_udf(value) > 1", ""),
+        Rule("bad-type", "info", "tags > 1", ""),
+        Rule("good", "info", "metric = 'cpu' AND value > 1", ""),
+    ]
+    with pytest.raises(RulesError) as err:
+        analyze_rules(appliance_spark, bad, "r.yml")
+    found = err.value.problems
+    assert len(found) == 3, found
+    assert found[0] == "r.yml: rule 'not-boolean': when: must be a boolean expression " \
+                       "(it is string)"
+    assert found[1].startswith("r.yml: rule 'python-udf': when: [UNRESOLVED_ROUTINE]")
+    assert found[2].startswith("r.yml: rule 'bad-type': when: [DATATYPE_MISMATCH")
+
+
+@pytest.mark.spark
+def test_spark_analysis_catches_nondeterminism_and_aggregates(appliance_spark):
+    # Expressions sqlglot cannot judge, checked by Spark's analyzer directly.
+    bad = [Rule("nd", "info", "value > rand()", ""),
+           Rule("agg", "info", "count(1) > 0", ""),
+           Rule("win", "info", "row_number() OVER (ORDER BY ts) = 1", "")]
+    with pytest.raises(RulesError) as err:
+        analyze_rules(appliance_spark, bad, "r.yml")
+    assert err.value.problems == [
+        "r.yml: rule 'nd': when: must be deterministic",
+        "r.yml: rule 'agg': when: aggregate and window functions are not allowed",
+        "r.yml: rule 'win': when: aggregate and window functions are not allowed",
+    ]
+    analyze_rules(appliance_spark, load_rules("examples/rules.yml"))
