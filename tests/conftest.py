@@ -41,3 +41,38 @@ def topic_factory(broker, request):
 def new_topic(topic_factory):
     """Alias of ``topic_factory``: ``new_topic(partitions=2) -> str``."""
     return topic_factory
+
+
+# --- Spark fixture (owned by the connector engineer) ------------------------------------
+# One SparkSession (one JVM) per pytest process: every suite that needs Spark shares it.
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    """A local[2] SparkSession with the appliance-kafka connector on its classpath.
+
+    Two cores: continuous queries need one task slot per input partition, and the tests'
+    topics have at most two.
+    """
+    from pyspark.sql import SparkSession
+
+    from appliance.connector import spark_jars_conf
+
+    warehouse = tmp_path_factory.mktemp("spark-warehouse")
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName("appliance-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.sql.warehouse.dir", str(warehouse))
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.sql.streaming.stopTimeout", "30s")
+    )
+    for key, value in spark_jars_conf().items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("WARN")
+    yield session
+    session.stop()

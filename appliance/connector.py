@@ -1,0 +1,44 @@
+"""Where the Spark Kafka connector's jars live, and the Spark conf that loads them.
+
+Spark's own ``spark-sql-kafka`` cannot be installed here, so every SparkSession the product
+creates loads the ``appliance-kafka`` connector (built by ``make connector``) plus the
+``kafka-clients`` jar it links against. This module is the one place that knows those paths.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+JARS_DIR = REPO_ROOT / "build" / "jars"
+CONNECTOR_JAR = JARS_DIR / "appliance-kafka-connector.jar"
+KAFKA_CLIENTS_JAR = JARS_DIR / "kafka-clients-3.9.1.jar"
+
+#: Spark conf that lets the connector's sink run under the real-time trigger. Spark 4.3
+#: checks real-time sinks against a built-in allowlist (``RealTimeModeAllowlist``) naming
+#: only Spark's own sinks; with the check off it logs a warning instead of refusing to start.
+#: Real-time mode also turns on async progress tracking for stateless queries, which Spark
+#: allows only for its own sinks (by table name); the conf keeps offset/commit logging
+#: synchronous, which costs a few ms per (multi-second) real-time batch, not per record.
+REAL_TIME_SINK_CONF = {
+    "spark.sql.streaming.realTimeMode.allowlistCheck": "false",
+    "spark.sql.streaming.realTimeMode.asyncProgressTrackingByDefault.enabled": "false",
+}
+
+
+class ConnectorJarsMissing(RuntimeError):
+    """The connector has not been built: tell the user the one command that fixes it."""
+
+
+def jars() -> list[str]:
+    """Absolute paths of the connector jar and the kafka-clients jar, in classpath order."""
+    missing = [p for p in (CONNECTOR_JAR, KAFKA_CLIENTS_JAR) if not p.is_file()]
+    if missing:
+        names = ", ".join(str(p) for p in missing)
+        raise ConnectorJarsMissing(f"connector jars not found ({names}): run `make setup`")
+    return [str(CONNECTOR_JAR), str(KAFKA_CLIENTS_JAR)]
+
+
+def spark_jars_conf() -> dict[str, str]:
+    """The Spark conf entries every SparkSession of the product needs for the connector."""
+    return {"spark.jars": ",".join(jars()), **REAL_TIME_SINK_CONF}

@@ -1,0 +1,115 @@
+package io.appliance.kafka;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.util.ArrayData;
+import org.apache.spark.sql.connector.write.DataWriter;
+import org.apache.spark.sql.connector.write.WriterCommitMessage;
+
+/**
+ * Sends one task's rows. commit() flushes and fails if any send failed, so an epoch or batch
+ * is only committed once every record is acknowledged by the broker (at-least-once).
+ */
+final class KafkaDataWriter implements DataWriter<InternalRow> {
+  private final KafkaOptions options;
+  private final SinkColumns cols;
+  private final KafkaProducer<byte[], byte[]> producer;
+  private volatile Exception failure;
+  private long written;
+
+  KafkaDataWriter(KafkaOptions options, SinkColumns cols) {
+    this.options = options;
+    this.cols = cols;
+    this.producer = ProducerCache.get(options);
+  }
+
+  @Override
+  public void write(InternalRow row) throws IOException {
+    checkFailure();
+    String topic = cols.topicOption;
+    if (topic == null && !row.isNullAt(cols.topic)) {
+      topic = row.getUTF8String(cols.topic).toString();
+    }
+    if (topic == null) {
+      throw new IllegalArgumentException(
+          "A row has a null 'topic' and no option 'topic' is set: cannot choose a topic");
+    }
+    Integer partition = cols.partition >= 0 && !row.isNullAt(cols.partition)
+        ? row.getInt(cols.partition) : null;
+    byte[] key = cols.key >= 0 ? bytes(row, cols.key, cols.keyIsString) : null;
+    byte[] value = bytes(row, cols.value, cols.valueIsString);
+    ProducerRecord<byte[], byte[]> record =
+        new ProducerRecord<>(topic, partition, key, value, headers(row));
+    producer.send(record, (metadata, e) -> {
+      if (e != null && failure == null) {
+        failure = e;
+      }
+    });
+    written++;
+  }
+
+  private static byte[] bytes(InternalRow row, int i, boolean isString) {
+    if (row.isNullAt(i)) {
+      return null;
+    }
+    return isString ? row.getUTF8String(i).getBytes() : row.getBinary(i);
+  }
+
+  private List<Header> headers(InternalRow row) {
+    List<Header> out = new ArrayList<>();
+    if (cols.headers < 0 || row.isNullAt(cols.headers)) {
+      return out;
+    }
+    ArrayData items = row.getArray(cols.headers);
+    for (int i = 0; i < items.numElements(); i++) {
+      if (items.isNullAt(i)) {
+        continue;
+      }
+      InternalRow h = items.getStruct(i, 2);
+      out.add(new RecordHeader(h.getUTF8String(0).toString(), h.isNullAt(1) ? null : h.getBinary(1)));
+    }
+    return out;
+  }
+
+  private void checkFailure() throws IOException {
+    Exception e = failure;
+    if (e != null) {
+      ProducerCache.evict(options, producer);
+      throw new IOException("appliance-kafka failed to send a record: " + e.getMessage(), e);
+    }
+  }
+
+  @Override
+  public WriterCommitMessage commit() throws IOException {
+    producer.flush();
+    checkFailure();
+    return new Committed(written);
+  }
+
+  @Override
+  public void abort() {
+    // sent records may already be visible: at-least-once, the retry resends the rest
+  }
+
+  @Override
+  public void close() {
+    // the producer is shared (ProducerCache)
+  }
+
+  /** What a writer task reports on commit: how many records it acknowledged. */
+  static final class Committed implements WriterCommitMessage {
+    private static final long serialVersionUID = 1L;
+    final long records;
+
+    Committed(long records) {
+      this.records = records;
+    }
+  }
+}

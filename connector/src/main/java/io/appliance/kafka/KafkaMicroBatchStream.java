@@ -1,0 +1,223 @@
+package io.appliance.kafka;
+
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
+
+import org.apache.kafka.common.TopicPartition;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.connector.read.streaming.CompositeReadLimit;
+import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
+import org.apache.spark.sql.connector.read.streaming.Offset;
+import org.apache.spark.sql.connector.read.streaming.PartitionOffset;
+import org.apache.spark.sql.connector.read.streaming.ReadLimit;
+import org.apache.spark.sql.connector.read.streaming.ReadMaxRows;
+import org.apache.spark.sql.connector.read.streaming.ReadMinRows;
+import org.apache.spark.sql.connector.read.streaming.ReportsSourceMetrics;
+import org.apache.spark.sql.connector.read.streaming.SupportsRealTimeMode;
+import org.apache.spark.sql.connector.read.streaming.SupportsTriggerAvailableNow;
+
+/**
+ * The micro-batch source (also the source of real-time mode, which Spark runs as long
+ * micro-batches): admission control by offsets, Trigger.AvailableNow, lag metrics.
+ */
+final class KafkaMicroBatchStream implements MicroBatchStream, SupportsTriggerAvailableNow,
+    ReportsSourceMetrics, SupportsRealTimeMode {
+  private final KafkaOptions options;
+  private final String checkpointLocation;
+  private final DriverOffsetReader reader;
+  private volatile Map<TopicPartition, Long> lastLatest;
+  private Map<TopicPartition, Long> availableNowLimit;
+  private long lastAdmitMs = System.currentTimeMillis();
+
+  KafkaMicroBatchStream(KafkaOptions options, String checkpointLocation) {
+    this.options = options;
+    this.checkpointLocation = checkpointLocation;
+    this.reader = new DriverOffsetReader(options);
+  }
+
+  @Override
+  public Offset initialOffset() {
+    return InitialOffsetStore.getOrCreate(checkpointLocation,
+        () -> SplitPlanner.startingPosition(reader, options));
+  }
+
+  @Override
+  public Offset latestOffset() {
+    throw new UnsupportedOperationException(
+        "appliance-kafka supports admission control: call latestOffset(start, limit)");
+  }
+
+  @Override
+  public ReadLimit getDefaultReadLimit() {
+    Long max = options.maxOffsetsPerTrigger();
+    Long min = options.minOffsetsPerTrigger();
+    if (min != null && max != null) {
+      return ReadLimit.compositeLimit(new ReadLimit[] {
+          ReadLimit.minRows(min, options.maxTriggerDelayMs()), ReadLimit.maxRows(max)});
+    }
+    if (min != null) {
+      return ReadLimit.minRows(min, options.maxTriggerDelayMs());
+    }
+    if (max != null) {
+      return ReadLimit.maxRows(max);
+    }
+    return ReadLimit.allAvailable();
+  }
+
+  @Override
+  public synchronized Offset latestOffset(Offset start, ReadLimit limit) {
+    Set<TopicPartition> current = reader.partitions();
+    Map<TopicPartition, Long> from =
+        SplitPlanner.reconcile(reader, options, ((KafkaSourceOffset) start).offsets(), current);
+    Map<TopicPartition, Long> latest = reader.latest(from.keySet());
+    lastLatest = latest;
+    Map<TopicPartition, Long> until = new TreeMap<>(OffsetJson.PARTITION_ORDER);
+    for (Map.Entry<TopicPartition, Long> e : latest.entrySet()) {
+      long u = e.getValue();
+      if (availableNowLimit != null) {
+        Long cap = availableNowLimit.get(e.getKey());
+        u = cap == null ? from.get(e.getKey()) : Math.min(u, cap);
+      }
+      until.put(e.getKey(), Math.max(u, from.get(e.getKey())));
+    }
+    return new KafkaSourceOffset(admit(from, until, limit));
+  }
+
+  /** Applies maxOffsetsPerTrigger / minOffsetsPerTrigger + maxTriggerDelay. */
+  private Map<TopicPartition, Long> admit(Map<TopicPartition, Long> from,
+      Map<TopicPartition, Long> until, ReadLimit limit) {
+    ReadLimit[] limits = limit instanceof CompositeReadLimit
+        ? ((CompositeReadLimit) limit).getReadLimits() : new ReadLimit[] {limit};
+    Long max = null;
+    ReadMinRows min = null;
+    for (ReadLimit l : limits) {
+      if (l instanceof ReadMaxRows) {
+        max = ((ReadMaxRows) l).maxRows();
+      } else if (l instanceof ReadMinRows) {
+        min = (ReadMinRows) l;
+      }
+    }
+    long total = 0;
+    for (Map.Entry<TopicPartition, Long> e : until.entrySet()) {
+      total += e.getValue() - from.get(e.getKey());
+    }
+    long now = System.currentTimeMillis();
+    if (min != null && availableNowLimit == null && total < min.minRows()
+        && now - lastAdmitMs < min.maxTriggerDelayMs()) {
+      return from;
+    }
+    Map<TopicPartition, Long> end = (max != null && total > max) ? prorate(from, until, total, max) : until;
+    if (!end.equals(from)) {
+      lastAdmitMs = now;
+    }
+    return end;
+  }
+
+  /** Shares {@code max} offsets among partitions in proportion to their backlog, summing to max. */
+  private static Map<TopicPartition, Long> prorate(Map<TopicPartition, Long> from,
+      Map<TopicPartition, Long> until, long total, long max) {
+    Map<TopicPartition, Long> end = new TreeMap<>(OffsetJson.PARTITION_ORDER);
+    long given = 0;
+    for (Map.Entry<TopicPartition, Long> e : until.entrySet()) {
+      long lag = e.getValue() - from.get(e.getKey());
+      long share = (long) Math.floor((double) max * lag / total);
+      end.put(e.getKey(), from.get(e.getKey()) + share);
+      given += share;
+    }
+    for (Map.Entry<TopicPartition, Long> e : end.entrySet()) {
+      if (given >= max) {
+        break;
+      }
+      long room = until.get(e.getKey()) - e.getValue();
+      long extra = Math.min(room, max - given);
+      e.setValue(e.getValue() + extra);
+      given += extra;
+    }
+    return end;
+  }
+
+  @Override
+  public InputPartition[] planInputPartitions(Offset start, Offset end) {
+    return SplitPlanner.bounded(reader, options, ((KafkaSourceOffset) start).offsets(),
+        ((KafkaSourceOffset) end).offsets());
+  }
+
+  @Override
+  public PartitionReaderFactory createReaderFactory() {
+    return new KafkaReaderFactory();
+  }
+
+  @Override
+  public synchronized void prepareForTriggerAvailableNow() {
+    availableNowLimit = reader.latest(reader.partitions());
+  }
+
+  /** Real-time mode: one open-ended split per partition, ended by Spark's batch deadline. */
+  @Override
+  public InputPartition[] planInputPartitions(Offset start) {
+    Map<TopicPartition, Long> from = SplitPlanner.reconcile(reader, options,
+        ((KafkaSourceOffset) start).offsets(), reader.partitions());
+    return SplitPlanner.open(options, from);
+  }
+
+  @Override
+  public Offset mergeOffsets(PartitionOffset[] offsets) {
+    return KafkaSourceOffset.merge(offsets);
+  }
+
+  @Override
+  public Map<String, String> metrics(Optional<Offset> latestConsumed) {
+    Map<String, String> m = new HashMap<>();
+    m.put("dataLossEventsSkipped", Long.toString(DataLoss.SKIPPED_EVENTS.get()));
+    Map<TopicPartition, Long> latest = lastLatest;
+    if (latest == null || !latestConsumed.isPresent()) {
+      return m;
+    }
+    Map<TopicPartition, Long> consumed = ((KafkaSourceOffset) latestConsumed.get()).offsets();
+    long min = Long.MAX_VALUE;
+    long max = 0;
+    long sum = 0;
+    int n = 0;
+    for (Map.Entry<TopicPartition, Long> e : consumed.entrySet()) {
+      Long l = latest.get(e.getKey());
+      if (l == null) {
+        continue;
+      }
+      long behind = Math.max(0, l - e.getValue());
+      min = Math.min(min, behind);
+      max = Math.max(max, behind);
+      sum += behind;
+      n++;
+    }
+    if (n > 0) {
+      m.put("minOffsetsBehindLatest", Long.toString(min));
+      m.put("maxOffsetsBehindLatest", Long.toString(max));
+      m.put("avgOffsetsBehindLatest", Double.toString((double) sum / n));
+    }
+    return m;
+  }
+
+  @Override
+  public Offset deserializeOffset(String json) {
+    return KafkaSourceOffset.fromJson(json);
+  }
+
+  @Override
+  public void commit(Offset end) {
+    // offsets live in Spark's checkpoint; nothing to commit to Kafka
+  }
+
+  @Override
+  public void stop() {
+    reader.close();
+  }
+
+  @Override
+  public String toString() {
+    return "appliance-kafka[" + options.subscription() + "]";
+  }
+}

@@ -1,0 +1,70 @@
+package io.appliance.kafka;
+
+
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.header.Header;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
+import org.apache.spark.sql.catalyst.util.GenericArrayData;
+import org.apache.spark.sql.types.ArrayType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.unsafe.types.UTF8String;
+
+/** The read schema of Spark's kafka source, and the conversion of a record into that row. */
+final class RecordRows {
+  static final StructType HEADER = new StructType(new StructField[] {
+      DataTypes.createStructField("key", DataTypes.StringType, true),
+      DataTypes.createStructField("value", DataTypes.BinaryType, true)});
+  static final ArrayType HEADERS = DataTypes.createArrayType(HEADER, true);
+
+  private final boolean includeHeaders;
+  private final UnsafeProjection toUnsafe;
+  private final GenericInternalRow scratch;
+
+  RecordRows(boolean includeHeaders) {
+    this.includeHeaders = includeHeaders;
+    StructType schema = schema(includeHeaders);
+    this.toUnsafe = UnsafeProjection.create(schema);
+    this.scratch = new GenericInternalRow(schema.size());
+  }
+
+  static StructType schema(boolean includeHeaders) {
+    StructType s = new StructType()
+        .add("key", DataTypes.BinaryType, true)
+        .add("value", DataTypes.BinaryType, true)
+        .add("topic", DataTypes.StringType, true)
+        .add("partition", DataTypes.IntegerType, true)
+        .add("offset", DataTypes.LongType, true)
+        .add("timestamp", DataTypes.TimestampType, true)
+        .add("timestampType", DataTypes.IntegerType, true);
+    return includeHeaders ? s.add("headers", HEADERS, true) : s;
+  }
+
+  /** The row for {@code r}; the returned row is reused by the next call (copy to keep it). */
+  InternalRow toRow(ConsumerRecord<byte[], byte[]> r) {
+    scratch.update(0, r.key());
+    scratch.update(1, r.value());
+    scratch.update(2, UTF8String.fromString(r.topic()));
+    scratch.setInt(3, r.partition());
+    scratch.setLong(4, r.offset());
+    scratch.setLong(5, r.timestamp() * 1000L);
+    scratch.setInt(6, r.timestampType().id);
+    if (includeHeaders) {
+      Header[] headers = r.headers().toArray();
+      if (headers.length == 0) {
+        scratch.setNullAt(7);
+      } else {
+        Object[] items = new Object[headers.length];
+        for (int i = 0; i < headers.length; i++) {
+          items[i] = new GenericInternalRow(new Object[] {
+              UTF8String.fromString(headers[i].key()), headers[i].value()});
+        }
+        scratch.update(7, new GenericArrayData(items));
+      }
+    }
+    return toUnsafe.apply(scratch);
+  }
+}
