@@ -1,0 +1,113 @@
+"""Benchmark: the load generator's own floor and the highest rate it keeps to schedule.
+
+On the embedded broker: (1) the floor (produce and consume back, no appliance) at 1,000
+and 10,000 events/s, medians over ``--repeats`` runs; (2) the highest rate one producer
+worker (and two) sustains without falling behind its schedule, found by doubling then
+bisecting. Nothing consumes the events in (2), so it measures the generator and the
+broker's ingestion only. Other work on the same cores makes every number noisy: read the
+medians, not single runs. Writes ``reports/bench/loadgen_floor.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+OUT = Path("reports/bench/loadgen_floor.json")
+
+
+def _floor(bootstrap: str, rate: float, seconds: float, repeats: int) -> dict:
+    from loadgen.config import LoadConfig
+    from loadgen.run import run_floor
+
+    runs = []
+    for _ in range(repeats):
+        report = run_floor(LoadConfig(bootstrap=bootstrap, rate=rate, duration=seconds,
+                                      grace=5, progress=False))
+        runs.append({"p50": report.latency_ms["p50"], "p99": report.latency_ms["p99"],
+                     "p999": report.latency_ms["p999"], "max": report.latency_ms["max"],
+                     "lost": report.lost, "fell_behind": report.behind_schedule["fell_behind"]})
+    medians = {k: statistics.median(r[k] for r in runs) for k in ("p50", "p99", "p999", "max")}
+    return {"rate": rate, "seconds": seconds, "median_ms": medians, "runs": runs}
+
+
+def _keeps_up(bootstrap: str, rate: float, workers: int, seconds: float) -> tuple[bool, dict]:
+    from loadgen.config import LoadConfig
+    from loadgen.run import run_load
+
+    report = run_load(LoadConfig(bootstrap=bootstrap, rate=rate, duration=seconds,
+                                 workers=workers, alert_ratio=0.0, grace=1.0, progress=False,
+                                 events_topic="bench.events", alerts_topic="bench.alerts",
+                                 dlq_topic="bench.dlq"))
+    behind = report.behind_schedule
+    return not behind["fell_behind"], {"rate": rate, "achieved_rate": report.achieved_rate,
+                                       "max_lag_ms": behind["max_lag_ms"],
+                                       "late_events": behind["late_events"],
+                                       "unsent": behind["unsent"]}
+
+
+def _max_rate(bootstrap: str, workers: int, seconds: float, start: float, limit: float) -> dict:
+    trials, ok_rate, bad_rate, rate = [], None, None, start
+    while rate <= limit:  # double until it falls behind
+        ok, trial = _keeps_up(bootstrap, rate, workers, seconds)
+        trials.append({**trial, "kept_up": ok})
+        if not ok:
+            bad_rate = rate
+            break
+        ok_rate, rate = rate, rate * 2
+    for _ in range(3 if ok_rate and bad_rate else 0):  # bisect
+        mid = round((ok_rate + bad_rate) / 2, -3)
+        ok, trial = _keeps_up(bootstrap, mid, workers, seconds)
+        trials.append({**trial, "kept_up": ok})
+        ok_rate, bad_rate = (mid, bad_rate) if ok else (ok_rate, mid)
+    return {"workers": workers, "max_sustained_rate": ok_rate, "first_failing_rate": bad_rate,
+            "trial_seconds": seconds, "trials": trials}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="bench.loadgen_floor", description=__doc__.splitlines()[0])
+    p.add_argument("--bootstrap", default=None, help="use this broker (default: embedded)")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--seconds", type=float, default=5.0)
+    p.add_argument("--out", default=str(OUT))
+    args = p.parse_args(argv if argv is not None else [])
+
+    from appliance.broker.embedded import EmbeddedBroker
+
+    broker = None if args.bootstrap else EmbeddedBroker().start()
+    bootstrap = args.bootstrap or broker.bootstrap
+    started = time.monotonic()
+    try:
+        from loadgen.config import LoadConfig
+        from loadgen.run import ensure_topics
+
+        ensure_topics(LoadConfig(bootstrap=bootstrap, rate=1, duration=1),
+                      ["bench.events", "bench.alerts", "bench.dlq"])
+        result = {
+            "note": "2 shared cores; other suites may run concurrently: medians are noisy",
+            "floor": [_floor(bootstrap, rate, args.seconds, args.repeats)
+                      for rate in (1_000, 10_000)],
+            "max_rate": [_max_rate(bootstrap, workers, 3.0, 10_000, 640_000)
+                         for workers in (1, 2)],
+        }
+    finally:
+        if broker is not None:
+            broker.stop()
+    result["seconds"] = round(time.monotonic() - started, 1)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    for f in result["floor"]:
+        print(f"floor @ {f['rate']:,}/s: median {f['median_ms']}", file=sys.stderr)
+    for m in result["max_rate"]:
+        print(f"max sustained rate, {m['workers']} worker(s): {m['max_sustained_rate']}/s",
+              file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,73 @@
+"""What a load run is asked to do, validated before anything touches the network."""
+
+from __future__ import annotations
+
+import math
+import secrets
+from dataclasses import dataclass, field
+
+from loadgen.schedule import Schedule
+
+
+class ConfigError(ValueError):
+    """Bad run settings: the message names the setting (CLI exit code 2)."""
+
+
+@dataclass
+class LoadConfig:
+    bootstrap: str
+    rate: float
+    duration: float
+    ramp: float = 0.0
+    alert_ratio: float = 0.1  # share of events that match an example rule (split evenly)
+    bad_ratio: float = 0.0  # share of malformed events (split evenly over the bad kinds)
+    events_topic: str = "events"
+    alerts_topic: str = "alerts"
+    dlq_topic: str = "events.dlq"
+    workers: int = 1
+    grace: float = 10.0  # seconds to wait for late answers after the last send
+    metrics_port: int = 0  # 0: no Prometheus endpoint
+    behind_ms: float = 100.0  # an event sent later than this after its time counts as late
+    drain_s: float = 1.0  # how long after the schedule's end a behind producer keeps sending
+    floor_seconds: float = 0.0  # >0: measure the floor first, for this long, at `floor_rate`
+    floor_rate: float | None = None  # default: the run's rate
+    floor_ms: float | None = None  # a floor (p99, ms) measured elsewhere; skips measuring
+    floor_topic: str = "loadgen.floor"
+    topic_partitions: int = 2  # when loadgen has to create a topic
+    linger_ms: float = 0.0
+    progress: bool = True
+    run_id: str = field(default_factory=lambda: "lg" + secrets.token_hex(4))
+
+    def validate(self) -> None:
+        _require(bool(self.bootstrap), "bootstrap", "is required")
+        for name in ("rate", "duration"):
+            value = getattr(self, name)
+            _require(isinstance(value, (int, float)) and math.isfinite(value) and value > 0,
+                     name, "must be a positive number")
+        _require(0 <= self.ramp <= self.duration, "ramp", "must be between 0 and --duration")
+        for name in ("alert_ratio", "bad_ratio"):
+            _require(0 <= getattr(self, name) <= 1, name, "must be within [0, 1]")
+        _require(self.alert_ratio + self.bad_ratio <= 1, "alert_ratio",
+                 "plus bad-ratio must not exceed 1")
+        _require(isinstance(self.workers, int) and 1 <= self.workers <= 64, "workers",
+                 "must be an integer from 1 to 64")
+        for name in ("grace", "behind_ms", "drain_s", "floor_seconds", "linger_ms"):
+            _require(getattr(self, name) >= 0, name, "must not be negative")
+        _require(0 <= self.metrics_port <= 65535, "metrics_port", "must be a port (0 = off)")
+        _require(self.floor_ms is None or self.floor_ms >= 0, "floor_ms", "must not be negative")
+        _require(self.floor_rate is None or self.floor_rate > 0, "floor_rate", "must be positive")
+        topics = [self.events_topic, self.alerts_topic, self.dlq_topic]
+        _require(all(topics) and len(set(topics)) == 3, "topics",
+                 "events, alerts and dead-letter topics must be three different names")
+        _require(self.floor_topic not in topics, "floor_topic",
+                 "must differ from the events, alerts and dead-letter topics")
+        _require(self.rate * self.duration <= 50_000_000, "rate",
+                 "times duration exceeds 50 million events")
+
+    def schedule(self) -> Schedule:
+        return Schedule(self.rate, self.duration, self.ramp)
+
+
+def _require(ok: bool, name: str, problem: str) -> None:
+    if not ok:
+        raise ConfigError(f"{name.replace('_', '-')} {problem}")

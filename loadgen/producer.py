@@ -1,0 +1,146 @@
+"""Producer worker processes: send events on schedule, never waiting for answers.
+
+Each worker is its own process (so producing never competes for the GIL with the alert
+collector) and sends the indices ``worker, worker + workers, ...``. It stamps every event
+with its *scheduled* time, sends everything that is due, sleeps until the next event is
+due, and records how far behind schedule it is instead of quietly sending slower. Events
+still unsent ``drain_s`` after the end of the schedule are given up and reported.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+from dataclasses import dataclass
+
+from loadgen.events import EventFactory
+from loadgen.schedule import Schedule
+
+# Slots per worker in the shared progress array.
+SENT, LAG_S, MAX_LAG_S = 0, 1, 2
+SLOTS = 3
+MAX_SLEEP_S = 0.05
+FAILED_INDICES_KEPT = 10_000
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    worker: int
+    workers: int
+    bootstrap: str
+    topic: str
+    schedule: Schedule
+    run_id: str
+    alert_ratio: float
+    bad_ratio: float
+    behind_ms: float
+    drain_s: float
+    linger_ms: float = 0.0
+
+
+@dataclass
+class WorkerResult:
+    worker: int
+    sent: int  # indices handed to the client, in order: the worker's first `sent` indices
+    failed: list[int]  # indices whose delivery failed (never in the topic)
+    unsent: int  # due but given up at the drain deadline
+    max_lag_ms: float
+    late_events: int  # sent more than `behind_ms` after their scheduled time
+    first_late_offset_s: float | None
+    finished_at: float  # epoch seconds when the send loop ended (before the final flush)
+    error: str | None = None
+
+
+def worker_main(spec: WorkerSpec, progress, t0, ready_q, start, result_q) -> None:
+    """Process entry: connect, report ready, wait for the start time, send, report result."""
+    from confluent_kafka import KafkaException, Producer
+
+    from loadgen.kafka_config import producer_config
+
+    failed: list[int] = []
+
+    def on_delivery(err, msg) -> None:  # only called for failures (delivery.report.only.error)
+        if err is not None and len(failed) < FAILED_INDICES_KEPT:
+            index = factory.index_of(_event_id_of(msg.value()))
+            failed.append(-1 if index is None else index)
+
+    factory = EventFactory(spec.run_id, spec.alert_ratio, spec.bad_ratio)
+    try:
+        producer = Producer({**producer_config(spec.bootstrap, spec.linger_ms),
+                             "on_delivery": on_delivery})
+        metadata = producer.list_topics(spec.topic, timeout=10)
+        topic_meta = metadata.topics.get(spec.topic)
+        if topic_meta is None or topic_meta.error is not None or not topic_meta.partitions:
+            raise RuntimeError(f"topic {spec.topic!r} is not available on {spec.bootstrap}")
+    except (KafkaException, RuntimeError) as exc:
+        ready_q.put(("error", spec.worker, str(exc)))
+        return
+    ready_q.put(("ready", spec.worker, ""))
+    if not start.wait(timeout=60):
+        return
+    result = _send_all(spec, factory, producer, progress, t0.value)
+    remaining = producer.flush(timeout=30)
+    if remaining:
+        result.error = f"{remaining} events still unacknowledged after flush"
+    result.failed = failed
+    result_q.put(result)
+
+
+def _send_all(spec, factory, producer, progress, t0: float) -> WorkerResult:
+    schedule, workers, topic = spec.schedule, spec.workers, spec.topic
+    base = spec.worker * SLOTS
+    behind_s = spec.behind_ms / 1000.0
+    total = schedule.total
+    give_up_at = t0 + schedule.duration + spec.drain_s
+    i, sent, late, max_lag, first_late = spec.worker, 0, 0, 0.0, None
+    produce, poll, now_fn, sleep = producer.produce, producer.poll, time.time, time.sleep
+    while i < total:
+        due = t0 + schedule.offset(i)
+        now = now_fn()
+        if due > now:
+            poll(0)
+            progress[base + SENT] = sent
+            progress[base + LAG_S] = 0.0
+            sleep(min(due - now, MAX_SLEEP_S))
+            continue
+        if now > give_up_at:
+            break
+        try:
+            produce(topic, factory.encode(i, due * 1000.0))
+        except BufferError:
+            poll(0.001)
+            continue
+        lag = now - due
+        if lag > behind_s:
+            late += 1
+            if first_late is None:
+                first_late = due - t0
+        if lag > max_lag:
+            max_lag = lag
+        sent += 1
+        i += workers
+        if sent & 127 == 0:
+            poll(0)
+            progress[base + SENT] = sent
+            progress[base + LAG_S] = lag
+            progress[base + MAX_LAG_S] = max_lag
+    progress[base + SENT] = sent
+    progress[base + MAX_LAG_S] = max_lag
+    unsent = len(range(i, total, workers))
+    return WorkerResult(spec.worker, sent, [], unsent, round(max_lag * 1000.0, 3), late,
+                        None if first_late is None else round(first_late, 3), now_fn())
+
+
+def _event_id_of(value: bytes | None) -> str | None:
+    if not value:
+        return None
+    start = value.find(b'"event_id":')
+    if start < 0:
+        return None
+    rest = value[start + 11:].lstrip(b' "')
+    return rest[: rest.find(b'"')].decode("latin-1")
+
+
+def spawn_context() -> mp.context.BaseContext:
+    """Spawn, never fork: librdkafka's threads do not survive a fork."""
+    return mp.get_context("spawn")

@@ -1,0 +1,309 @@
+"""Run a load: optional floor phase, then the main phase; returns a ``Report``.
+
+``run_load(config)`` is the Python API (``appliance demo`` calls it). Producers run in
+their own processes, the collector in this one; the two only share the start time and a
+few progress counters, so a slow appliance can never slow the schedule down.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from appliance.logs import get_logger
+from loadgen.collector import ALERTS, FLOOR, BrokerUnavailable, Collector
+from loadgen.config import LoadConfig
+from loadgen.events import EventFactory
+from loadgen.metrics import RunMetrics
+from loadgen.producer import LAG_S, SENT, SLOTS, WorkerSpec, spawn_context, worker_main
+from loadgen.progress import Progress
+from loadgen.report import Report
+from loadgen.schedule import Schedule
+
+
+def _logger(name: str):
+    """appliance.logs.get_logger, or the equivalent while it raises TypeError (known bug)."""
+    try:
+        return get_logger(name)
+    except TypeError:
+        import structlog
+
+        return structlog.get_logger().bind(logger=name)
+
+
+log = _logger("loadgen.run")
+START_LEAD_S = 0.3  # all workers are waiting when the schedule starts
+READY_TIMEOUT_S = 60.0
+POLL_S = 0.02
+LATE_SHARE_TOLERATED = 0.001
+
+
+@dataclass
+class Phase:
+    """What one measured phase produced, before it becomes a report."""
+
+    collector: Collector
+    results: list
+    schedule: Schedule
+    t0: float
+    sending_ended: float
+    expected_alerts: int
+    expected_dlq: int
+    lost: int
+    dlq_lost: int
+
+
+def run_load(config: LoadConfig) -> Report:
+    """Measure the floor (if asked), then run the load; raises BrokerUnavailable."""
+    config.validate()
+    started_at = datetime.now(UTC).isoformat(timespec="seconds")
+    check_broker(config.bootstrap)
+    ensure_topics(config, [config.events_topic, config.alerts_topic, config.dlq_topic])
+    floor = measure_floor_for(config)
+    metrics = RunMetrics()
+    if config.metrics_port:
+        metrics.serve(config.metrics_port)
+    try:
+        metrics.target_rate.set(config.rate)
+        factory = EventFactory(config.run_id, config.alert_ratio, config.bad_ratio)
+        phase = _measure(config, ALERTS, factory, config.schedule(), config.events_topic,
+                         config.alerts_topic, config.dlq_topic, metrics)
+        metrics.lost.inc(phase.lost)
+    finally:
+        metrics.close()
+    return _report(config, phase, ALERTS, floor, started_at)
+
+
+def run_floor(config: LoadConfig) -> Report:
+    """The instrument alone: produce to ``floor_topic`` and consume it back."""
+    config.validate()
+    started_at = datetime.now(UTC).isoformat(timespec="seconds")
+    check_broker(config.bootstrap)
+    ensure_topics(config, [config.floor_topic])
+    factory = EventFactory(config.run_id, 0.0, 0.0)
+    phase = _measure(config, FLOOR, factory, config.schedule(), config.floor_topic,
+                     config.floor_topic, None, None)
+    return _report(config, phase, FLOOR, None, started_at)
+
+
+def measure_floor_for(config: LoadConfig) -> dict | None:
+    if config.floor_ms is not None:
+        return {"source": "given", "p50": None, "p99": config.floor_ms, "max": None,
+                "rate": None}
+    if config.floor_seconds <= 0:
+        return None
+    rate = config.floor_rate or config.rate
+    floor_cfg = LoadConfig(
+        bootstrap=config.bootstrap, rate=rate, duration=config.floor_seconds,
+        workers=config.workers, grace=min(config.grace, 5.0), floor_topic=config.floor_topic,
+        topic_partitions=config.topic_partitions, linger_ms=config.linger_ms,
+        progress=config.progress, behind_ms=config.behind_ms, run_id=config.run_id + "f",
+    )
+    report = run_floor(floor_cfg)
+    lat = report.latency_ms
+    return {"source": "measured", "p50": lat["p50"], "p90": lat["p90"], "p99": lat["p99"],
+            "p999": lat["p999"], "max": lat["max"], "rate": rate,
+            "seconds": config.floor_seconds, "lost": report.lost}
+
+
+def check_broker(bootstrap: str, timeout: float = 5.0) -> None:
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    from loadgen.kafka_config import admin_config
+
+    try:
+        AdminClient(admin_config(bootstrap)).list_topics(timeout=timeout)
+    except KafkaException as exc:
+        raise BrokerUnavailable(f"cannot reach a Kafka broker at {bootstrap}: {exc}") from exc
+
+
+def ensure_topics(config: LoadConfig, topics: list[str], timeout: float = 10.0) -> None:
+    """Create missing topics (the broker may also auto-create); fail if one stays missing."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from loadgen.kafka_config import admin_config
+
+    admin = AdminClient(admin_config(config.bootstrap))
+    existing = admin.list_topics(timeout=timeout).topics
+    missing = [t for t in topics if t not in existing or existing[t].error is not None]
+    if not missing:
+        return
+    futures = admin.create_topics(
+        [NewTopic(t, num_partitions=config.topic_partitions, replication_factor=1)
+         for t in missing], operation_timeout=timeout)
+    for topic, future in futures.items():
+        try:
+            future.result(timeout=timeout)
+            log.info("topic.created", topic=topic, partitions=config.topic_partitions)
+        except KafkaException as exc:
+            if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                raise BrokerUnavailable(f"cannot create topic {topic!r}: {exc}") from exc
+
+
+def _measure(config, mode, factory, schedule, produce_topic, answer_topic, dlq_topic,
+             metrics) -> Phase:
+    collector = Collector(config.bootstrap, factory, schedule.total, answer_topic, dlq_topic,
+                          mode, on_latency=metrics.observe_latency_ms if metrics else None)
+    collector.start()
+    ctx = spawn_context()
+    progress_arr = ctx.RawArray("d", SLOTS * config.workers)
+    t0_value = ctx.RawValue("d", 0.0)
+    ready_q, result_q, start = ctx.Queue(), ctx.Queue(), ctx.Event()
+    procs = []
+    try:
+        for w in range(config.workers):
+            spec = WorkerSpec(w, config.workers, config.bootstrap, produce_topic, schedule,
+                              factory.run_id, factory.alert_ratio, factory.bad_ratio,
+                              config.behind_ms, config.drain_s, config.linger_ms)
+            proc = ctx.Process(target=worker_main, name=f"loadgen-producer-{w}", daemon=True,
+                               args=(spec, progress_arr, t0_value, ready_q, start, result_q))
+            proc.start()
+            procs.append(proc)
+        _await_ready(ready_q, config.workers, procs)
+        t0 = time.time() + START_LEAD_S
+        t0_value.value = t0
+        collector.t0_ms = t0 * 1000.0
+        start.set()
+        log.info("run.started", run_id=factory.run_id, mode=mode, rate=schedule.rate,
+                 duration=schedule.duration, workers=config.workers, events=schedule.total)
+        results = _collect_while_sending(config, collector, schedule, t0, procs, progress_arr,
+                                         result_q, metrics, mode)
+    finally:
+        start.set()
+        for proc in procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.terminate()
+                proc.join(timeout=5)
+    try:
+        return _grace(config, collector, schedule, t0, results, metrics)
+    finally:
+        collector.close()
+
+
+def _await_ready(ready_q, workers: int, procs) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    ready = 0
+    while ready < workers:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise BrokerUnavailable("producer workers did not become ready in time")
+        try:
+            status, worker, detail = ready_q.get(timeout=min(remaining, 1.0))
+        except Exception:  # queue.Empty; check the workers are alive
+            if any(not p.is_alive() and p.exitcode not in (None, 0) for p in procs):
+                raise BrokerUnavailable("a producer worker died while starting") from None
+            continue
+        if status == "error":
+            raise BrokerUnavailable(f"producer worker {worker}: {detail}")
+        ready += 1
+
+
+def _collect_while_sending(config, collector, schedule, t0, procs, progress_arr, result_q,
+                           metrics, mode) -> list:
+    label = "floor" if mode == FLOOR else "run"
+    progress = Progress(label, schedule.rate, config.behind_ms, config.progress)
+    # Bounded: the workers give up at duration + drain, then flush within 30 s.
+    deadline = t0 + schedule.duration + config.drain_s + 45.0
+    results: dict[int, object] = {}
+    while len(results) < config.workers:
+        collector.poll(POLL_S)
+        while not result_q.empty():
+            result = result_q.get()
+            results[result.worker] = result
+        sent = int(sum(progress_arr[w * SLOTS + SENT] for w in range(config.workers)))
+        lag_ms = 1000.0 * max(progress_arr[w * SLOTS + LAG_S] for w in range(config.workers))
+        if metrics is not None:
+            metrics.update(sent, collector.received, collector.dlq_received,
+                           collector.duplicates, lag_ms / 1000.0)
+        p99 = collector.latency.percentile_ms(99.0) if collector.latency.count else None
+        progress.maybe_show(time.time() - t0, sent, collector.received, collector.dlq_received,
+                            lag_ms, p99)
+        if time.time() > deadline:
+            raise RuntimeError("producer workers did not finish in time")
+        dead = [p for p in procs if not p.is_alive() and p.exitcode not in (None, 0)]
+        if dead and result_q.empty():
+            raise RuntimeError(f"producer worker {dead[0].name} died "
+                               f"(exit code {dead[0].exitcode})")
+    progress.done()
+    return [results[w] for w in sorted(results)]
+
+
+def _grace(config, collector, schedule, t0, results, metrics) -> Phase:
+    workers = config.workers
+    sent_ranges = [schedule.worker_indices(r.worker, workers, r.sent) for r in results]
+    failed = {i for r in results for i in r.failed}
+    expected_alerts, expected_dlq = collector.expected(sent_ranges, failed)
+    sending_ended = max([t0 + schedule.duration] + [r.finished_at for r in results])
+    deadline = sending_ended + config.grace
+    while time.time() < deadline:
+        good = collector.received - collector.unexpected_alerts
+        if good >= expected_alerts and collector.dlq_received >= expected_dlq:
+            break
+        collector.poll(POLL_S)
+    # Pick up anything already delivered (duplicates, stragglers) without waiting.
+    while collector.poll(0.05):
+        pass
+    if metrics is not None:
+        sent = sum(r.sent for r in results)
+        metrics.update(sent, collector.received, collector.dlq_received, collector.duplicates,
+                       max(r.max_lag_ms for r in results) / 1000.0)
+    lost, dlq_lost = collector.missing(sent_ranges, failed)
+    return Phase(collector, results, schedule, t0, sending_ended, expected_alerts,
+                 expected_dlq, lost, dlq_lost)
+
+
+def _report(config: LoadConfig, phase: Phase, mode: str, floor, started_at: str) -> Report:
+    c, results, schedule = phase.collector, phase.results, phase.schedule
+    sent = sum(r.sent for r in results)
+    failed = sum(len(r.failed) for r in results)
+    span = max(schedule.duration, max(r.finished_at for r in results) - phase.t0)
+    unsent = sum(r.unsent for r in results)
+    late = sum(r.late_events for r in results)
+    first_late = [r.first_late_offset_s for r in results if r.first_late_offset_s is not None]
+    behind = {
+        # Isolated scheduler hiccups on a shared machine are reported (max_lag_ms,
+        # late_events) but only a sustained shortfall counts as falling behind.
+        "fell_behind": unsent > 0 or late > LATE_SHARE_TOLERATED * max(sent, 1),
+        "threshold_ms": config.behind_ms,
+        "max_lag_ms": max(r.max_lag_ms for r in results),
+        "late_events": late,
+        "unsent": unsent,
+        "first_late_offset_s": min(first_late) if first_late else None,
+    }
+    notes = [r.error for r in results if r.error]
+    if behind["fell_behind"]:
+        notes.append(
+            f"generator fell behind its schedule: max lag {behind['max_lag_ms']:,.1f} ms, "
+            f"{late:,} events late by more than {config.behind_ms:g} ms, {unsent:,} never "
+            f"sent; target {schedule.rate:,.0f}/s, achieved {sent / span:,.0f}/s "
+            f"with {config.workers} worker(s): add --workers or lower --rate")
+    topics = ({"events": config.floor_topic} if mode == FLOOR else
+              {"events": config.events_topic, "alerts": config.alerts_topic,
+               "dead_letters": config.dlq_topic})
+    report = Report(
+        run_id=c.factory.run_id, mode=mode, bootstrap=config.bootstrap, topics=topics,
+        target_rate=schedule.rate, ramp_s=schedule.ramp, duration_s=schedule.duration,
+        workers=config.workers, scheduled=schedule.total, sent=sent, send_failed=failed,
+        achieved_rate=round(sent / span, 1), alert_ratio=c.factory.alert_ratio,
+        bad_ratio=c.factory.bad_ratio, expected_alerts=phase.expected_alerts,
+        received_alerts=c.received, lost=phase.lost, duplicates=c.duplicates,
+        unexpected_alerts=c.unexpected_alerts, dlq_expected=phase.expected_dlq,
+        dlq_received=c.dlq_received, dlq_lost=phase.dlq_lost, dlq_duplicates=c.dlq_duplicates,
+        foreign_records=c.foreign, floor_ms=floor, latency_ms=c.latency.summary(),
+        behind_schedule=behind, grace_s=config.grace, started_at=started_at,
+        schedule_start_epoch=round(phase.t0, 6),
+        latency_series=c.latency.series(), latency_curve=c.latency.curve(),
+        latency_hdr=c.latency.encoded() if c.latency.count else "", notes=notes,
+    )
+    if behind["fell_behind"]:
+        print(f"loadgen: WARNING {notes[-1]}", file=sys.stderr, flush=True)
+    log.info("run.finished", run_id=report.run_id, mode=mode, sent=sent,
+             expected_alerts=report.expected_alerts, received_alerts=report.received_alerts,
+             lost=report.lost, p99_ms=report.latency_ms.get("p99"),
+             fell_behind=behind["fell_behind"])
+    return report

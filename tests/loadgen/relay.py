@@ -1,0 +1,146 @@
+"""TEST-ONLY stand-in for the appliance: real Kafka plumbing, rules applied in Python.
+
+The Spark appliance is being built in parallel, so loadgen's end-to-end tests need
+something that behaves like it on the wire: this process consumes the events topic,
+validates each record as DESIGN.md says, evaluates the example rules
+(``loadgen.events.RULE_TEMPLATES``) in plain Python, and produces alerts and dead letters
+in the DESIGN.md formats. It is not a mock of loadgen: loadgen talks to it only through
+a real broker. Later tests replace it with ``appliance run``.
+
+Run: ``python tests/loadgen/relay.py --bootstrap B --events T --alerts T --dlq T``;
+prints ``READY`` on stdout once it reads every partition; stops on SIGTERM or after
+``--max-seconds``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+
+from loadgen.events import SEVERITY_RANK, matching_rules  # noqa: E402
+from loadgen.kafka_config import consumer_config, producer_config  # noqa: E402
+
+REQUIRED = {"event_id": str, "ts": (int, float), "source": str, "metric": str,
+            "value": (int, float)}
+
+
+def check_event(value: bytes | None) -> tuple[dict | None, str | None]:
+    """(event, None) if valid, else (None, reason)."""
+    if value is None:
+        return None, "empty record"
+    try:
+        text = value.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, "not UTF-8"
+    try:
+        event = json.loads(text)
+    except ValueError:
+        return None, "not valid JSON"
+    if not isinstance(event, dict):
+        return None, "not a JSON object"
+    for name, types in REQUIRED.items():
+        if name not in event:
+            return None, f"missing field {name}"
+        if not isinstance(event[name], types) or isinstance(event[name], bool):
+            return None, f"wrong type for field {name}"
+    tags = event.get("tags")
+    if tags is not None and not (isinstance(tags, dict)
+                                 and all(isinstance(v, str) for v in tags.values())):
+        return None, "wrong type for field tags"
+    return event, None
+
+
+def alert_for(event: dict) -> bytes | None:
+    rules = matching_rules(event["metric"], event["value"])
+    if not rules:
+        return None
+    top = max(rules, key=lambda r: SEVERITY_RANK[r.severity])
+    return json.dumps({
+        "alert_id": event["event_id"], "event_id": event["event_id"],
+        "source": event["source"], "metric": event["metric"], "value": event["value"],
+        "ts": event["ts"], "severity": top.severity,
+        "rules": [{"id": r.id, "severity": r.severity, "message": r.message} for r in rules],
+    }).encode()
+
+
+def dead_letter(message, reason: str) -> bytes:
+    raw = message.value() or b""
+    try:
+        text, encoding = raw.decode("utf-8"), "utf8"
+    except UnicodeDecodeError:
+        text, encoding = base64.b64encode(raw).decode("ascii"), "base64"
+    return json.dumps({"error": reason, "raw": text, "encoding": encoding,
+                       "topic": message.topic(), "partition": message.partition(),
+                       "offset": message.offset()}).encode()
+
+
+def _copies(event_id: str, drop_every: int, duplicate_every: int) -> int:
+    index = event_id.rpartition("-")[2]
+    if not index.isdigit():
+        return 1
+    if drop_every and int(index) % drop_every == 0:
+        return 0
+    if duplicate_every and int(index) % duplicate_every == 0:
+        return 2
+    return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--bootstrap", required=True)
+    p.add_argument("--events", required=True)
+    p.add_argument("--alerts", required=True)
+    p.add_argument("--dlq", required=True)
+    p.add_argument("--max-seconds", type=float, default=600.0)
+    # Fault injection, so tests can check loadgen's accounting against known faults.
+    p.add_argument("--drop-every", type=int, default=0,
+                   help="never alert for events whose index is a multiple of N")
+    p.add_argument("--duplicate-every", type=int, default=0,
+                   help="send the alert twice for events whose index is a multiple of N")
+    args = p.parse_args(argv)
+
+    stopping = []
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    consumer = Consumer(consumer_config(args.bootstrap))
+    producer = Producer(producer_config(args.bootstrap))
+    meta = consumer.list_topics(args.events, timeout=10).topics[args.events]
+    assignment = []
+    for partition in sorted(meta.partitions):
+        _low, high = consumer.get_watermark_offsets(TopicPartition(args.events, partition),
+                                                    timeout=10)
+        assignment.append(TopicPartition(args.events, partition, high))
+    consumer.assign(assignment)
+    producer.list_topics(args.alerts, timeout=10)
+    print("READY", flush=True)
+    deadline = time.monotonic() + args.max_seconds
+    while not stopping and time.monotonic() < deadline:
+        for message in consumer.consume(1000, 0.02):
+            if message.error() is not None:
+                continue
+            event, reason = check_event(message.value())
+            if event is None:
+                producer.produce(args.dlq, dead_letter(message, reason))
+                continue
+            alert = alert_for(event)
+            if alert is None:
+                continue
+            copies = _copies(event["event_id"], args.drop_every, args.duplicate_every)
+            for _ in range(copies):
+                producer.produce(args.alerts, alert, key=event["event_id"].encode())
+        producer.poll(0)
+    producer.flush(10)
+    consumer.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

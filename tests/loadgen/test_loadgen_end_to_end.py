@@ -1,0 +1,237 @@
+"""End-to-end: loadgen against a real broker and the relay stand-in (tests/loadgen/relay.py).
+
+Every number asserted here comes out of real Kafka traffic; nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+import pytest
+from matplotlib import image as mpimg
+
+from loadgen.config import LoadConfig
+from loadgen.latency import decode_histogram
+from loadgen.run import run_load
+
+REQUIRED_KEYS = {"sent", "achieved_rate", "expected_alerts", "received_alerts", "lost",
+                 "duplicates", "dlq_expected", "dlq_received", "floor_ms", "latency_ms",
+                 "behind_schedule"}
+
+
+def test_cli_run_accounts_for_every_alert_and_dead_letter(lg_bootstrap, lg_topics, relay,
+                                                          lg_env, tmp_path):
+    report_path = tmp_path / "run.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "loadgen", "run", "--bootstrap", lg_bootstrap,
+         "--rate", "500", "--duration", "4", "--alert-ratio", "0.3", "--bad-ratio", "0.1",
+         "--events-topic", lg_topics["events"], "--alerts-topic", lg_topics["alerts"],
+         "--dlq-topic", lg_topics["dlq"], "--floor-seconds", "1", "--grace", "15",
+         "--report", str(report_path)],
+        capture_output=True, text=True, timeout=120, cwd=lg_env.root, env=lg_env.env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(report_path.read_text())
+    assert REQUIRED_KEYS <= report.keys()
+    assert report["sent"] == report["scheduled"] == 2000
+    assert report["achieved_rate"] == pytest.approx(500, rel=0.05)
+    assert report["expected_alerts"] == pytest.approx(600, abs=5)
+    assert report["received_alerts"] == report["expected_alerts"]
+    assert report["lost"] == 0 and report["unexpected_alerts"] == 0
+    assert report["dlq_expected"] == pytest.approx(200, abs=5)
+    assert report["dlq_received"] == report["dlq_expected"]
+    latency = report["latency_ms"]
+    assert latency["count"] == report["received_alerts"]
+    assert 0 < latency["p50"] <= latency["p90"] <= latency["p99"] <= latency["p999"]
+    assert latency["p999"] <= latency["max"] < 5000  # plausible for a local relay
+    floor = report["floor_ms"]
+    assert floor["source"] == "measured" and 0 < floor["p50"] <= floor["max"]
+    behind = report["behind_schedule"]  # noisy shared CPU: allow hiccups, not shortfalls
+    assert behind["unsent"] == 0 and behind["late_events"] <= 2 and not behind["fell_behind"]
+    # Markdown and PNG next to the JSON; the PNG reads back as an image.
+    markdown = report_path.with_suffix(".md").read_text()
+    assert "End-to-end latency" in markdown and f"{report['run_id']}" in markdown
+    png = report_path.with_suffix(".png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    height, width, _channels = mpimg.imread(png).shape
+    assert width > 400 and height > 200
+    # Progress on stderr, one line a second (not a TTY here).
+    assert proc.stderr.count("loadgen [run]") >= 3
+    assert json.loads(proc.stdout)["lost"] == 0
+
+
+def test_pause_in_the_appliance_shows_in_every_event_scheduled_during_it(
+        lg_bootstrap, lg_topics, relay):
+    """Coordinated omission: a 1.5 s stall must cost every event scheduled inside it.
+
+    Event scheduled at ``s`` inside a stall ending at ``p1`` waits ``p1 - s`` at least, so
+    latencies >= pause/2 belong to the first half of the stall: about rate * pause / 2
+    events. A generator that timed from its own (delayed) send, or slowed down with the
+    appliance, would report far fewer.
+    """
+    rate, pause_s = 400, 1.5
+    config = LoadConfig(bootstrap=lg_bootstrap, rate=rate, duration=6.0, alert_ratio=1.0,
+                        events_topic=lg_topics["events"], alerts_topic=lg_topics["alerts"],
+                        dlq_topic=lg_topics["dlq"], grace=15, progress=False)
+    box = {}
+    runner = threading.Thread(target=lambda: box.update(report=run_load(config)))
+    runner.start()
+    time.sleep(2.5)  # workers start in ~1 s; the pause then sits inside the 6 s schedule
+    paused_at = time.time()
+    relay.pause()
+    time.sleep(pause_s)
+    relay.resume()
+    resumed_at = time.time()
+    runner.join(timeout=60)
+    report = box["report"]
+    measured_pause = resumed_at - paused_at
+    t0 = report.schedule_start_epoch
+    assert t0 < paused_at and resumed_at < t0 + config.duration, "pause outside the schedule"
+    assert report.lost == 0 and report.received_alerts == report.expected_alerts == 2400
+    assert report.latency_ms["max"] >= (measured_pause - 0.15) * 1000
+    histogram = decode_histogram(report.latency_hdr)
+    half = measured_pause / 2
+    at_least_half = histogram.get_total_count() - sum(
+        histogram.get_count_at_value(v) for v in _recorded_values(histogram)
+        if v < half * 1_000_000)
+    # After SIGCONT the relay needs a moment to clear its backlog; that catch-up (what the
+    # max exceeds the pause by) extends the window of slow events a little.
+    catch_up = max(0.0, report.latency_ms["max"] / 1000 - measured_pause)
+    low, high = 0.85 * rate * half, 1.15 * rate * (half + catch_up) + 10
+    print(f"pause {measured_pause:.3f}s: {at_least_half} events >= {half:.3f}s "
+          f"(expected {low:.0f}..{high:.0f}), max {report.latency_ms['max']} ms")
+    assert low <= at_least_half <= high
+    # The stall shows where it happened in the per-second series.
+    pause_second = int(paused_at - t0)
+    by_second = {row["second"]: row for row in report.latency_series}
+    assert by_second[pause_second]["max"] >= 500
+
+
+def _recorded_values(histogram):
+    return [item.value_iterated_to for item in histogram.get_recorded_iterator()]
+
+
+def test_api_run_serves_prometheus_metrics_while_running(lg_bootstrap, lg_topics, relay):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = LoadConfig(bootstrap=lg_bootstrap, rate=300, duration=4.0, ramp=1.0,
+                        alert_ratio=0.5, events_topic=lg_topics["events"],
+                        alerts_topic=lg_topics["alerts"], dlq_topic=lg_topics["dlq"],
+                        metrics_port=port, progress=False)
+    box = {}
+    runner = threading.Thread(target=lambda: box.update(report=run_load(config)))
+    runner.start()
+    scraped = None
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and runner.is_alive():
+        try:
+            text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2).read()
+        except OSError:
+            time.sleep(0.2)
+            continue
+        metrics = _parse(text.decode())
+        if metrics.get("loadgen_end_to_end_latency_seconds_count", 0) > 50:
+            scraped = metrics
+            break
+        time.sleep(0.2)
+    runner.join(timeout=60)
+    assert scraped is not None, "no latency observations were exported while running"
+    assert scraped["loadgen_events_sent_total"] > 0
+    assert scraped["loadgen_alerts_received_total"] > 0
+    assert scraped["loadgen_target_rate"] == 300
+    assert 'loadgen_end_to_end_latency_seconds_bucket{le="0.0005"}' in scraped
+    report = box["report"]
+    # The ramp halves the first second's events: 300 * (1/2 + 3) events.
+    assert report.sent == 1050 and report.lost == 0
+    assert report.received_alerts == report.expected_alerts == 525
+
+
+def _parse(text: str) -> dict:
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            out[name] = float(value)
+    return out
+
+
+def test_generator_asked_for_too_much_says_so(lg_bootstrap, lg_topics, lg_env, tmp_path):
+    report_path = tmp_path / "absurd.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "loadgen", "run", "--bootstrap", lg_bootstrap,
+         "--rate", "1000000", "--duration", "0.5", "--workers", "1", "--alert-ratio", "0",
+         "--events-topic", lg_topics["events"], "--alerts-topic", lg_topics["alerts"],
+         "--dlq-topic", lg_topics["dlq"], "--floor-seconds", "0", "--grace", "1",
+         "--report", str(report_path)],
+        capture_output=True, text=True, timeout=120, cwd=lg_env.root, env=lg_env.env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(report_path.read_text())
+    behind = report["behind_schedule"]
+    assert behind["fell_behind"] is True
+    assert behind["unsent"] > 0 and behind["late_events"] > 0
+    assert report["sent"] + behind["unsent"] == report["scheduled"] == 500_000
+    assert report["achieved_rate"] < 1_000_000
+    assert "fell behind its schedule" in proc.stderr
+    assert "Fell behind schedule" in report_path.with_suffix(".md").read_text()
+
+
+def test_lost_and_duplicate_alerts_are_counted_exactly(lg_bootstrap, lg_topics, relay_factory,
+                                                       lg_env, tmp_path):
+    """The relay drops alerts of indices % 10 == 0 and doubles those % 7 == 0 (not % 10)."""
+    from loadgen.events import EventFactory
+
+    relay_factory("--drop-every", "10", "--duplicate-every", "7")
+    report_path = tmp_path / "faulty.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "loadgen", "run", "--bootstrap", lg_bootstrap,
+         "--rate", "400", "--duration", "2", "--alert-ratio", "0.5",
+         "--events-topic", lg_topics["events"], "--alerts-topic", lg_topics["alerts"],
+         "--dlq-topic", lg_topics["dlq"], "--floor-ms", "0.5", "--grace", "3",
+         "--report", str(report_path)],
+        capture_output=True, text=True, timeout=120, cwd=lg_env.root, env=lg_env.env,
+    )
+    assert proc.returncode == 3, proc.stderr  # documented: 3 = alerts were lost
+    assert "LOST" in proc.stderr
+    report = json.loads(report_path.read_text())
+    factory = EventFactory(report["run_id"], 0.5, 0.0)
+    alerting = [i for i in range(report["sent"]) if factory.kind(i).startswith("alert:")]
+    dropped = [i for i in alerting if i % 10 == 0]
+    doubled = [i for i in alerting if i % 7 == 0 and i % 10 != 0]
+    assert report["expected_alerts"] == len(alerting)
+    assert report["lost"] == len(dropped) > 0
+    assert report["received_alerts"] == len(alerting) - len(dropped)
+    assert report["duplicates"] == len(doubled) > 0
+    assert report["floor_ms"] == {"source": "given", "p50": None, "p99": 0.5, "max": None,
+                                  "rate": None}
+
+
+def test_cli_exit_codes(lg_env):
+    import socket
+
+    def loadgen(*args):
+        return subprocess.run([sys.executable, "-m", "loadgen", *args], capture_output=True,
+                              text=True, timeout=60, cwd=lg_env.root, env=lg_env.env)
+
+    usage = loadgen("run", "--rate", "10")  # no --bootstrap / --duration
+    assert usage.returncode == 2
+    bad = loadgen("run", "--bootstrap", "127.0.0.1:9", "--rate", "10", "--duration", "1",
+                  "--alert-ratio", "0.8", "--bad-ratio", "0.5")
+    assert bad.returncode == 2
+    assert bad.stderr.strip().splitlines() == [
+        "loadgen run: alert-ratio plus bad-ratio must not exceed 1"]
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    down = loadgen("floor", "--bootstrap", f"127.0.0.1:{port}", "--rate", "10",
+                   "--duration", "1")
+    assert down.returncode == 1
+    assert "cannot reach a Kafka broker" in down.stderr
