@@ -6,8 +6,8 @@ import asyncio
 import signal
 import sys
 
-from appliance.broker.config import BrokerConfig
 from appliance.broker.blog import broker_logger
+from appliance.broker.config import BrokerConfig
 from appliance.logs import configure
 
 READY_PREFIX = "broker ready bootstrap="

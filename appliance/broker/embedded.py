@@ -18,7 +18,6 @@ from pathlib import Path
 from appliance.broker.cli import READY_PREFIX
 from appliance.broker.wire_client import create_topics as _create_topics
 
-
 _PROJECT_ROOT = str(Path(__file__).resolve().parents[2])
 
 

@@ -87,22 +87,54 @@ def _zigzag_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
         shift += 7
 
 
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+
+
+def decompress(codec: int, data: bytes) -> bytes:
+    """Records section of a compressed batch (codec from the attributes' low 3 bits)."""
+    import cramjam  # imported lazily: only ListOffsets-by-timestamp needs it
+
+    if codec == 1:
+        return bytes(cramjam.gzip.decompress(data))
+    if codec == 2:
+        if data.startswith(_XERIAL_MAGIC):  # Java's framing: 16-byte header, sized blocks
+            out, pos = [], 16
+            while pos < len(data):
+                n = struct.unpack_from(">i", data, pos)[0]
+                out.append(bytes(cramjam.snappy.decompress_raw(data[pos + 4:pos + 4 + n])))
+                pos += 4 + n
+            return b"".join(out)
+        return bytes(cramjam.snappy.decompress_raw(data))
+    if codec == 3:
+        return bytes(cramjam.lz4.decompress(data))
+    if codec == 4:
+        return bytes(cramjam.zstd.decompress(data))
+    raise BatchError(f"unknown compression codec {codec}")
+
+
 def first_offset_at_or_after(batch: bytes, timestamp: int) -> tuple[int, int] | None:
     """(offset, timestamp) of the first record with timestamp >= ``timestamp``.
 
-    Only for uncompressed batches (compressed ones are answered at batch granularity);
-    used by ListOffsets-by-timestamp, never on the produce/fetch path.
+    Walks one batch's records (decompressing if needed): used by ListOffsets-by-timestamp
+    on the single batch the time index points at, never on the produce/fetch path.
     """
     h = read_header(batch)
     base = base_offset_of(batch)
-    if h.attributes & ATTR_COMPRESSION_MASK:
-        return (base, h.max_timestamp) if h.max_timestamp >= timestamp else None
+    if h.max_timestamp < timestamp:
+        return None
+    body: bytes | memoryview = batch
     pos = HEADER_SIZE
+    codec = h.attributes & ATTR_COMPRESSION_MASK
+    if codec:
+        try:
+            body, pos = decompress(codec, bytes(batch[HEADER_SIZE:])), 0
+        except Exception:  # undecodable: answer at batch granularity rather than fail
+            return base, h.max_timestamp
     for _ in range(h.record_count):
-        length, body = _zigzag_varint(batch, pos)
-        ts_delta, p = _zigzag_varint(batch, body + 1)  # skip the attributes byte
-        off_delta, _ = _zigzag_varint(batch, p)
+        length, start = _zigzag_varint(body, pos)
+        ts_delta, p = _zigzag_varint(body, start + 1)  # skip the attributes byte
+        off_delta, _ = _zigzag_varint(body, p)
         if h.base_timestamp + ts_delta >= timestamp:
             return base + off_delta, h.base_timestamp + ts_delta
-        pos = body + length
+        pos = start + length
     return None
