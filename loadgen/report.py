@@ -78,7 +78,7 @@ def _fmt(value) -> str:
     if value is None:
         return "n/a"
     if isinstance(value, float):
-        return f"{value:,.3f}"
+        return f"{value:,.0f}" if value.is_integer() and abs(value) >= 100 else f"{value:,.3f}"
     return f"{value:,}"
 
 

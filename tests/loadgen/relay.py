@@ -123,7 +123,10 @@ def main(argv: list[str] | None = None) -> int:
     print("READY", flush=True)
     deadline = time.monotonic() + args.max_seconds
     while not stopping and time.monotonic() < deadline:
-        for message in consumer.consume(1000, 0.02):
+        # consume() would wait for a full batch; poll() returns on the first record.
+        first = consumer.poll(0.05)
+        batch = [] if first is None else [first, *consumer.consume(999, 0)]
+        for message in batch:
             if message.error() is not None:
                 continue
             event, reason = check_event(message.value())

@@ -5,6 +5,7 @@ Every number asserted here comes out of real Kafka traffic; nothing is mocked.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -79,9 +80,11 @@ def test_pause_in_the_appliance_shows_in_every_event_scheduled_during_it(
                         events_topic=lg_topics["events"], alerts_topic=lg_topics["alerts"],
                         dlq_topic=lg_topics["dlq"], grace=15, progress=False)
     box = {}
-    runner = threading.Thread(target=lambda: box.update(report=run_load(config)))
-    runner.start()
-    time.sleep(2.5)  # workers start in ~1 s; the pause then sits inside the 6 s schedule
+    with _first_record_watch(lg_bootstrap, lg_topics["events"]) as first_record:
+        runner = threading.Thread(target=lambda: box.update(report=run_load(config)))
+        runner.start()
+        assert first_record(timeout=30), "the run never started sending"
+    time.sleep(1.0)  # pause from ~1 s to ~2.5 s into the 6 s schedule
     paused_at = time.time()
     relay.pause()
     time.sleep(pause_s)
@@ -110,6 +113,33 @@ def test_pause_in_the_appliance_shows_in_every_event_scheduled_during_it(
     pause_second = int(paused_at - t0)
     by_second = {row["second"]: row for row in report.latency_series}
     assert by_second[pause_second]["max"] >= 500
+
+
+@contextlib.contextmanager
+def _first_record_watch(bootstrap: str, topic: str):
+    """Yields ``wait(timeout) -> bool``: True once a record lands in ``topic`` after entry."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "lg-test-watch",
+                         "enable.auto.commit": False, "fetch.wait.max.ms": 5})
+    meta = consumer.list_topics(topic, timeout=10).topics[topic]
+    consumer.assign([
+        TopicPartition(topic, p, consumer.get_watermark_offsets(TopicPartition(topic, p),
+                                                                timeout=10)[1])
+        for p in meta.partitions])
+
+    def wait(timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.05)
+            if message is not None and message.error() is None:
+                return True
+        return False
+
+    try:
+        yield wait
+    finally:
+        consumer.close()
 
 
 def _recorded_values(histogram):
@@ -235,3 +265,20 @@ def test_cli_exit_codes(lg_env):
                    "--duration", "1")
     assert down.returncode == 1
     assert "cannot reach a Kafka broker" in down.stderr
+
+
+def test_self_test_measures_the_instruments_floor(lg_bootstrap, lg_env, tmp_path):
+    """``run --self-test``: produce to a topic and consume it back, no appliance between."""
+    report_path = tmp_path / "floor.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "loadgen", "run", "--self-test", "--bootstrap", lg_bootstrap,
+         "--rate", "300", "--duration", "1.5", "--floor-topic", f"lg-floor-{tmp_path.name}",
+         "--report", str(report_path)],
+        capture_output=True, text=True, timeout=60, cwd=lg_env.root, env=lg_env.env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(report_path.read_text())
+    assert report["mode"] == "floor"
+    assert report["sent"] == report["expected_alerts"] == report["received_alerts"] == 450
+    assert report["lost"] == 0 and report["latency_ms"]["count"] == 450
+    assert 0 < report["latency_ms"]["p50"] <= report["latency_ms"]["max"] < 5000
