@@ -98,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     broker.add_argument("--port", type=int, default=9092)
     broker.add_argument("--data-dir", default=None, help="durable storage (default: memory)")
     broker.set_defaults(func=_cmd_broker)
+    from appliance.broker.cli import add_broker_options
+
+    add_broker_options(broker)  # tuning flags, documented in appliance/broker/cli.py
 
     rules = sub.add_parser("rules", help="alert rules tools")
     rules_sub = rules.add_subparsers(dest="rules_command", required=True)

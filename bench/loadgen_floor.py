@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     try:
         from loadgen.config import LoadConfig
-        from loadgen.run import ensure_topics
+        from loadgen.admin import ensure_topics
 
         ensure_topics(LoadConfig(bootstrap=bootstrap, rate=1, duration=1),
                       ["bench.events", "bench.alerts", "bench.dlq"])

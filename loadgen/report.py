@@ -37,6 +37,7 @@ class Report:
     dlq_lost: int
     dlq_duplicates: int
     foreign_records: int
+    malformed_answers: int  # alerts/dead letters this run could not parse
     floor_ms: dict | None
     latency_ms: dict
     behind_schedule: dict
@@ -121,7 +122,8 @@ def markdown(report: Report, png_name: str | None = None) -> str:
         f"Scheduled {_fmt(report.scheduled)}, sent {_fmt(report.sent)} "
         f"({_fmt(report.send_failed)} failed delivery), achieved "
         f"{_fmt(report.achieved_rate)} events/s. Unexpected alerts: "
-        f"{_fmt(report.unexpected_alerts)}; foreign records: {_fmt(report.foreign_records)}.",
+        f"{_fmt(report.unexpected_alerts)}; foreign records: {_fmt(report.foreign_records)}; "
+        f"unparseable answers: {_fmt(report.malformed_answers)}.",
         "",
         "## Schedule",
         "",

@@ -7,52 +7,24 @@ few progress counters, so a slow appliance can never slow the schedule down.
 
 from __future__ import annotations
 
-import sys
 import time
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from appliance.logs import get_logger
+from loadgen.admin import check_broker, ensure_topics
 from loadgen.collector import ALERTS, FLOOR, BrokerUnavailable, Collector
 from loadgen.config import LoadConfig
 from loadgen.events import EventFactory
+from loadgen.log import logger
 from loadgen.metrics import RunMetrics
+from loadgen.phase import Phase, build_report
 from loadgen.producer import LAG_S, SENT, SLOTS, WorkerSpec, spawn_context, worker_main
 from loadgen.progress import Progress
 from loadgen.report import Report
-from loadgen.schedule import Schedule
 
-
-def _logger(name: str):
-    """appliance.logs.get_logger, or the equivalent while it raises TypeError (known bug)."""
-    try:
-        return get_logger(name)
-    except TypeError:
-        import structlog
-
-        return structlog.get_logger().bind(logger=name)
-
-
-log = _logger("loadgen.run")
+log = logger("loadgen.run")
 START_LEAD_S = 0.3  # all workers are waiting when the schedule starts
 READY_TIMEOUT_S = 60.0
 POLL_S = 0.02
-LATE_SHARE_TOLERATED = 0.001
-
-
-@dataclass
-class Phase:
-    """What one measured phase produced, before it becomes a report."""
-
-    collector: Collector
-    results: list
-    schedule: Schedule
-    t0: float
-    sending_ended: float
-    expected_alerts: int
-    expected_dlq: int
-    lost: int
-    dlq_lost: int
 
 
 def run_load(config: LoadConfig) -> Report:
@@ -73,7 +45,7 @@ def run_load(config: LoadConfig) -> Report:
         metrics.lost.inc(phase.lost)
     finally:
         metrics.close()
-    return _report(config, phase, ALERTS, floor, started_at)
+    return build_report(config, phase, ALERTS, floor, started_at)
 
 
 def run_floor(config: LoadConfig) -> Report:
@@ -85,7 +57,7 @@ def run_floor(config: LoadConfig) -> Report:
     factory = EventFactory(config.run_id, 0.0, 0.0)
     phase = _measure(config, FLOOR, factory, config.schedule(), config.floor_topic,
                      config.floor_topic, None, None)
-    return _report(config, phase, FLOOR, None, started_at)
+    return build_report(config, phase, FLOOR, None, started_at)
 
 
 def measure_floor_for(config: LoadConfig) -> dict | None:
@@ -106,42 +78,6 @@ def measure_floor_for(config: LoadConfig) -> dict | None:
     return {"source": "measured", "p50": lat["p50"], "p90": lat["p90"], "p99": lat["p99"],
             "p999": lat["p999"], "max": lat["max"], "rate": rate,
             "seconds": config.floor_seconds, "lost": report.lost}
-
-
-def check_broker(bootstrap: str, timeout: float = 5.0) -> None:
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
-
-    from loadgen.kafka_config import admin_config
-
-    try:
-        AdminClient(admin_config(bootstrap)).list_topics(timeout=timeout)
-    except KafkaException as exc:
-        raise BrokerUnavailable(f"cannot reach a Kafka broker at {bootstrap}: {exc}") from exc
-
-
-def ensure_topics(config: LoadConfig, topics: list[str], timeout: float = 10.0) -> None:
-    """Create missing topics (the broker may also auto-create); fail if one stays missing."""
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    from loadgen.kafka_config import admin_config
-
-    admin = AdminClient(admin_config(config.bootstrap))
-    existing = admin.list_topics(timeout=timeout).topics
-    missing = [t for t in topics if t not in existing or existing[t].error is not None]
-    if not missing:
-        return
-    futures = admin.create_topics(
-        [NewTopic(t, num_partitions=config.topic_partitions, replication_factor=1)
-         for t in missing], operation_timeout=timeout)
-    for topic, future in futures.items():
-        try:
-            future.result(timeout=timeout)
-            log.info("topic.created", topic=topic, partitions=config.topic_partitions)
-        except KafkaException as exc:
-            if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                raise BrokerUnavailable(f"cannot create topic {topic!r}: {exc}") from exc
 
 
 def _measure(config, mode, factory, schedule, produce_topic, answer_topic, dlq_topic,
@@ -255,55 +191,3 @@ def _grace(config, collector, schedule, t0, results, metrics) -> Phase:
     lost, dlq_lost = collector.missing(sent_ranges, failed)
     return Phase(collector, results, schedule, t0, sending_ended, expected_alerts,
                  expected_dlq, lost, dlq_lost)
-
-
-def _report(config: LoadConfig, phase: Phase, mode: str, floor, started_at: str) -> Report:
-    c, results, schedule = phase.collector, phase.results, phase.schedule
-    sent = sum(r.sent for r in results)
-    failed = sum(len(r.failed) for r in results)
-    span = max(schedule.duration, max(r.finished_at for r in results) - phase.t0)
-    unsent = sum(r.unsent for r in results)
-    late = sum(r.late_events for r in results)
-    first_late = [r.first_late_offset_s for r in results if r.first_late_offset_s is not None]
-    behind = {
-        # Isolated scheduler hiccups on a shared machine are reported (max_lag_ms,
-        # late_events) but only a sustained shortfall counts as falling behind.
-        "fell_behind": unsent > 0 or late > LATE_SHARE_TOLERATED * max(sent, 1),
-        "threshold_ms": config.behind_ms,
-        "max_lag_ms": max(r.max_lag_ms for r in results),
-        "late_events": late,
-        "unsent": unsent,
-        "first_late_offset_s": min(first_late) if first_late else None,
-    }
-    notes = [r.error for r in results if r.error]
-    if behind["fell_behind"]:
-        notes.append(
-            f"generator fell behind its schedule: max lag {behind['max_lag_ms']:,.1f} ms, "
-            f"{late:,} events late by more than {config.behind_ms:g} ms, {unsent:,} never "
-            f"sent; target {schedule.rate:,.0f}/s, achieved {sent / span:,.0f}/s "
-            f"with {config.workers} worker(s): add --workers or lower --rate")
-    topics = ({"events": config.floor_topic} if mode == FLOOR else
-              {"events": config.events_topic, "alerts": config.alerts_topic,
-               "dead_letters": config.dlq_topic})
-    report = Report(
-        run_id=c.factory.run_id, mode=mode, bootstrap=config.bootstrap, topics=topics,
-        target_rate=schedule.rate, ramp_s=schedule.ramp, duration_s=schedule.duration,
-        workers=config.workers, scheduled=schedule.total, sent=sent, send_failed=failed,
-        achieved_rate=round(sent / span, 1), alert_ratio=c.factory.alert_ratio,
-        bad_ratio=c.factory.bad_ratio, expected_alerts=phase.expected_alerts,
-        received_alerts=c.received, lost=phase.lost, duplicates=c.duplicates,
-        unexpected_alerts=c.unexpected_alerts, dlq_expected=phase.expected_dlq,
-        dlq_received=c.dlq_received, dlq_lost=phase.dlq_lost, dlq_duplicates=c.dlq_duplicates,
-        foreign_records=c.foreign, floor_ms=floor, latency_ms=c.latency.summary(),
-        behind_schedule=behind, grace_s=config.grace, started_at=started_at,
-        schedule_start_epoch=round(phase.t0, 6),
-        latency_series=c.latency.series(), latency_curve=c.latency.curve(),
-        latency_hdr=c.latency.encoded() if c.latency.count else "", notes=notes,
-    )
-    if behind["fell_behind"]:
-        print(f"loadgen: WARNING {notes[-1]}", file=sys.stderr, flush=True)
-    log.info("run.finished", run_id=report.run_id, mode=mode, sent=sent,
-             expected_alerts=report.expected_alerts, received_alerts=report.received_alerts,
-             lost=report.lost, p99_ms=report.latency_ms.get("p99"),
-             fell_behind=behind["fell_behind"])
-    return report

@@ -44,6 +44,7 @@ def test_cli_run_accounts_for_every_alert_and_dead_letter(lg_bootstrap, lg_topic
     assert report["expected_alerts"] == pytest.approx(600, abs=5)
     assert report["received_alerts"] == report["expected_alerts"]
     assert report["lost"] == 0 and report["unexpected_alerts"] == 0
+    assert report["duplicates"] == 0 and report["malformed_answers"] == 0
     assert report["dlq_expected"] == pytest.approx(200, abs=5)
     assert report["dlq_received"] == report["dlq_expected"]
     latency = report["latency_ms"]
