@@ -82,8 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     bootstrap = args.bootstrap or broker.bootstrap
     started = time.monotonic()
     try:
-        from loadgen.config import LoadConfig
         from loadgen.admin import ensure_topics
+        from loadgen.config import LoadConfig
 
         ensure_topics(LoadConfig(bootstrap=bootstrap, rate=1, duration=1),
                       ["bench.events", "bench.alerts", "bench.dlq"])
