@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import signal
 import sys
 
 from appliance.broker.blog import broker_logger
-from appliance.broker.config import BrokerConfig
+from appliance.broker.config import FLUSH_POLICIES, BrokerConfig, parse_topics
 from appliance.logs import configure
 
 READY_PREFIX = "broker ready bootstrap="
@@ -22,11 +23,67 @@ def _install_uvloop() -> str:
     return "uvloop"
 
 
+def _topics_arg(value: str) -> dict[str, int]:
+    try:
+        return parse_topics(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _non_negative(value: str) -> int:
+    n = int(value)
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {n}")
+    return n
+
+
+def add_broker_options(parser: argparse.ArgumentParser) -> None:
+    """Tuning flags of ``appliance broker`` beyond --host/--port/--data-dir."""
+    parser.add_argument("--topics", type=_topics_arg, default={},
+                        help="create at start, e.g. events:2,alerts:1")
+    parser.add_argument("--auto-create-topics", action="store_true",
+                        help="create unknown topics on Metadata/Produce (default: refuse)")
+    parser.add_argument("--default-partitions", type=_non_negative, default=1)
+    parser.add_argument("--retention-bytes", type=_non_negative, default=None,
+                        help="per partition; oldest batches/segments go first")
+    parser.add_argument("--retention-ms", type=_non_negative, default=None)
+    parser.add_argument("--max-message-bytes", type=_non_negative, default=None,
+                        help="largest accepted record batch (default 1048588)")
+    parser.add_argument("--flush", choices=FLUSH_POLICIES, default="write",
+                        help="write: write() before ack (survives kill -9); fsync: per "
+                             "produce; interval: fsync every --flush-interval-ms")
+    parser.add_argument("--flush-interval-ms", type=_non_negative, default=1000)
+    parser.add_argument("--segment-bytes", type=_non_negative, default=64 * 1024 * 1024)
+    parser.set_defaults(func=run_from_args)
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    options = {"initial_topics": args.topics, "auto_create_topics": args.auto_create_topics,
+               "default_partitions": max(args.default_partitions, 1),
+               "retention_bytes": args.retention_bytes, "retention_ms": args.retention_ms,
+               "flush": args.flush, "flush_interval_ms": args.flush_interval_ms,
+               "segment_bytes": max(args.segment_bytes, 1)}
+    if args.max_message_bytes is not None:
+        options["max_message_bytes"] = args.max_message_bytes
+    return run_broker(args.host, args.port, args.data_dir, **options)
+
+
 async def _serve(config: BrokerConfig, loop_name: str) -> int:
     from appliance.broker.server import BrokerServer
 
     log = broker_logger()
-    server = BrokerServer(config)
+    from appliance.broker.topics import TopicError
+
+    try:
+        server = BrokerServer(config)
+    except OSError as exc:
+        log.error("broker.data_dir_unusable", data_dir=config.data_dir, error=str(exc))
+        print(f"broker: --data-dir {config.data_dir}: {exc}", file=sys.stderr)
+        return 2
+    except TopicError as exc:
+        log.error("broker.bad_topics", error=exc.message)
+        print(f"broker: --topics: {exc.message}", file=sys.stderr)
+        return 2
     try:
         host, port = await server.start()
     except OSError as exc:

@@ -170,7 +170,7 @@ class Connection(asyncio.Protocol):
             if api_key == schemas.API_VERSIONS.key:
                 # Clients probe with their newest ApiVersions; answer in v0 so they can
                 # read our ranges and retry with one we support.
-                log.info("broker.api_versions_fallback", requested=version, peer=str(self.peer))
+                log.debug("broker.api_versions_fallback", requested=version, peer=str(self.peer))
                 self._respond(False, corr, api_key, 0, {
                     "error_code": errors.UNSUPPORTED_VERSION,
                     "api_keys": Apis.api_version_list()})

@@ -72,8 +72,6 @@ class TopicRegistry:
         topic = Topic(name, new_uuid(), configs=checked)
         if validate_only:
             return topic
-        if self.storage is not None:
-            self.storage.save_topic(topic.name, topic.topic_id, checked)
         self.topics[name] = topic
         self._grow(topic, partitions)
         return topic
@@ -83,6 +81,8 @@ class TopicRegistry:
             segs = (self.storage.open_partition(topic.name, index)
                     if self.storage is not None else None)
             topic.partitions.append(PartitionLog(topic.name, index, segs))
+        if self.storage is not None:
+            self.storage.save_topic(topic)
 
     def add_partitions(self, name: str, count: int, validate_only: bool = False) -> None:
         topic = self.topics.get(name)

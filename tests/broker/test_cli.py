@@ -1,0 +1,88 @@
+"""``appliance broker``: ready line, clean stop on signals, exit codes, start-up topics."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+
+import pytest
+from broker_helpers import batch, produce
+
+from appliance.broker import EmbeddedBroker, schemas
+from appliance.broker.wire_client import WireClient
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
+
+
+def _start(*args: str) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen([sys.executable, "-m", "appliance", "broker", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    line = proc.stdout.readline()
+    return proc, line
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_ready_line_then_clean_exit_on_signal(sig):
+    proc, line = _start("--port", "0")
+    try:
+        assert line.startswith("broker ready bootstrap=127.0.0.1:")
+        port = int(line.strip().rpartition(":")[2])
+        assert port > 0
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            pass
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=15)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0
+    assert out == ""  # exactly one stdout line: the ready line
+    events = [json.loads(x)["event"] for x in err.splitlines() if x.startswith("{")]
+    assert events[0] == "broker.ready" and events[-1] == "broker.stopped"
+
+
+def test_port_in_use_exits_1_with_a_log_line():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        proc = subprocess.run([sys.executable, "-m", "appliance", "broker", "--port",
+                               str(port)], capture_output=True, text=True, timeout=30, cwd=ROOT)
+    assert proc.returncode == 1
+    assert "broker.bind_failed" in proc.stderr
+
+
+@pytest.mark.parametrize("args", [["--topics", "x:0"], ["--flush", "sometimes"],
+                                  ["--retention-ms", "-5"], ["--topics", "bad/name:1"]])
+def test_bad_options_exit_2_naming_the_option(args):
+    proc = subprocess.run([sys.executable, "-m", "appliance", "broker", "--port", "0", *args],
+                          capture_output=True, text=True, timeout=30, cwd=ROOT)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert args[0] in proc.stderr.strip().splitlines()[-1]  # the last line names the option
+
+
+def test_data_dir_that_is_a_file_exits_2(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("not a directory")
+    proc = subprocess.run([sys.executable, "-m", "appliance", "broker", "--port", "0",
+                           "--data-dir", str(f)], capture_output=True, text=True, timeout=30,
+                          cwd=ROOT)
+    assert proc.returncode == 2
+    assert "--data-dir" in proc.stderr
+
+
+def test_startup_topics_and_auto_create_flag():
+    with EmbeddedBroker(extra_args=["--topics", "events:2,alerts:1", "--auto-create-topics",
+                                    "--default-partitions", "3"]) as b:
+        with WireClient(b.bootstrap) as c:
+            meta = c.request(schemas.METADATA, 9, {"topics": None,
+                                                   "allow_auto_topic_creation": False})
+            assert {t["name"]: len(t["partitions"]) for t in meta["topics"]} == {
+                "events": 2, "alerts": 1}
+            assert produce(c, "fresh", 0, batch([b"x"]))["error_code"] == 0
+            meta = c.request(schemas.METADATA, 9, {"topics": [{"name": "fresh"}],
+                                                   "allow_auto_topic_creation": True})
+            assert len(meta["topics"][0]["partitions"]) == 3
