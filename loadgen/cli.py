@@ -116,6 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     except (BrokerUnavailable, RuntimeError) as exc:
         print(f"loadgen {args.command}: {exc}", file=sys.stderr)
         return EXIT_RUNTIME
+    except KeyboardInterrupt:
+        print(f"loadgen {args.command}: interrupted", file=sys.stderr)
+        return EXIT_RUNTIME
     if args.report:
         try:
             paths = write_reports(report, args.report)

@@ -119,7 +119,7 @@ def _send_all(spec, factory, producer, progress, t0: float) -> WorkerResult:
             max_lag = lag
         sent += 1
         i += workers
-        if sent & 127 == 0:
+        if sent & 15 == 0:
             poll(0)
             progress[base + SENT] = sent
             progress[base + LAG_S] = lag

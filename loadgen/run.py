@@ -25,6 +25,7 @@ log = logger("loadgen.run")
 START_LEAD_S = 0.3  # all workers are waiting when the schedule starts
 READY_TIMEOUT_S = 60.0
 POLL_S = 0.02
+FLOOR_KEYS = ("p50", "p90", "p99", "p999", "max")
 
 
 def run_load(config: LoadConfig) -> Report:
@@ -57,7 +58,10 @@ def run_floor(config: LoadConfig) -> Report:
     factory = EventFactory(config.run_id, 0.0, 0.0)
     phase = _measure(config, FLOOR, factory, config.schedule(), config.floor_topic,
                      config.floor_topic, None, None)
-    return build_report(config, phase, FLOOR, None, started_at)
+    latency = phase.collector.latency.summary()
+    floor = {"source": "this run", **{k: latency[k] for k in FLOOR_KEYS},
+             "rate": config.rate, "seconds": config.duration, "lost": phase.lost}
+    return build_report(config, phase, FLOOR, floor, started_at)
 
 
 def measure_floor_for(config: LoadConfig) -> dict | None:
@@ -73,11 +77,7 @@ def measure_floor_for(config: LoadConfig) -> dict | None:
         topic_partitions=config.topic_partitions, linger_ms=config.linger_ms,
         progress=config.progress, behind_ms=config.behind_ms, run_id=config.run_id + "f",
     )
-    report = run_floor(floor_cfg)
-    lat = report.latency_ms
-    return {"source": "measured", "p50": lat["p50"], "p90": lat["p90"], "p99": lat["p99"],
-            "p999": lat["p999"], "max": lat["max"], "rate": rate,
-            "seconds": config.floor_seconds, "lost": report.lost}
+    return {**run_floor(floor_cfg).floor_ms, "source": "measured"}
 
 
 def _measure(config, mode, factory, schedule, produce_topic, answer_topic, dlq_topic,

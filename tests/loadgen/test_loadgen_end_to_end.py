@@ -283,3 +283,5 @@ def test_self_test_measures_the_instruments_floor(lg_bootstrap, lg_env, tmp_path
     assert report["sent"] == report["expected_alerts"] == report["received_alerts"] == 450
     assert report["lost"] == 0 and report["latency_ms"]["count"] == 450
     assert 0 < report["latency_ms"]["p50"] <= report["latency_ms"]["max"] < 5000
+    assert report["floor_ms"]["source"] == "this run"
+    assert report["floor_ms"]["p99"] == report["latency_ms"]["p99"]
