@@ -44,8 +44,8 @@ class RuleTemplate:
 
 RULE_TEMPLATES: tuple[RuleTemplate, ...] = (
     RuleTemplate("cpu-critical", "critical", "cpu.util", 95, "CPU at or above 95%"),
-    RuleTemplate("mem-warning", "warning", "mem.used_pct", 90, "Memory use at or above 90%"),
-    RuleTemplate("disk-info", "info", "disk.used_pct", 80, "Disk use at or above 80%"),
+    RuleTemplate("mem-warning", "warning", "mem.used_pct", 90, "memory above 90%"),
+    RuleTemplate("disk-info", "info", "disk.used_pct", 80, "disk above 80%"),
 )
 ALERT_KINDS = tuple(f"alert:{r.id}" for r in RULE_TEMPLATES)
 RULES_BY_ID = {r.id: r for r in RULE_TEMPLATES}

@@ -75,3 +75,17 @@ def test_index_of_rejects_other_runs_and_garbage():
 def test_rejects_impossible_ratios(alert, bad):
     with pytest.raises(ValueError):
         EventFactory("r", alert, bad)
+
+
+def test_templates_agree_with_the_example_rules_file():
+    """loadgen's idea of which event matches which rule is the appliance's example rules."""
+    from pathlib import Path
+
+    import yaml
+
+    from loadgen.events import RULE_TEMPLATES
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "rules.yml"
+    rules = yaml.safe_load(path.read_text())["rules"]
+    assert [(r["id"], r["severity"], r["when"], r.get("message")) for r in rules] == [
+        (t.id, t.severity, t.when, t.message) for t in RULE_TEMPLATES]
