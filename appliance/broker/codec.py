@@ -161,11 +161,6 @@ class Writer:
 # -- primitive (de)serialisers ------------------------------------------------------------
 
 
-def _read_len(r: Reader, flexible: bool) -> int:
-    """Length of a string/bytes/array; -1 means null."""
-    return r.uvarint() - 1 if flexible else None  # type: ignore[return-value]
-
-
 def _decode_prim(t: str, r: Reader, flexible: bool) -> Any:
     if t == "int32":
         return r.int32()
@@ -255,7 +250,7 @@ _PRIM_DEFAULTS = {
 # -- structs -------------------------------------------------------------------------------
 
 
-def decode_struct(fields: list[Field], r: Reader, version: int, flexible: bool) -> dict:
+def interpret_decode(fields: list[Field], r: Reader, version: int, flexible: bool) -> dict:
     out: dict[str, Any] = {}
     for f in fields:
         if not f.present(version):
@@ -279,11 +274,11 @@ def _decode_array(a: Array, r: Reader, version: int, flexible: bool) -> list | N
         raise DecodeError(f"array length {n} exceeds message")
     if isinstance(a.item, str):
         return [_decode_prim(a.item, r, flexible) for _ in range(n)]
-    return [decode_struct(a.item, r, version, flexible) for _ in range(n)]
+    return [interpret_decode(a.item, r, version, flexible) for _ in range(n)]
 
 
-def encode_struct(fields: list[Field], w: Writer, version: int, flexible: bool,
-                  value: dict) -> None:
+def interpret_encode(fields: list[Field], w: Writer, version: int, flexible: bool,
+                     value: dict) -> None:
     for f in fields:
         if not f.present(version):
             continue
@@ -317,7 +312,33 @@ def _encode_array(a: Array, w: Writer, version: int, flexible: bool, v: list | N
             _encode_prim(a.item, w, flexible, item)
     else:
         for item in v:
-            encode_struct(a.item, w, version, flexible, item)
+            interpret_encode(a.item, w, version, flexible, item)
+
+
+_compiled: dict[tuple[int, int, bool, str], Any] = {}
+
+
+def decode_struct(fields: list[Field], r: Reader, version: int, flexible: bool) -> dict:
+    """Decode with code compiled once per (schema, version) (see ``codegen``)."""
+    key = (id(fields), version, flexible, "d")
+    fn = _compiled.get(key)
+    if fn is None:
+        from appliance.broker.codegen import compile_decoder
+
+        fn = _compiled[key] = compile_decoder(fields, version, flexible)
+    out, r.pos = fn(r.buf, r.pos)
+    return out
+
+
+def encode_struct(fields: list[Field], w: Writer, version: int, flexible: bool,
+                  value: dict) -> None:
+    key = (id(fields), version, flexible, "e")
+    fn = _compiled.get(key)
+    if fn is None:
+        from appliance.broker.codegen import compile_encoder
+
+        fn = _compiled[key] = compile_encoder(fields, version, flexible)
+    fn(w.parts, value)
 
 
 def new_uuid() -> bytes:

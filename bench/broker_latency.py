@@ -1,0 +1,121 @@
+"""Benchmark: the embedded broker's produce->consume hop and its top rates, Java client.
+
+The Java kafka-clients (the Spark connector's client) produce and consume in one JVM, so
+one clock times each record's hop. Latency at 1,000 and 10,000 records/s with the
+consumer's fetch.max.wait.ms = 100 (long-poll wake-up must make it irrelevant), then the
+highest produce and consume rates. Medians over ``--repeats`` runs; other work on the
+same cores makes single runs noisy. Writes ``reports/bench/broker_latency.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "reports" / "bench" / "broker_latency.json"
+JAVA_SRC = ROOT / "bench" / "java" / "BrokerLatencyBench.java"
+CLASSES = ROOT / "build" / "bench-java"
+KAFKA_CLIENTS_JAR = ROOT / "build" / "jars" / "kafka-clients-3.9.1.jar"
+
+
+def _classpath() -> str:
+    import pyspark
+
+    jars = Path(pyspark.__file__).resolve().parent / "jars"
+    return os.pathsep.join([str(CLASSES), str(KAFKA_CLIENTS_JAR), str(jars / "*")])
+
+
+def _compile() -> str:
+    cp = _classpath()
+    CLASSES.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["javac", "-nowarn", "-encoding", "UTF-8", "-d", str(CLASSES), "-cp", cp,
+                    str(JAVA_SRC)], check=True, timeout=180)
+    return cp
+
+
+def _run_java(cp: str, *args: str, timeout: float) -> dict:
+    proc = subprocess.run(["java", "-Xms256m", "-cp", cp, "BrokerLatencyBench", *args],
+                          capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"bench program failed: {proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _median(runs: list[dict], key: str) -> float:
+    return statistics.median(r[key] for r in runs)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="bench.broker_latency", description=__doc__)
+    ap.add_argument("--rates", default="1000,10000")
+    ap.add_argument("--seconds", type=float, default=10.0, help="measured seconds per run")
+    ap.add_argument("--warmup", type=float, default=2.0)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--fetch-max-wait-ms", type=int, default=100)
+    ap.add_argument("--throughput-seconds", type=float, default=5.0)
+    ap.add_argument("--value-bytes", type=int, default=100)
+    ap.add_argument("--out", type=Path, default=OUT)
+    args = ap.parse_args(argv)
+    try:
+        rates = [int(r) for r in args.rates.split(",") if r]
+    except ValueError:
+        print(f"bench.broker_latency: --rates: not a list of integers: {args.rates}",
+              file=sys.stderr)
+        return 2
+
+    from appliance.broker import EmbeddedBroker
+
+    cp = _compile()
+    result: dict = {"client": "java kafka-clients 3.9.1 (acks=all, idempotent, linger.ms=0)",
+                    "fetch_max_wait_ms": args.fetch_max_wait_ms, "repeats": args.repeats,
+                    "seconds_per_run": args.seconds, "cpu_count": os.cpu_count(),
+                    "load_avg_at_start": os.getloadavg()[0], "latency": [], "throughput": {}}
+    started = time.monotonic()
+    with EmbeddedBroker() as broker:
+        for rate in rates:
+            runs = []
+            for _ in range(args.repeats):
+                topic = f"lat-{rate}-{uuid.uuid4().hex[:6]}"
+                broker.create_topics({topic: 1})
+                runs.append(_run_java(cp, "latency", broker.bootstrap, topic, str(rate),
+                                      str(args.seconds), str(args.warmup),
+                                      str(args.fetch_max_wait_ms),
+                                      timeout=args.seconds + args.warmup + 120))
+            result["latency"].append({
+                "rate": rate,
+                "median_ms": {k: _median(runs, f"{k}_ms") for k in ("p50", "p99", "p999",
+                                                                     "max")},
+                "runs": runs})
+            print(f"rate {rate}/s: {result['latency'][-1]['median_ms']}", file=sys.stderr)
+        runs = []
+        for _ in range(args.repeats):
+            topic = f"tput-{uuid.uuid4().hex[:6]}"
+            broker.create_topics({topic: 1})
+            runs.append(_run_java(cp, "throughput", broker.bootstrap, topic,
+                                  str(args.throughput_seconds), str(args.value_bytes),
+                                  timeout=args.throughput_seconds + 200))
+        result["throughput"] = {
+            "value_bytes": args.value_bytes,
+            "median_produce_rps": _median(runs, "produce_rps"),
+            "median_consume_rps": _median(runs, "consume_rps"),
+            "runs": runs}
+        print(f"throughput: {result['throughput']['median_produce_rps']:.0f} produce/s, "
+              f"{result['throughput']['median_consume_rps']:.0f} consume/s", file=sys.stderr)
+    result["load_avg_at_end"] = os.getloadavg()[0]
+    result["elapsed_s"] = round(time.monotonic() - started, 1)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
