@@ -50,12 +50,18 @@ def build_report(config: LoadConfig, phase: Phase, mode: str, floor, started_at:
         "first_late_offset_s": min(first_late) if first_late else None,
     }
     notes = [r.error for r in results if r.error]
+    run_p99 = c.latency.percentile_ms(99.0) if c.latency.count else None
+    if mode != FLOOR and floor and floor.get("p99") is not None and run_p99:
+        notes.append(f"the instrument's own floor p99 ({floor['p99']:,.3f} ms) is "
+                     f"{100.0 * floor['p99'] / run_p99:.0f}% of this run's p99 "
+                     f"({run_p99:,.3f} ms)")
+    behind_note = (
+        f"generator fell behind its schedule: max lag {behind['max_lag_ms']:,.1f} ms, "
+        f"{late:,} events late by more than {config.behind_ms:g} ms, {unsent:,} never "
+        f"sent; target {schedule.rate:,.0f}/s, achieved {sent / span:,.0f}/s "
+        f"with {config.workers} worker(s): add --workers or lower --rate")
     if behind["fell_behind"]:
-        notes.append(
-            f"generator fell behind its schedule: max lag {behind['max_lag_ms']:,.1f} ms, "
-            f"{late:,} events late by more than {config.behind_ms:g} ms, {unsent:,} never "
-            f"sent; target {schedule.rate:,.0f}/s, achieved {sent / span:,.0f}/s "
-            f"with {config.workers} worker(s): add --workers or lower --rate")
+        notes.append(behind_note)
     topics = ({"events": config.floor_topic} if mode == FLOOR else
               {"events": config.events_topic, "alerts": config.alerts_topic,
                "dead_letters": config.dlq_topic})
@@ -76,7 +82,7 @@ def build_report(config: LoadConfig, phase: Phase, mode: str, floor, started_at:
         latency_hdr=c.latency.encoded() if c.latency.count else "", notes=notes,
     )
     if behind["fell_behind"]:
-        print(f"loadgen: WARNING {notes[-1]}", file=sys.stderr, flush=True)
+        print(f"loadgen: WARNING {behind_note}", file=sys.stderr, flush=True)
     log.info("run.finished", run_id=report.run_id, mode=mode, sent=sent,
              expected_alerts=report.expected_alerts, received_alerts=report.received_alerts,
              lost=report.lost, p99_ms=report.latency_ms.get("p99"),
