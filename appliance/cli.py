@@ -30,7 +30,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from appliance.rules import RulesError, load_rules
 
     try:
-        config = load_config(args.config).with_trigger(args.trigger)
+        config = load_config(args.config, trigger=args.trigger)
         load_rules(config.rules.path)  # structural rule errors exit 2 before any JVM
     except (ConfigError, RulesError) as exc:
         return _fail(str(exc))
@@ -42,10 +42,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from appliance import logs
+
+    logs.configure()
     from appliance.config import ConfigError
     from appliance.demo import run_demo
 
-    logs.configure()
     try:
         return run_demo(seconds=args.seconds, rate=args.rate, trigger=args.trigger,
                         report=args.report)

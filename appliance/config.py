@@ -13,7 +13,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 TRIGGERS = ("continuous", "realtime", "microbatch")
 DEFAULT_CONFIG_FILE = "appliance.toml"
@@ -156,11 +157,33 @@ class Config(_Section):
                 raise ValueError(f"unknown key {key!r} (only master and spark.* keys)")
         return value
 
+    @model_validator(mode="after")
+    def _realtime_interval(self) -> Config:
+        """Spark refuses real-time batches shorter than its minimum; say so up front."""
+        if self.query.trigger == "realtime":
+            key = "spark.sql.streaming.realTimeMode.minBatchDuration"
+            minimum = self.spark.conf.get(key, "5 seconds")
+            try:
+                minimum_ms = interval_ms(minimum)
+            except ValueError:
+                minimum_ms = float(minimum) if minimum.isdigit() else 5000.0
+            if interval_ms(self.query.interval) < minimum_ms:
+                raise PydanticCustomError(
+                    "realtime_interval",
+                    f"query.interval: the realtime trigger needs at least {minimum} "
+                    f"({key}) (got {self.query.interval!r})")
+        return self
+
     def with_trigger(self, trigger: str | None) -> Config:
         """The command line's ``--trigger`` wins over file and environment."""
         if trigger is None:
             return self
-        return self.model_copy(update={"query": self.query.model_copy(update={"trigger": trigger})})
+        data = self.model_dump()
+        data["query"]["trigger"] = trigger
+        try:
+            return Config.model_validate(data)
+        except ValidationError as exc:
+            raise ConfigError(_one_line("--trigger", exc, set())) from None
 
 
 def _env_overrides(environ: dict[str, str]) -> dict[str, dict[str, str]]:
@@ -202,6 +225,8 @@ def _one_line(source: str, err: ValidationError, env_keys: set[tuple[str, str]])
     first = err.errors()[0]
     loc = ".".join(str(p) for p in first["loc"])
     msg = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "realtime_interval":
+        return f"{source}: {msg}"
     if first["type"] == "extra_forbidden":
         msg = "unknown key"
     elif first["type"] not in ("value_error",) and "input" in first:
@@ -214,11 +239,11 @@ def _one_line(source: str, err: ValidationError, env_keys: set[tuple[str, str]])
 
 
 def load_config(path: str | os.PathLike | None = None,
-                environ: dict[str, str] | None = None) -> Config:
+                environ: dict[str, str] | None = None, trigger: str | None = None) -> Config:
     """Read ``path`` (default ``appliance.toml`` if it exists), apply env overrides, validate.
 
     An explicit path that does not exist is an error; the implicit default may be absent
-    (then built-in defaults apply).
+    (then built-in defaults apply). ``trigger`` (the CLI's ``--trigger``) wins over both.
     """
     environ = dict(os.environ if environ is None else environ)
     explicit = path is not None
@@ -244,6 +269,8 @@ def load_config(path: str | os.PathLike | None = None,
     for section, values in overrides.items():
         data.setdefault(section, {}).update(values)
     env_keys = {(s, k) for s, values in overrides.items() for k in values}
+    if trigger is not None:
+        data.setdefault("query", {})["trigger"] = trigger
     try:
         return Config.model_validate(data)
     except ValidationError as exc:

@@ -9,18 +9,14 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from appliance.config import Config
+from appliance.connector import spark_jars_conf
 from appliance.tuning import tuning_for
 
 
 def spark_conf(config: Config) -> dict[str, str]:
     """Every Spark conf the appliance sets, tuning first, then the operator's overrides."""
     conf = dict(tuning_for(config.query.trigger).spark_conf)
-    try:
-        from appliance.connector import jars
-    except ImportError:  # connector not built: batch work (rules analysis) still runs
-        jars = None
-    if jars is not None:
-        conf["spark.jars"] = ",".join(str(j) for j in jars())
+    conf.update(spark_jars_conf())
     conf.update(config.spark.conf)
     return conf
 

@@ -78,8 +78,22 @@ def test_env_overrides_win_over_file(tmp_path):
 def test_cli_trigger_wins_over_everything(tmp_path):
     path = write(tmp_path, '[query]\ntrigger = "continuous"\n')
     config = load_config(path, environ={"APPLIANCE_QUERY_TRIGGER": "microbatch"})
-    assert config.with_trigger("realtime").query.trigger == "realtime"
+    assert config.with_trigger("microbatch").query.trigger == "microbatch"
     assert config.with_trigger(None).query.trigger == "microbatch"
+    cli = load_config(path, environ={"APPLIANCE_QUERY_TRIGGER": "microbatch"}, trigger="continuous")
+    assert cli.query.trigger == "continuous"
+
+
+def test_realtime_needs_sparks_minimum_batch_duration(tmp_path):
+    path = write(tmp_path, '[query]\ninterval = "1 second"\n')
+    with pytest.raises(ConfigError) as err:
+        load_config(path, environ={}, trigger="realtime")
+    assert str(err.value) == (
+        f"{path}: query.interval: the realtime trigger needs at least 5 seconds "
+        "(spark.sql.streaming.realTimeMode.minBatchDuration) (got '1 second')")
+    path.write_text('[query]\ninterval = "1 second"\n[spark]\n'
+                    '"spark.sql.streaming.realTimeMode.minBatchDuration" = "1 second"\n')
+    assert load_config(path, environ={}, trigger="realtime").query.interval == "1 second"
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -1,0 +1,176 @@
+"""Prometheus metrics (``appliance_*``) computed from facts that hold in every trigger mode.
+
+Continuous mode reports no per-batch progress, so instead of Spark's progress events we
+use two sources that always exist: the query's checkpoint (the offsets it has committed,
+``<checkpoint>/commits`` + ``<checkpoint>/offsets``) and Kafka's end offsets of the input,
+alert and dead-letter topics. Counters are "since this process started".
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kafka import KafkaConsumer
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+from appliance.topics import end_offsets
+
+
+def committed_offsets(checkpoint_dir: str | Path) -> dict[str, dict[int, int]]:
+    """Offsets (next to read) per topic/partition of the newest COMMITTED batch or epoch.
+
+    Spark writes ``offsets/<id>`` (``v1``, metadata JSON, then one JSON line per source:
+    ``{"topic": {"0": 42}}``) before running batch ``<id>`` and ``commits/<id>`` after it
+    finished; only a committed id is safe to call processed.
+    """
+    root = Path(checkpoint_dir)
+    commits = [int(p.name) for p in (root / "commits").glob("[0-9]*") if p.name.isdigit()]
+    for batch in sorted(commits, reverse=True):
+        offsets_file = root / "offsets" / str(batch)
+        try:
+            lines = offsets_file.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            continue
+        out: dict[str, dict[int, int]] = {}
+        for line in lines[2:]:
+            try:
+                source = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(source, dict):
+                for topic, parts in source.items():
+                    if isinstance(parts, dict):
+                        out.setdefault(topic, {}).update(
+                            {int(p): int(o) for p, o in parts.items()})
+        return out
+    return {}
+
+
+@dataclass
+class Snapshot:
+    """What the collector reports; replaced as a whole by the poller (no partial reads)."""
+
+    query_up: bool = False
+    events_read: int = 0
+    alerts_written: int = 0
+    dead_letters_written: int = 0
+    lag: dict[tuple[str, int], int] = field(default_factory=dict)
+    committed: dict[tuple[str, int], int] = field(default_factory=dict)
+
+
+class ApplianceCollector:
+    """prometheus-client collector over the latest ``Snapshot``."""
+
+    def __init__(self, trigger: str, rules: int):
+        self.trigger = trigger
+        self.rules = rules
+        self.snapshot = Snapshot()
+
+    def collect(self):
+        snap = self.snapshot
+        up = GaugeMetricFamily("appliance_query_up", "1 while the streaming query runs")
+        up.add_metric([], 1.0 if snap.query_up else 0.0)
+        yield up
+        mode = GaugeMetricFamily("appliance_trigger_info", "trigger mode of the query",
+                                 labels=["trigger"])
+        mode.add_metric([self.trigger], 1.0)
+        yield mode
+        rules = GaugeMetricFamily("appliance_rules", "number of loaded alert rules")
+        rules.add_metric([], float(self.rules))
+        yield rules
+        for name, value, text in (
+                ("appliance_events_read", snap.events_read,
+                 "input records committed by the query since start"),
+                ("appliance_alerts_written", snap.alerts_written,
+                 "records appended to the alerts topic since start"),
+                ("appliance_dead_letters_written", snap.dead_letters_written,
+                 "records appended to the dead-letter topic since start")):
+            counter = CounterMetricFamily(name, text)
+            counter.add_metric([], float(value))
+            yield counter
+        lag = GaugeMetricFamily("appliance_consumer_lag",
+                                "Kafka end offset minus the query's committed offset",
+                                labels=["topic", "partition"])
+        for (topic, part), value in sorted(snap.lag.items()):
+            lag.add_metric([topic, str(part)], float(value))
+        yield lag
+        committed = GaugeMetricFamily("appliance_committed_offset",
+                                      "next offset the query will read after a restart",
+                                      labels=["topic", "partition"])
+        for (topic, part), value in sorted(snap.committed.items()):
+            committed.add_metric([topic, str(part)], float(value))
+        yield committed
+
+
+class MetricsPoller:
+    """Refreshes the collector's snapshot every ``period`` seconds on a daemon thread."""
+
+    def __init__(self, collector: ApplianceCollector, client_config: dict, topics,
+                 checkpoint_dir: str, is_up, period: float = 1.0):
+        self.collector = collector
+        self.client_config = client_config
+        self.topics = topics
+        self.checkpoint_dir = checkpoint_dir
+        self.is_up = is_up
+        self.period = period
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._consumer: KafkaConsumer | None = None
+        self._baseline: dict[str, int] | None = None
+
+    def _totals(self) -> tuple[dict[str, dict[int, int]], dict[str, int]]:
+        ends = {t: end_offsets(self._consumer, t) for t in
+                (self.topics.events, self.topics.alerts, self.topics.dead_letters)}
+        return ends, {t: sum(v.values()) for t, v in ends.items()}
+
+    def poll_once(self) -> None:
+        if self._consumer is None:
+            self._consumer = KafkaConsumer(**self.client_config)
+        ends, totals = self._totals()
+        committed = committed_offsets(self.checkpoint_dir).get(self.topics.events, {})
+        read_total = sum(committed.values())
+        if self._baseline is None:
+            self._baseline = dict(totals, read=read_total)
+        events_ends = ends[self.topics.events]
+        self.collector.snapshot = Snapshot(
+            query_up=bool(self.is_up()),
+            events_read=max(0, read_total - self._baseline["read"]),
+            alerts_written=max(0, totals[self.topics.alerts]
+                               - self._baseline[self.topics.alerts]),
+            dead_letters_written=max(0, totals[self.topics.dead_letters]
+                                     - self._baseline[self.topics.dead_letters]),
+            lag={(self.topics.events, p): max(0, end - committed.get(p, 0))
+                 for p, end in events_ends.items()},
+            committed={(self.topics.events, p): off for p, off in committed.items()},
+        )
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.poll_once()
+            except Exception:  # a broker hiccup must not kill metrics; retry next period
+                pass
+            self._stop.wait(self.period)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="metrics-poller", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        if self._consumer is not None:
+            self._consumer.close()
+
+
+def serve(collector: ApplianceCollector, host: str, port: int):
+    """Start the HTTP endpoint; returns (server, bound port). Port 0 picks a free port."""
+    registry = CollectorRegistry()
+    registry.register(collector)
+    server, _thread = start_http_server(port, addr=host, registry=registry)
+    return server, server.server_port
