@@ -125,25 +125,26 @@ class Connection(asyncio.Protocol):
             self.transport.resume_reading()
 
     def data_received(self, data: bytes) -> None:
-        buf = self.buf
-        buf += data
-        pos = 0
-        n = len(buf)
+        if self.buf:  # a partial frame is pending: join once, then parse from bytes
+            self.buf += data
+            data = bytes(self.buf)
+            self.buf.clear()
+        view = memoryview(data)  # frames are parsed in place, without copying
+        pos, n = 0, len(data)
         while n - pos >= 4:
-            size = _SIZE.unpack_from(buf, pos)[0]
+            size = _SIZE.unpack_from(data, pos)[0]
             if size < 0 or size > self.max_frame:
                 self.close("frame size out of range", frame_size=size,
                            max_frame_bytes=self.max_frame)
                 return
             if n - pos - 4 < size:
                 break
-            frame = bytes(buf[pos + 4:pos + 4 + size])
+            self._on_frame(view[pos + 4:pos + 4 + size])
             pos += 4 + size
-            self._on_frame(frame)
             if self.closed:
                 return
-        if pos:
-            del buf[:pos]
+        if pos < n:
+            self.buf += view[pos:]
 
     # -- requests -------------------------------------------------------------------------
 
@@ -155,7 +156,7 @@ class Connection(asyncio.Protocol):
             if self.transport is not None:
                 self.transport.abort()
 
-    def _on_frame(self, frame: bytes) -> None:
+    def _on_frame(self, frame: memoryview) -> None:
         r = Reader(frame)
         try:
             api_key, version, corr = r.int16(), r.int16(), r.int32()
@@ -243,6 +244,6 @@ class Connection(asyncio.Protocol):
         if header_flexible:
             w.uvarint(0)
         encode_struct(schema.response, w, version, schema.flexible(version), body)
-        w.parts[0] = _SIZE.pack(sum(len(p) for p in w.parts) - 4)
+        w.parts[0] = _SIZE.pack(sum(map(len, w.parts)) - 4)
         if self.transport is not None and not self.closed:
             self.transport.write(b"".join(w.parts))
