@@ -44,6 +44,14 @@ class Apis:
             schemas.DELETE_TOPICS.key: self.delete_topics,
             schemas.INIT_PRODUCER_ID.key: self.init_producer_id,
             schemas.CREATE_PARTITIONS.key: self.create_partitions,
+            schemas.OFFSET_COMMIT.key: self.offset_commit,
+            schemas.OFFSET_FETCH.key: self.offset_fetch,
+            schemas.DESCRIBE_GROUPS.key: self.describe_groups,
+            schemas.LIST_GROUPS.key: self.list_groups,
+            schemas.JOIN_GROUP.key: self.group_error,
+            schemas.HEARTBEAT.key: self.group_error,
+            schemas.LEAVE_GROUP.key: self.group_error,
+            schemas.SYNC_GROUP.key: self.group_error,
         }
 
     # -- ApiVersions / Metadata ---------------------------------------------------------
@@ -300,6 +308,35 @@ class Apis:
                 "coordinators": [{"key": k, "node_id": -1, "host": "", "port": -1,
                                   "error_code": errors.COORDINATOR_NOT_AVAILABLE,
                                   "error_message": NO_GROUPS} for k in keys]}
+
+
+    # Consumer groups are out of scope: every group operation reports "no coordinator".
+
+    def group_error(self, version: int, req: dict):
+        return {"throttle_time_ms": 0, "error_code": errors.COORDINATOR_NOT_AVAILABLE,
+                "members": []}
+
+    def offset_commit(self, version: int, req: dict):
+        return {"throttle_time_ms": 0, "topics": [
+            {"name": t["name"], "partitions": [
+                {"partition_index": p["partition_index"],
+                 "error_code": errors.COORDINATOR_NOT_AVAILABLE} for p in t["partitions"]]}
+            for t in req["topics"]]}
+
+    def offset_fetch(self, version: int, req: dict):
+        return {"throttle_time_ms": 0, "error_code": errors.COORDINATOR_NOT_AVAILABLE,
+                "topics": [{"name": t["name"], "partitions": [
+                    {"partition_index": i, "committed_offset": -1, "metadata": None,
+                     "error_code": errors.COORDINATOR_NOT_AVAILABLE}
+                    for i in t["partition_indexes"]]} for t in req["topics"] or []]}
+
+    def describe_groups(self, version: int, req: dict):
+        return {"throttle_time_ms": 0, "groups": [
+            {"error_code": errors.COORDINATOR_NOT_AVAILABLE, "group_id": g, "group_state": "",
+             "protocol_type": "", "protocol_data": "", "members": []} for g in req["groups"]]}
+
+    def list_groups(self, version: int, req: dict):
+        return {"throttle_time_ms": 0, "error_code": 0, "groups": []}  # truly none exist
 
 
 def _has_error(resp: dict) -> bool:

@@ -326,3 +326,127 @@ def response_header_flexible(api_key: int, api_version: int) -> bool:
     if api_key == API_VERSIONS.key:
         return False
     return request_header_flexible(api_key, api_version)
+
+
+# -- consumer-group APIs: never advertised, answered with a clear error ------------------
+# Clients that skip version negotiation still get a well-formed response instead of a
+# dropped connection. Only classic (non-flexible) versions; request bodies are decoded
+# only as far as the response must echo them.
+
+OFFSET_COMMIT = Schema(
+    8, "OffsetCommit", 0, 7, 8,
+    request=[
+        F("group_id", "string"),
+        F("generation_id", "int32", 1),
+        F("member_id", "string", 1),
+        F("group_instance_id", "nstring", 7),
+        F("retention_time_ms", "int64", 2, 4),
+        F("topics", Array([
+            F("name", "string"),
+            F("partitions", Array([
+                F("partition_index", "int32"),
+                F("committed_offset", "int64"),
+                F("committed_leader_epoch", "int32", 6),
+                F("commit_timestamp", "int64", 1, 1),
+                F("committed_metadata", "nstring"),
+            ])),
+        ])),
+    ],
+    response=[
+        F("throttle_time_ms", "int32", 3),
+        F("topics", Array([
+            F("name", "string"),
+            F("partitions", Array([
+                F("partition_index", "int32"),
+                F("error_code", "int16"),
+            ])),
+        ])),
+    ],
+)
+
+OFFSET_FETCH = Schema(
+    9, "OffsetFetch", 0, 5, 6,
+    request=[
+        F("group_id", "string"),
+        F("topics", Array([
+            F("name", "string"),
+            F("partition_indexes", Array("int32")),
+        ], nullable=True)),
+    ],
+    response=[
+        F("throttle_time_ms", "int32", 3),
+        F("topics", Array([
+            F("name", "string"),
+            F("partitions", Array([
+                F("partition_index", "int32"),
+                F("committed_offset", "int64", default=-1),
+                F("committed_leader_epoch", "int32", 5, default=-1),
+                F("metadata", "nstring"),
+                F("error_code", "int16"),
+            ])),
+        ])),
+        F("error_code", "int16", 2),
+    ],
+)
+
+JOIN_GROUP = Schema(
+    11, "JoinGroup", 0, 5, 6,
+    request=[],
+    response=[
+        F("throttle_time_ms", "int32", 2),
+        F("error_code", "int16"),
+        F("generation_id", "int32", default=-1),
+        F("protocol_name", "string"),
+        F("leader", "string"),
+        F("member_id", "string"),
+        F("members", Array([
+            F("member_id", "string"),
+            F("group_instance_id", "nstring", 5),
+            F("metadata", "bytes"),
+        ])),
+    ],
+)
+
+HEARTBEAT = Schema(12, "Heartbeat", 0, 3, 4, request=[], response=[
+    F("throttle_time_ms", "int32", 1), F("error_code", "int16")])
+
+LEAVE_GROUP = Schema(13, "LeaveGroup", 0, 3, 4, request=[], response=[
+    F("throttle_time_ms", "int32", 1), F("error_code", "int16"),
+    F("members", Array([F("member_id", "string"), F("group_instance_id", "nstring"),
+                        F("error_code", "int16")]), 3)])
+
+SYNC_GROUP = Schema(14, "SyncGroup", 0, 3, 4, request=[], response=[
+    F("throttle_time_ms", "int32", 1), F("error_code", "int16"),
+    F("assignment", "bytes", default=b"")])
+
+DESCRIBE_GROUPS = Schema(
+    15, "DescribeGroups", 0, 4, 5,
+    request=[F("groups", Array("string"))],
+    response=[
+        F("throttle_time_ms", "int32", 1),
+        F("groups", Array([
+            F("error_code", "int16"),
+            F("group_id", "string"),
+            F("group_state", "string"),
+            F("protocol_type", "string"),
+            F("protocol_data", "string"),
+            F("members", Array([
+                F("member_id", "string"),
+                F("group_instance_id", "nstring", 4),
+                F("client_id", "string"),
+                F("client_host", "string"),
+                F("member_metadata", "bytes"),
+                F("member_assignment", "bytes"),
+            ])),
+            F("authorized_operations", "int32", 3, default=-2147483648),
+        ])),
+    ],
+)
+
+LIST_GROUPS = Schema(16, "ListGroups", 0, 2, 3, request=[], response=[
+    F("throttle_time_ms", "int32", 1), F("error_code", "int16"),
+    F("groups", Array([F("group_id", "string"), F("protocol_type", "string")]))])
+
+GROUP_APIS = [OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP,
+              DESCRIBE_GROUPS, LIST_GROUPS]
+BY_KEY.update({s.key: s for s in GROUP_APIS})

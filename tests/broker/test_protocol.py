@@ -397,3 +397,36 @@ def test_retention_by_time_drops_old_batches(broker, new_topic):
             time.sleep(0.1)
         assert list_offset(c, topic, 0, -2)["offset"] == 1
         assert produce(c, topic, 0, batch([b"new"]))["base_offset"] == 1
+
+
+@pytest.mark.parametrize("schema,version,body", [
+    (schemas.JOIN_GROUP, 2, {}), (schemas.HEARTBEAT, 1, {}), (schemas.SYNC_GROUP, 0, {}),
+    (schemas.LEAVE_GROUP, 3, {}),
+    (schemas.OFFSET_COMMIT, 2, {"group_id": "g", "generation_id": -1, "member_id": "",
+                                "retention_time_ms": -1, "topics": [
+                                    {"name": "t", "partitions": [
+                                        {"partition_index": 0, "committed_offset": 5,
+                                         "committed_metadata": None}]}]}),
+    (schemas.OFFSET_FETCH, 3, {"group_id": "g", "topics": [{"name": "t",
+                                                             "partition_indexes": [0, 1]}]}),
+    (schemas.DESCRIBE_GROUPS, 1, {"groups": ["g"]}),
+])
+def test_unadvertised_group_apis_get_an_error_response_not_a_closed_socket(
+        broker, schema, version, body):
+    with WireClient(broker.bootstrap) as c:
+        resp = c.request(schema, version, body)
+        codes = [resp.get("error_code")]
+        for t in resp.get("topics") or []:
+            codes += [p["error_code"] for p in t["partitions"]]
+        codes += [g["error_code"] for g in resp.get("groups") or []]
+        assert errors.COORDINATOR_NOT_AVAILABLE in codes
+        assert all(code in (None, errors.COORDINATOR_NOT_AVAILABLE) for code in codes)
+        versions = c.request(schemas.API_VERSIONS, 3, {"client_software_name": "t",
+                                                       "client_software_version": "1"})
+        assert schema.key not in {a["api_key"] for a in versions["api_keys"]}  # still usable
+
+
+def test_list_groups_reports_no_groups(broker):
+    with WireClient(broker.bootstrap) as c:
+        resp = c.request(schemas.LIST_GROUPS, 1, {})
+        assert (resp["error_code"], resp["groups"]) == (0, [])
