@@ -45,7 +45,8 @@ def _norm(v):
     return v
 
 
-CASES = [(s, direction, v) for s in schemas.ALL + schemas.GROUP_APIS for direction in ("request", "response")
+CASES = [(s, direction, v) for s in schemas.ALL + schemas.GROUP_APIS
+         for direction in ("request", "response")
          for v in range(s.min_version, s.max_version + 1)]
 
 
