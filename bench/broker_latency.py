@@ -60,6 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=float, default=2.0)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--fetch-max-wait-ms", type=int, default=100)
+    ap.add_argument("--control-wait-ms", type=int, default=500,
+                    help="also run the first rate with this fetch.max.wait.ms: a long-poll "
+                         "woken by produce makes the two equal (0 to skip)")
     ap.add_argument("--throughput-seconds", type=float, default=5.0)
     ap.add_argument("--value-bytes", type=int, default=100)
     ap.add_argument("--out", type=Path, default=OUT)
@@ -80,21 +83,25 @@ def main(argv: list[str] | None = None) -> int:
                     "load_avg_at_start": os.getloadavg()[0], "latency": [], "throughput": {}}
     started = time.monotonic()
     with EmbeddedBroker() as broker:
-        for rate in rates:
+        def latency(rate: int, wait_ms: int) -> dict:
             runs = []
             for _ in range(args.repeats):
                 topic = f"lat-{rate}-{uuid.uuid4().hex[:6]}"
                 broker.create_topics({topic: 1})
                 runs.append(_run_java(cp, "latency", broker.bootstrap, topic, str(rate),
-                                      str(args.seconds), str(args.warmup),
-                                      str(args.fetch_max_wait_ms),
+                                      str(args.seconds), str(args.warmup), str(wait_ms),
                                       timeout=args.seconds + args.warmup + 120))
-            result["latency"].append({
-                "rate": rate,
-                "median_ms": {k: _median(runs, f"{k}_ms") for k in ("p50", "p99", "p999",
-                                                                     "max")},
-                "runs": runs})
-            print(f"rate {rate}/s: {result['latency'][-1]['median_ms']}", file=sys.stderr)
+            out = {"rate": rate, "fetch_max_wait_ms": wait_ms,
+                   "median_ms": {k: _median(runs, f"{k}_ms") for k in ("p50", "p99", "p999",
+                                                                        "max")},
+                   "runs": runs}
+            print(f"rate {rate}/s wait {wait_ms} ms: {out['median_ms']}", file=sys.stderr)
+            return out
+
+        for rate in rates:
+            result["latency"].append(latency(rate, args.fetch_max_wait_ms))
+        if args.control_wait_ms and rates:
+            result["control_other_fetch_wait"] = latency(rates[0], args.control_wait_ms)
         runs = []
         for _ in range(args.repeats):
             topic = f"tput-{uuid.uuid4().hex[:6]}"

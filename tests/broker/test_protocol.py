@@ -29,6 +29,16 @@ def _metadata(client: WireClient, topics, version: int = 9) -> dict:
         "allow_auto_topic_creation": False})
 
 
+def _wait_for_log(broker, text: str, timeout_s: float = 5.0) -> None:
+    """The broker writes one structured JSON line per refused request."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if text in broker.log_path.read_text(errors="replace"):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{text!r} not in the broker log {broker.log_path}")
+
+
 def _broker_still_serves(bootstrap: str) -> None:
     with WireClient(bootstrap) as c:
         resp = c.request(schemas.API_VERSIONS, 3, {"client_software_name": "t",
@@ -67,6 +77,7 @@ def test_unsupported_api_version_closes_that_connection_only(broker):
         c.send_raw(frame[:6] + struct.pack(">h", 99) + frame[8:])
         with pytest.raises(ConnectionError):
             c.recv_frame()
+    _wait_for_log(broker, '"reason": "unsupported api version", "api": "Metadata"')
     _broker_still_serves(broker.bootstrap)
 
 
@@ -89,6 +100,7 @@ def test_garbage_bytes_close_connection_and_broker_keeps_serving(broker, garbage
         c.send_raw(garbage)
         with pytest.raises((ConnectionError, socket.timeout, OSError)):
             c.recv_frame()
+    _wait_for_log(broker, '"event": "broker.connection_closed"')
     _broker_still_serves(broker.bootstrap)
 
 
