@@ -31,7 +31,9 @@ class Apis:
         self.storage = storage
         self.advertised_host = config.host if config.host not in ("0.0.0.0", "") else "127.0.0.1"
         self.advertised_port = config.port
-        self._next_pid = registry.max_producer_id() + 1
+        # Producer ids never repeat across restarts, even in memory where no state survives:
+        # a reused id would mix two producers' sequence numbers.
+        self._next_pid = max(registry.max_producer_id() + 1, _now_ms())
         self._pid_epochs: dict[int, int] = {}
         self.handlers = {
             schemas.PRODUCE.key: self.produce,
