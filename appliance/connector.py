@@ -25,6 +25,12 @@ REAL_TIME_SINK_CONF = {
     "spark.sql.streaming.realTimeMode.asyncProgressTrackingByDefault.enabled": "false",
 }
 
+#: Spark sends batch reads/writes of the short name ``kafka`` down its V1 code path
+#: (``spark.sql.sources.useV1SourceList`` lists it by default), which only Spark's own
+#: connector implements. Dropping ``kafka`` from that list (the rest is Spark's default)
+#: lets ``format("kafka")`` batch queries use this connector's V2 table; streaming is V2 anyway.
+KAFKA_ALIAS_CONF = {"spark.sql.sources.useV1SourceList": "avro,csv,json,orc,parquet,text"}
+
 
 class ConnectorJarsMissing(RuntimeError):
     """The connector has not been built: tell the user the one command that fixes it."""
@@ -41,4 +47,4 @@ def jars() -> list[str]:
 
 def spark_jars_conf() -> dict[str, str]:
     """The Spark conf entries every SparkSession of the product needs for the connector."""
-    return {"spark.jars": ",".join(jars()), **REAL_TIME_SINK_CONF}
+    return {"spark.jars": ",".join(jars()), **REAL_TIME_SINK_CONF, **KAFKA_ALIAS_CONF}

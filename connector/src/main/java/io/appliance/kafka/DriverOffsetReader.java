@@ -1,5 +1,7 @@
 package io.appliance.kafka;
 
+import java.io.InterruptedIOException;
+import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.HashMap;
@@ -8,10 +10,12 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.function.Supplier;
 
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.InterruptException;
 
 /**
  * The driver's view of the topics: which partitions exist and their earliest/latest offsets.
@@ -32,26 +36,25 @@ final class DriverOffsetReader implements AutoCloseable {
     return consumer;
   }
 
-  /** The partitions the subscription currently covers. */
+  /**
+   * The partitions the subscription currently covers. Always asks the broker (listTopics):
+   * the consumer's cached metadata would hide partitions added while a query runs.
+   */
   synchronized Set<TopicPartition> partitions() {
     Set<TopicPartition> out = new TreeSet<>(OffsetJson.PARTITION_ORDER);
     Subscription s = options.subscription();
-    Duration timeout = Duration.ofMillis(options.pollTimeoutMs());
-    switch (s.kind()) {
-      case ASSIGN:
-        out.addAll(s.assigned());
-        break;
-      case SUBSCRIBE:
-        for (String topic : s.topicNames()) {
-          addAll(out, consumer().partitionsFor(topic, timeout));
-        }
-        break;
-      default:
-        for (Map.Entry<String, List<PartitionInfo>> e : consumer().listTopics(timeout).entrySet()) {
-          if (s.matches(e.getKey())) {
-            addAll(out, e.getValue());
-          }
-        }
+    if (s.kind() == Subscription.Kind.ASSIGN) {
+      out.addAll(s.assigned());
+      return out;
+    }
+    Map<String, List<PartitionInfo>> topics =
+        call(() -> consumer().listTopics(Duration.ofMillis(options.pollTimeoutMs())));
+    for (Map.Entry<String, List<PartitionInfo>> e : topics.entrySet()) {
+      boolean wanted = s.kind() == Subscription.Kind.SUBSCRIBE
+          ? s.topicNames().contains(e.getKey()) : s.matches(e.getKey());
+      if (wanted) {
+        addAll(out, e.getValue());
+      }
     }
     return out;
   }
@@ -68,14 +71,32 @@ final class DriverOffsetReader implements AutoCloseable {
     if (partitions.isEmpty()) {
       return new HashMap<>();
     }
-    return sorted(consumer().beginningOffsets(partitions, Duration.ofMillis(options.pollTimeoutMs())));
+    return sorted(call(() -> consumer().beginningOffsets(partitions,
+        Duration.ofMillis(options.pollTimeoutMs()))));
   }
 
   synchronized Map<TopicPartition, Long> latest(Collection<TopicPartition> partitions) {
     if (partitions.isEmpty()) {
       return new HashMap<>();
     }
-    return sorted(consumer().endOffsets(partitions, Duration.ofMillis(options.pollTimeoutMs())));
+    return sorted(call(() -> consumer().endOffsets(partitions,
+        Duration.ofMillis(options.pollTimeoutMs()))));
+  }
+
+  /**
+   * Runs a client call; a stop interrupts the query thread, and Kafka reports that as its own
+   * InterruptException, which Spark would take for a failure. Rethrown as an interrupted I/O
+   * error, Spark recognises the clean stop.
+   */
+  private <T> T call(Supplier<T> op) {
+    try {
+      return op.get();
+    } catch (InterruptException e) {
+      Thread.currentThread().interrupt();
+      InterruptedIOException io = new InterruptedIOException("appliance-kafka offset lookup interrupted");
+      io.initCause(e);
+      throw new UncheckedIOException(io);
+    }
   }
 
   private static Map<TopicPartition, Long> sorted(Map<TopicPartition, Long> m) {

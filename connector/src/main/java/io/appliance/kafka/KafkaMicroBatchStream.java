@@ -71,9 +71,9 @@ final class KafkaMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   @Override
   public synchronized Offset latestOffset(Offset start, ReadLimit limit) {
     Set<TopicPartition> current = reader.partitions();
-    Map<TopicPartition, Long> from =
-        SplitPlanner.reconcile(reader, options, ((KafkaSourceOffset) start).offsets(), current);
-    Map<TopicPartition, Long> latest = reader.latest(from.keySet());
+    Map<TopicPartition, Long> latest = reader.latest(current);
+    Map<TopicPartition, Long> from = SplitPlanner.reconcile(reader, options,
+        ((KafkaSourceOffset) start).offsets(), current, latest);
     lastLatest = latest;
     Map<TopicPartition, Long> until = new TreeMap<>(OffsetJson.PARTITION_ORDER);
     for (Map.Entry<TopicPartition, Long> e : latest.entrySet()) {

@@ -1,5 +1,6 @@
 package io.appliance.kafka;
 
+import java.io.Serializable;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.Iterator;
@@ -17,8 +18,18 @@ import org.apache.kafka.common.TopicPartition;
  * and {"t":[0,1]} for assignments. One place so the reader, writer and checkpoints agree.
  */
 public final class OffsetJson {
-  public static final Comparator<TopicPartition> PARTITION_ORDER =
-      Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition);
+  /** Topic, then partition; serializable because sorted maps of offsets ship to executors. */
+  public static final Comparator<TopicPartition> PARTITION_ORDER = new PartitionOrder();
+
+  private static final class PartitionOrder implements Comparator<TopicPartition>, Serializable {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public int compare(TopicPartition a, TopicPartition b) {
+      int byTopic = a.topic().compareTo(b.topic());
+      return byTopic != 0 ? byTopic : Integer.compare(a.partition(), b.partition());
+    }
+  }
 
   /** Special values inside a JSON position, as in Spark. */
   public static final long EARLIEST = -2L;

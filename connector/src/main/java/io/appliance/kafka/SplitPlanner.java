@@ -25,6 +25,13 @@ final class SplitPlanner {
   /** Positions for every current partition, starting from {@code start}. */
   static Map<TopicPartition, Long> reconcile(DriverOffsetReader reader, KafkaOptions options,
       Map<TopicPartition, Long> start, Set<TopicPartition> current) {
+    return reconcile(reader, options, start, current, reader.latest(current));
+  }
+
+  /** As above, with the latest offsets of {@code current} already fetched. */
+  static Map<TopicPartition, Long> reconcile(DriverOffsetReader reader, KafkaOptions options,
+      Map<TopicPartition, Long> start, Set<TopicPartition> current,
+      Map<TopicPartition, Long> latest) {
     Map<TopicPartition, Long> out = new TreeMap<>(OffsetJson.PARTITION_ORDER);
     Set<TopicPartition> added = new HashSet<>();
     for (TopicPartition tp : current) {
@@ -43,7 +50,6 @@ final class SplitPlanner {
     if (!removed.isEmpty()) {
       DataLoss.report(options.failOnDataLoss(), "Partitions " + removed + " were deleted");
     }
-    Map<TopicPartition, Long> latest = reader.latest(out.keySet());
     List<TopicPartition> wentBack = new ArrayList<>();
     for (Map.Entry<TopicPartition, Long> e : out.entrySet()) {
       if (latest.get(e.getKey()) < e.getValue()) {

@@ -1,0 +1,78 @@
+"""A wrong option fails when the query is defined or started, naming the option."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.errors import PySparkException
+
+pytestmark = pytest.mark.spark
+
+
+def read(spark, **options):
+    reader = spark.readStream.format("appliance-kafka")
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load()
+
+
+@pytest.mark.parametrize("options, named", [
+    ({"subscribe": "t"}, "kafka.bootstrap.servers"),
+    ({"kafka.bootstrap.servers": "127.0.0.1:1", "subscribe": "t", "assign": '{"t":[0]}'},
+     "subscribe"),
+    ({"kafka.bootstrap.servers": "127.0.0.1:1", "subscribe": "t",
+      "startingOffsets": '{"t": {"0": 1'}, "startingOffsets"),
+    ({"kafka.bootstrap.servers": "127.0.0.1:1", "subscribe": "t",
+      "startingOffsets": '{"t": {"x": 1}}'}, "startingOffsets"),
+    ({"kafka.bootstrap.servers": "127.0.0.1:1", "assign": '{"t": "0"}'}, "assign"),
+    ({"kafka.bootstrap.servers": "127.0.0.1:1", "subscribePattern": "(["}, "subscribePattern"),
+    ({"kafka.bootstrap.servers": "127.0.0.1:1", "subscribe": "t", "maxOffsetsPerTrigger": "0"},
+     "maxOffsetsPerTrigger"),
+    ({"kafka.bootstrap.servers": "127.0.0.1:1", "subscribe": "t",
+      "kafka.auto.offset.reset": "earliest"}, "kafka.auto.offset.reset"),
+    ({"kafka.bootstrap.servers": "127.0.0.1:1", "subscribe": "t",
+      "startingOffsetsByTimestamp": "{}"}, "startingOffsetsByTimestamp"),
+])
+def test_bad_read_option_fails_at_load_naming_the_option(spark, options, named):
+    with pytest.raises(PySparkException) as err:
+        read(spark, **options)
+    assert f"'{named}'" in str(err.value)
+
+
+def test_missing_subscription_fails_at_start_naming_the_options(spark, tmp_path):
+    df = read(spark, **{"kafka.bootstrap.servers": "127.0.0.1:1"})
+    with pytest.raises(Exception) as err:
+        q = (df.writeStream.format("memory").queryName("never")
+             .option("checkpointLocation", str(tmp_path)).start())
+        try:
+            q.awaitTermination(60)
+        finally:
+            q.stop()
+    assert "'subscribe', 'subscribePattern', 'assign'" in str(err.value)
+
+
+def test_ending_offsets_in_a_stream_is_rejected(spark, tmp_path):
+    df = read(spark, **{"kafka.bootstrap.servers": "127.0.0.1:1", "subscribe": "t",
+                        "endingOffsets": "latest"})
+    with pytest.raises(Exception, match="'endingOffsets'"):
+        q = (df.writeStream.format("memory").queryName("never2")
+             .option("checkpointLocation", str(tmp_path)).start())
+        try:
+            q.awaitTermination(60)
+        finally:
+            q.stop()
+
+
+@pytest.mark.parametrize("columns, options, message", [
+    (["'k' AS key"], {"topic": "t"}, "Required attribute 'value'"),
+    (["'v' AS value"], {}, "option 'topic'"),
+    (["1 AS value"], {"topic": "t"}, "'value' must be a string or binary"),
+    (["'v' AS value", "'p' AS partition"], {"topic": "t"}, "'partition' must be an int"),
+])
+def test_bad_sink_input_fails_at_write_naming_the_column(spark, columns, options, message):
+    writer = spark.range(1).selectExpr(*columns).write.format("appliance-kafka").mode("append")
+    writer = writer.option("kafka.bootstrap.servers", "127.0.0.1:1")
+    for key, value in options.items():
+        writer = writer.option(key, value)
+    with pytest.raises(PySparkException) as err:
+        writer.save()
+    assert message in str(err.value)
