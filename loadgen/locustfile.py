@@ -23,15 +23,22 @@ import itertools
 import json
 import os
 import secrets
+import sys
 import time
+from pathlib import Path
 
 import gevent
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from locust import User, constant_throughput, events, task
 from locust.runners import MasterRunner
 
-from loadgen.events import EventFactory
-from loadgen.kafka_config import consumer_config, producer_config
+try:
+    import loadgen  # noqa: F401
+except ImportError:  # a checkout that is not pip-installed: Locust only adds loadgen/
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from loadgen.events import EventFactory  # noqa: E402
+from loadgen.kafka_config import consumer_config, producer_config  # noqa: E402
 
 EVENTS_TOPIC = os.environ.get("LOADGEN_EVENTS_TOPIC", "events")
 ALERTS_TOPIC = os.environ.get("LOADGEN_ALERTS_TOPIC", "alerts")
