@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -87,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
 
         ensure_topics(LoadConfig(bootstrap=bootstrap, rate=1, duration=1),
                       ["bench.events", "bench.alerts", "bench.dlq"])
+        load_before = os.getloadavg()[0]
         result = {
             "note": "2 shared cores; other suites may run concurrently: medians are noisy",
             "floor": [_floor(bootstrap, rate, args.seconds, args.repeats)
@@ -98,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         if broker is not None:
             broker.stop()
     result["seconds"] = round(time.monotonic() - started, 1)
+    result["load_average_1min"] = {"before": load_before, "after": os.getloadavg()[0]}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
