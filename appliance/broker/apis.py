@@ -255,8 +255,9 @@ class Apis:
                 configs = {c["name"]: c["value"] for c in t["configs"]}
                 topic = self.registry.create(t["name"], count, configs,
                                              validate_only=req["validate_only"])
-                res.update(num_partitions=max(count, 0) if count != -1 else
-                           self.config.default_partitions, replication_factor=1)
+                res.update(num_partitions=len(topic.partitions) or (
+                    count if count > 0 else self.config.default_partitions),
+                    replication_factor=1)
                 res["configs"] = [{"name": k, "value": v, "read_only": False,
                                    "config_source": 1, "is_sensitive": False}
                                   for k, v in topic.configs.items()]

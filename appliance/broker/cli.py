@@ -7,8 +7,8 @@ import asyncio
 import signal
 import sys
 
-from appliance.broker.blog import broker_logger
 from appliance.broker.config import FLUSH_POLICIES, BrokerConfig, parse_topics
+from appliance.broker.logger import broker_logger
 from appliance.logs import configure
 
 READY_PREFIX = "broker ready bootstrap="

@@ -19,8 +19,8 @@ import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from appliance.broker.blog import broker_logger
 from appliance.broker.config import BrokerConfig
+from appliance.broker.logger import broker_logger
 from appliance.broker.records import BatchError, base_offset_of, read_header
 
 if TYPE_CHECKING:

@@ -14,9 +14,9 @@ from collections import deque
 
 from appliance.broker import errors, schemas
 from appliance.broker.apis import Apis
-from appliance.broker.blog import broker_logger
 from appliance.broker.codec import DecodeError, Reader, Writer, decode_struct, encode_struct
 from appliance.broker.config import BrokerConfig
+from appliance.broker.logger import broker_logger
 from appliance.broker.topics import TopicRegistry
 
 log = broker_logger()
