@@ -2,26 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-JAVA_SRC = Path(__file__).resolve().parent / "java"
-KAFKA_CLIENTS_JAR = ROOT / "build" / "jars" / "kafka-clients-3.9.1.jar"
-
-
-def spark_jars_dir() -> Path:
-    import pyspark
-
-    return Path(pyspark.__file__).resolve().parent / "jars"
-
-
-def java_classpath(classes: Path) -> str:
-    return os.pathsep.join([str(classes), str(KAFKA_CLIENTS_JAR), str(spark_jars_dir() / "*")])
+from broker_helpers import JAVA_SRC, KAFKA_CLIENTS_JAR, ROOT, java_classpath
 
 
 @pytest.fixture(scope="session")
@@ -35,16 +20,3 @@ def java_checks() -> str:
     subprocess.run(["javac", "-nowarn", "-encoding", "UTF-8", "-d", str(out),
                     "-cp", java_classpath(out), *sources], check=True, timeout=180)
     return java_classpath(out)
-
-
-def run_java(classpath: str, main: str, *args: str, timeout: float = 120) -> dict[str, str]:
-    """Run a check program; returns its KEY=VALUE output lines as a dict."""
-    proc = subprocess.run(["java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", classpath,
-                           main, *args], capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, f"{main} failed:\n{proc.stdout}\n{proc.stderr[-4000:]}"
-    out = {}
-    for line in proc.stdout.splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            out[key] = value
-    return out

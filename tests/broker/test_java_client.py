@@ -7,7 +7,7 @@ consumer with assign from earliest / a given offset / a timestamp / latest.
 from __future__ import annotations
 
 import pytest
-from conftest import run_java  # tests/broker/conftest.py
+from broker_helpers import run_java
 
 pytestmark = pytest.mark.java
 
@@ -31,4 +31,7 @@ def test_java_client_round_trip(broker, java_checks, compression):
     assert got == expected
     assert out["LATEST_POSITION"] == str(n // 2)
     assert out["LATEST_VALUE"] == f"late-value offset={n // 2}"
+    # partition 1 holds records 1, 3, 5...: record 2k+1 has timestamp BASE_TS + 2k + 1,
+    # so the first at or after BASE_TS + 21 is record 21, partition-1 offset 10
+    assert out["ADMIN_LIST_OFFSETS"] == f"0,{n // 2},10"
     assert out["DONE"] == "true"

@@ -134,6 +134,14 @@ public class BrokerCheck {
             }
             System.out.println("LATEST_VALUE=" + lateValue + " offset=" + lateOffset);
         }
+        // Admin.listOffsets: the path Spark's Kafka source uses to plan offsets
+        try (Admin admin = Admin.create(ap)) {
+            TopicPartition tp1 = new TopicPartition(topic, 1);
+            long latest = admin.listOffsets(Map.of(tp1, OffsetSpec.latest())).partitionResult(tp1).get(30, TimeUnit.SECONDS).offset();
+            long earliest = admin.listOffsets(Map.of(tp1, OffsetSpec.earliest())).partitionResult(tp1).get(30, TimeUnit.SECONDS).offset();
+            long byTime = admin.listOffsets(Map.of(tp1, OffsetSpec.forTimestamp(BASE_TS + 2 * 10 + 1))).partitionResult(tp1).get(30, TimeUnit.SECONDS).offset();
+            System.out.println("ADMIN_LIST_OFFSETS=" + earliest + "," + latest + "," + byTime);
+        }
         System.out.println("DONE=true");
     }
 }
