@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import confluent_kafka as ck
+import pytest
 from broker_helpers import batch, fetch, list_offset, produce, record_values
 
 from appliance.broker import EmbeddedBroker, schemas
@@ -64,8 +65,10 @@ def test_acknowledged_records_survive_kill_9_during_production(tmp_path):
         assert len(values) - len(acked) in (0, 1)  # at most the one in flight at the kill
 
 
-def test_confluent_acks_all_survive_restart_and_offsets_continue(tmp_path):
-    with EmbeddedBroker(data_dir=tmp_path, extra_args=["--topics", "ck:2"]) as b:
+@pytest.mark.parametrize("flush", ["write", "fsync", "interval"])
+def test_confluent_acks_all_survive_kill_and_offsets_continue(tmp_path, flush):
+    args = ["--topics", "ck:2", "--flush", flush, "--flush-interval-ms", "50"]
+    with EmbeddedBroker(data_dir=tmp_path, extra_args=args) as b:
         p = ck.Producer({"bootstrap.servers": b.bootstrap, "acks": "all",
                          "enable.idempotence": True, "compression.type": "gzip"})
         delivered = []

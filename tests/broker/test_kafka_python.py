@@ -117,3 +117,21 @@ def test_admin_client_creates_and_deletes(broker):
         assert name not in admin.list_topics()
     finally:
         admin.close()
+
+
+def test_idempotent_producer_writes_exactly_n(broker, new_topic):
+    topic = new_topic(partitions=1)
+    tp = TopicPartition(topic, 0)
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, enable_idempotence=True,
+                             acks="all")
+    try:
+        futures = [producer.send(topic, value=b"%d" % i, partition=0) for i in range(1000)]
+        producer.flush(timeout=30)
+        assert sorted(f.get(timeout=10).offset for f in futures) == list(range(1000))
+    finally:
+        producer.close()
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, enable_auto_commit=False)
+    try:
+        assert consumer.end_offsets([tp])[tp] == 1000
+    finally:
+        consumer.close()
