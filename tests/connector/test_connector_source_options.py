@@ -7,7 +7,7 @@ import json
 import uuid
 
 import pytest
-from connector_helpers import produce, read_topic, rows_as_recs, wait_for_records
+from connector_helpers import produce, read_topic, rows_as_recs, wait_for_records, wait_until
 from kafka.admin import KafkaAdminClient, NewPartitions
 from pyspark.errors import StreamingQueryException
 
@@ -197,3 +197,35 @@ def test_continuous_query_picks_up_partitions_added_while_running(spark, broker,
     wait_for_records(broker.bootstrap, sink, first + grown, query=q)
     assert q.isActive and q.exception() is None
     q.stop()
+
+
+def test_min_offsets_per_trigger_holds_batches_until_enough_offsets(spark, broker, new_topic,
+                                                                    checkpoint, queries):
+    topic, sink = new_topic(2), new_topic(2)
+    few = produce(broker.bootstrap, topic, "few", 5)
+    # idle triggers report progress every 10 s by default; make them visible sooner
+    spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "200ms")
+    try:
+        q = _min_rows_relay(spark, broker, topic, sink, checkpoint)
+    finally:
+        spark.conf.unset("spark.sql.streaming.noDataProgressEventInterval")
+    queries.append(q)
+    # several triggers pass with only 5 new offsets: nothing is admitted
+    wait_until(lambda: len(q.recentProgress) >= 3, "three trigger evaluations", query=q)
+    assert sum(p["numInputRows"] for p in q.recentProgress) == 0
+    more = produce(broker.bootstrap, topic, "more", 20)
+    wait_for_records(broker.bootstrap, sink, few + more, query=q)
+    # the batch's progress is reported just after its records are committed
+    wait_until(lambda: any(p["numInputRows"] for p in q.recentProgress), "batch progress", query=q)
+    sizes = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"] > 0]
+    assert sizes[0] >= 20
+    q.stop()
+
+
+def _min_rows_relay(spark, broker, topic, sink, checkpoint):
+    return (source(spark, broker, subscribe=topic, startingOffsets="earliest",
+                minOffsetsPerTrigger="20", maxTriggerDelay="1h")
+         .selectExpr("key", "value", "headers").writeStream.format("appliance-kafka")
+         .option("kafka.bootstrap.servers", broker.bootstrap).option("topic", sink)
+         .option("checkpointLocation", checkpoint)
+         .trigger(processingTime="100 milliseconds").start())

@@ -2,6 +2,7 @@ package io.appliance.kafka;
 
 import java.time.Duration;
 import java.util.Collections;
+import java.util.Iterator;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
@@ -12,33 +13,49 @@ import org.apache.kafka.common.TopicPartition;
 /**
  * Executor-side pool of consumers, one per (settings, partition), so consecutive batches or
  * epochs of the same partition reuse a warm connection and fetch position. Consumers are
- * assigned (no group) and never shared by two tasks at once.
+ * assigned (no group) and never shared by two tasks at once. Idle ones expire, and the pool
+ * is bounded, so partitions a JVM no longer reads do not keep connections open.
  */
 final class ConsumerCache {
-  private static final Map<Key, KafkaConsumer<byte[], byte[]>> IDLE = new ConcurrentHashMap<>();
+  static final int MAX_IDLE = 64;
+  static final long IDLE_EXPIRY_MS = 120_000;
+
+  private static final Map<Key, Idle> IDLE = new ConcurrentHashMap<>();
 
   private ConsumerCache() {}
 
   static KafkaConsumer<byte[], byte[]> acquire(KafkaOptions options, TopicPartition tp) {
-    KafkaConsumer<byte[], byte[]> c = IDLE.remove(new Key(options.kafkaParams(), tp));
-    if (c != null) {
-      return c;
+    expire();
+    Idle idle = IDLE.remove(new Key(options.kafkaParams(), tp));
+    if (idle != null) {
+      return idle.consumer;
     }
-    c = new KafkaConsumer<>(options.consumerConfig());
+    KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(options.consumerConfig());
     c.assign(Collections.singleton(tp));
     return c;
   }
 
-  /** Returns a healthy consumer for reuse; a broken one (or a surplus one) is closed. */
+  /** Returns a healthy consumer for reuse; a broken one (or one over the bound) is closed. */
   static void release(KafkaOptions options, TopicPartition tp, KafkaConsumer<byte[], byte[]> c,
       boolean reusable) {
     if (c == null) {
       return;
     }
-    if (reusable && IDLE.putIfAbsent(new Key(options.kafkaParams(), tp), c) == null) {
+    if (reusable && IDLE.size() < MAX_IDLE
+        && IDLE.putIfAbsent(new Key(options.kafkaParams(), tp), new Idle(c)) == null) {
       return;
     }
     closeQuietly(c);
+  }
+
+  private static void expire() {
+    long now = System.currentTimeMillis();
+    for (Iterator<Map.Entry<Key, Idle>> it = IDLE.entrySet().iterator(); it.hasNext(); ) {
+      Map.Entry<Key, Idle> e = it.next();
+      if (now - e.getValue().since > IDLE_EXPIRY_MS && IDLE.remove(e.getKey(), e.getValue())) {
+        closeQuietly(e.getValue().consumer);
+      }
+    }
   }
 
   static void closeQuietly(KafkaConsumer<byte[], byte[]> c) {
@@ -46,6 +63,15 @@ final class ConsumerCache {
       c.close(Duration.ofSeconds(2));
     } catch (RuntimeException ignored) {
       // closing is best effort: the task already has its answer
+    }
+  }
+
+  private static final class Idle {
+    final KafkaConsumer<byte[], byte[]> consumer;
+    final long since = System.currentTimeMillis();
+
+    Idle(KafkaConsumer<byte[], byte[]> consumer) {
+      this.consumer = consumer;
     }
   }
 

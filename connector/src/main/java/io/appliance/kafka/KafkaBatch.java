@@ -24,7 +24,7 @@ final class KafkaBatch implements Batch {
       reader.requireKnown(options.endingOffsets(), parts, KafkaOptions.ENDING_OFFSETS);
       Map<TopicPartition, Long> from = reader.resolve(options.startingOffsets(), parts, OffsetSpec.EARLIEST);
       Map<TopicPartition, Long> until = reader.resolve(options.endingOffsets(), parts, OffsetSpec.LATEST);
-      return SplitPlanner.bounded(reader, options, from, until);
+      return SplitPlanner.bounded(reader, options, new DataLoss(options.failOnDataLoss()), from, until);
     }
   }
 

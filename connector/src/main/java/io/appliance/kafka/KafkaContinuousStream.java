@@ -24,6 +24,7 @@ final class KafkaContinuousStream implements ContinuousStream {
   private final KafkaOptions options;
   private final String checkpointLocation;
   private final DriverOffsetReader reader;
+  private final DataLoss loss;
   private volatile Set<TopicPartition> planned;
   private long lastCheckMs;
 
@@ -31,6 +32,7 @@ final class KafkaContinuousStream implements ContinuousStream {
     this.options = options;
     this.checkpointLocation = checkpointLocation;
     this.reader = new DriverOffsetReader(options);
+    this.loss = new DataLoss(options.failOnDataLoss());
   }
 
   @Override
@@ -43,7 +45,7 @@ final class KafkaContinuousStream implements ContinuousStream {
   public synchronized InputPartition[] planInputPartitions(Offset start) {
     Set<TopicPartition> current = reader.partitions();
     Map<TopicPartition, Long> from =
-        SplitPlanner.reconcile(reader, options, ((KafkaSourceOffset) start).offsets(), current);
+        SplitPlanner.reconcile(reader, loss, ((KafkaSourceOffset) start).offsets(), current);
     planned = current;
     return SplitPlanner.open(options, from);
   }

@@ -29,6 +29,7 @@ final class KafkaMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   private final KafkaOptions options;
   private final String checkpointLocation;
   private final DriverOffsetReader reader;
+  private final DataLoss loss;
   private volatile Map<TopicPartition, Long> lastLatest;
   private Map<TopicPartition, Long> availableNowLimit;
   private long lastAdmitMs = System.currentTimeMillis();
@@ -37,6 +38,7 @@ final class KafkaMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     this.options = options;
     this.checkpointLocation = checkpointLocation;
     this.reader = new DriverOffsetReader(options);
+    this.loss = new DataLoss(options.failOnDataLoss());
   }
 
   @Override
@@ -72,7 +74,7 @@ final class KafkaMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   public synchronized Offset latestOffset(Offset start, ReadLimit limit) {
     Set<TopicPartition> current = reader.partitions();
     Map<TopicPartition, Long> latest = reader.latest(current);
-    Map<TopicPartition, Long> from = SplitPlanner.reconcile(reader, options,
+    Map<TopicPartition, Long> from = SplitPlanner.reconcile(reader, loss,
         ((KafkaSourceOffset) start).offsets(), current, latest);
     lastLatest = latest;
     Map<TopicPartition, Long> until = new TreeMap<>(OffsetJson.PARTITION_ORDER);
@@ -142,7 +144,7 @@ final class KafkaMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
 
   @Override
   public InputPartition[] planInputPartitions(Offset start, Offset end) {
-    return SplitPlanner.bounded(reader, options, ((KafkaSourceOffset) start).offsets(),
+    return SplitPlanner.bounded(reader, options, loss, ((KafkaSourceOffset) start).offsets(),
         ((KafkaSourceOffset) end).offsets());
   }
 
@@ -159,7 +161,7 @@ final class KafkaMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   /** Real-time mode: one open-ended split per partition, ended by Spark's batch deadline. */
   @Override
   public InputPartition[] planInputPartitions(Offset start) {
-    Map<TopicPartition, Long> from = SplitPlanner.reconcile(reader, options,
+    Map<TopicPartition, Long> from = SplitPlanner.reconcile(reader, loss,
         ((KafkaSourceOffset) start).offsets(), reader.partitions());
     return SplitPlanner.open(options, from);
   }
@@ -172,7 +174,7 @@ final class KafkaMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   @Override
   public Map<String, String> metrics(Optional<Offset> latestConsumed) {
     Map<String, String> m = new HashMap<>();
-    m.put("dataLossEventsSkipped", Long.toString(DataLoss.SKIPPED_EVENTS.get()));
+    m.put("dataLossEventsSkipped", Long.toString(loss.skippedEvents()));
     Map<TopicPartition, Long> latest = lastLatest;
     if (latest == null || !latestConsumed.isPresent()) {
       return m;

@@ -32,7 +32,7 @@ final class KafkaRangePartitionReader implements PartitionReader<InternalRow> {
     if (r == null) {
       long latest = fetcher.latestOffset();
       if (latest <= offset) {
-        DataLoss.report(split.options.failOnDataLoss(), "Expected offsets up to "
+        fetcher.reportDataLoss("Expected offsets up to "
             + split.untilOffset + " of " + tp + " but the partition now ends at " + latest);
         return false;
       }

@@ -19,6 +19,7 @@ final class PartitionFetcher implements AutoCloseable {
   private static final long MAX_POLL_SLICE_MS = 100;
 
   private final KafkaOptions options;
+  private final DataLoss loss;
   private final TopicPartition tp;
   private KafkaConsumer<byte[], byte[]> consumer;
   private Iterator<ConsumerRecord<byte[], byte[]>> buffered = Collections.emptyIterator();
@@ -28,6 +29,7 @@ final class PartitionFetcher implements AutoCloseable {
 
   PartitionFetcher(KafkaOptions options, TopicPartition tp) {
     this.options = options;
+    this.loss = new DataLoss(options.failOnDataLoss());
     this.tp = tp;
     this.consumer = ConsumerCache.acquire(options, tp);
   }
@@ -87,7 +89,7 @@ final class PartitionFetcher implements AutoCloseable {
     if (earliest > wanted) {
       long lost = Math.min(earliest, got) - wanted;
       skippedRecords += lost;
-      DataLoss.report(options.failOnDataLoss(), "Cannot fetch offset " + wanted + " of " + tp
+      loss.report("Cannot fetch offset " + wanted + " of " + tp
           + ": the earliest available offset is " + earliest + " (" + lost
           + " records removed, e.g. by retention)");
     }
@@ -99,11 +101,9 @@ final class PartitionFetcher implements AutoCloseable {
     long latest = consumer.endOffsets(Collections.singleton(tp)).get(tp);
     if (offset < earliest) {
       skippedRecords += earliest - offset;
-      DataLoss.report(options.failOnDataLoss(), "Offset " + offset + " of " + tp
-          + " is out of range: the earliest available offset is " + earliest);
+      loss.report("Offset " + offset + " of " + tp + " is out of range: the earliest available offset is " + earliest);
     } else {
-      DataLoss.report(options.failOnDataLoss(), "Offset " + offset + " of " + tp
-          + " is beyond the latest offset " + latest + " (was the topic deleted and recreated?)");
+      loss.report("Offset " + offset + " of " + tp + " is beyond the latest offset " + latest + " (was the topic deleted and recreated?)");
     }
     consumer.seek(tp, earliest);
     buffered = Collections.emptyIterator();
@@ -113,6 +113,11 @@ final class PartitionFetcher implements AutoCloseable {
   /** Latest offset of the partition (log end), for readers deciding whether to keep waiting. */
   long latestOffset() {
     return consumer.endOffsets(Collections.singleton(tp)).get(tp);
+  }
+
+  /** Data loss the reader itself noticed (counted with the fetcher's own). */
+  void reportDataLoss(String message) {
+    loss.report(message);
   }
 
   void markBroken() {

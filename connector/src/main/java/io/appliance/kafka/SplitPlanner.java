@@ -23,13 +23,13 @@ final class SplitPlanner {
   private SplitPlanner() {}
 
   /** Positions for every current partition, starting from {@code start}. */
-  static Map<TopicPartition, Long> reconcile(DriverOffsetReader reader, KafkaOptions options,
+  static Map<TopicPartition, Long> reconcile(DriverOffsetReader reader, DataLoss loss,
       Map<TopicPartition, Long> start, Set<TopicPartition> current) {
-    return reconcile(reader, options, start, current, reader.latest(current));
+    return reconcile(reader, loss, start, current, reader.latest(current));
   }
 
   /** As above, with the latest offsets of {@code current} already fetched. */
-  static Map<TopicPartition, Long> reconcile(DriverOffsetReader reader, KafkaOptions options,
+  static Map<TopicPartition, Long> reconcile(DriverOffsetReader reader, DataLoss loss,
       Map<TopicPartition, Long> start, Set<TopicPartition> current,
       Map<TopicPartition, Long> latest) {
     Map<TopicPartition, Long> out = new TreeMap<>(OffsetJson.PARTITION_ORDER);
@@ -48,7 +48,7 @@ final class SplitPlanner {
     Set<TopicPartition> removed = new HashSet<>(start.keySet());
     removed.removeAll(current);
     if (!removed.isEmpty()) {
-      DataLoss.report(options.failOnDataLoss(), "Partitions " + removed + " were deleted");
+      loss.report("Partitions " + removed + " were deleted");
     }
     List<TopicPartition> wentBack = new ArrayList<>();
     for (Map.Entry<TopicPartition, Long> e : out.entrySet()) {
@@ -59,8 +59,7 @@ final class SplitPlanner {
     if (!wentBack.isEmpty()) {
       Map<TopicPartition, Long> earliest = reader.earliest(wentBack);
       for (TopicPartition tp : wentBack) {
-        DataLoss.report(options.failOnDataLoss(), "Offset of " + tp + " went back from "
-            + out.get(tp) + " to " + latest.get(tp) + " (was the topic deleted and recreated?)");
+        loss.report("Offset of " + tp + " went back from " + out.get(tp) + " to " + latest.get(tp) + " (was the topic deleted and recreated?)");
         out.put(tp, earliest.get(tp));
       }
     }
@@ -68,7 +67,7 @@ final class SplitPlanner {
   }
 
   /** Splits [from, until) for every partition in {@code until} that has records to read. */
-  static InputPartition[] bounded(DriverOffsetReader reader, KafkaOptions options,
+  static InputPartition[] bounded(DriverOffsetReader reader, KafkaOptions options, DataLoss loss,
       Map<TopicPartition, Long> from, Map<TopicPartition, Long> until) {
     List<TopicPartition> unknown = new ArrayList<>();
     for (TopicPartition tp : until.keySet()) {
@@ -83,8 +82,7 @@ final class SplitPlanner {
       long f = from.containsKey(tp) ? from.get(tp) : earliest.get(tp);
       long u = e.getValue();
       if (u < f) {
-        DataLoss.report(options.failOnDataLoss(), "Offset of " + tp + " went back from " + f
-            + " to " + u + " (was the topic deleted and recreated?)");
+        loss.report("Offset of " + tp + " went back from " + f + " to " + u + " (was the topic deleted and recreated?)");
         f = reader.earliest(List.of(tp)).get(tp);
       }
       if (u > f) {
