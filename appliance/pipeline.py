@@ -55,26 +55,36 @@ REQUIRED_FIELDS = {"event_id": "string", "ts": "number", "source": "string",
 _NUMBER_TYPES = "^(TINYINT|SMALLINT|INT|BIGINT|FLOAT|DOUBLE|DECIMAL)"
 
 
-def _field_type(name: str) -> Column:
-    """The JSON type of field ``name`` as ``schema_of_variant`` spells it (null if absent)."""
-    return F.expr(f"schema_of_variant(variant_get(_json, '$.{name}'))")
+def _type_column(name: str) -> str:
+    return f"_type_{name}"
+
+
+def _field_types() -> list[Column]:
+    """The JSON type of each event field as ``schema_of_variant`` spells it (``STRING``,
+    ``BIGINT``, ``DECIMAL(3,1)``, ``OBJECT<...>``, ``VOID`` for JSON null; SQL null if
+    absent), computed once per record in its own projection and referenced below."""
+    return [F.expr(f"schema_of_variant(variant_get(_json, '$.{f.name}'))")
+            .alias(_type_column(f.name)) for f in EVENT_SCHEMA.fields]
+
+
+def _absent(name: str) -> Column:
+    jtype = F.col(_type_column(name))
+    return jtype.isNull() | (jtype == F.lit("VOID"))
 
 
 def _field_error(name: str, kind: str) -> Column:
-    jtype = _field_type(name)
-    missing = jtype.isNull() | (jtype == F.lit("VOID"))
+    jtype = F.col(_type_column(name))
     wrong = (jtype != F.lit("STRING")) if kind == "string" else ~jtype.rlike(_NUMBER_TYPES)
-    return (F.when(missing, F.lit(f"missing field: {name}"))
+    return (F.when(_absent(name), F.lit(f"missing field: {name}"))
             .when(wrong, F.concat(F.lit(f"wrong type: {name} must be a {kind}, got "),
                                   F.lower(jtype))))
 
 
 def _tags_error() -> Column:
-    jtype = _field_type("tags")
     values_ok = F.expr("forall(map_values(try_variant_get(_json, '$.tags', "
                        "'map<string, variant>')), x -> schema_of_variant(x) = 'STRING')")
-    absent = jtype.isNull() | (jtype == F.lit("VOID"))
-    return F.when(~absent & (~jtype.startswith("OBJECT") | ~values_ok),
+    not_object = ~F.col(_type_column("tags")).startswith("OBJECT")
+    return F.when(~_absent("tags") & (not_object | ~values_ok),
                   F.lit("wrong type: tags must be an object of string to string"))
 
 
@@ -83,30 +93,37 @@ def parse_events(records: DataFrame) -> DataFrame:
 
     Kafka's own columns are renamed with a leading underscore so that rule expressions
     see only the event's fields (``value`` is the metric value, not the Kafka payload).
+    Each step is its own projection so that no expensive expression (JSON parse, type
+    probe) is evaluated twice for a record.
     """
+    kafka = ["_key", "_raw", "_topic", "_partition", "_offset"]
     raw = records.select(
         F.col("key").alias("_key"), F.col("value").alias("_raw"),
         F.col("topic").alias("_topic"), F.col("partition").alias("_partition"),
         F.col("offset").alias("_offset"),
     ).withColumn("_text", F.col("_raw").cast("string"))
     raw = raw.withColumn("_utf8", F.expr("is_valid_utf8(_text)"))
-    raw = raw.withColumn("_json", F.expr("CASE WHEN _utf8 THEN try_parse_json(_text) END"))
+    parsed = raw.select(*kafka, "_utf8",
+                        F.expr("CASE WHEN _utf8 THEN try_parse_json(_text) END").alias("_json"))
+    probed = parsed.select(*kafka, "_utf8", "_json",
+                           F.expr("schema_of_variant(_json)").alias("_type"), *_field_types())
     structural = (
         F.when(F.col("_raw").isNull() | (F.length("_raw") == 0), F.lit("empty value"))
         .when(~F.col("_utf8"), F.lit("not valid UTF-8"))
         .when(F.col("_json").isNull(), F.lit("malformed JSON"))
-        .when(~F.expr("schema_of_variant(_json)").startswith("OBJECT"),
-              F.lit("not a JSON object"))
+        .when(~F.col("_type").startswith("OBJECT"), F.lit("not a JSON object"))
     )
     field_errors = [_field_error(n, k) for n, k in REQUIRED_FIELDS.items()] + [_tags_error()]
-    joined = F.concat_ws("; ", *field_errors)
-    error = F.coalesce(structural, F.when(joined != F.lit(""), joined))
     typed = [
         F.expr(f"try_variant_get(_json, '$.{f.name}', '{f.dataType.simpleString()}')")
         .alias(f.name) for f in EVENT_SCHEMA.fields
     ]
-    return raw.select("_key", "_raw", "_topic", "_partition", "_offset", "_utf8",
-                      error.alias("error"), *typed)
+    checked = probed.select(*kafka, "_utf8", structural.alias("_structural"),
+                            F.concat_ws("; ", *field_errors).alias("_fields"), *typed)
+    error = F.coalesce(F.col("_structural"),
+                       F.when(F.col("_fields") != F.lit(""), F.col("_fields")))
+    return checked.select(*kafka, "_utf8", error.alias("error"),
+                          *[f.name for f in EVENT_SCHEMA.fields])
 
 
 def _matched_rules(rules: Sequence[Rule]) -> Column:

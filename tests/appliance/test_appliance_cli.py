@@ -108,3 +108,39 @@ def test_run_with_missing_rules_file_exits_2(tmp_path):
 def test_bad_usage_exits_2():
     assert appliance("run", "--trigger", "fast").returncode == 2
     assert appliance("frobnicate").returncode == 2
+
+
+def external_config(tmp_path: Path, broker, events: str, master: str = "local[2]") -> Path:
+    good_rules(tmp_path)
+    return write(tmp_path / "appliance.toml", f"""
+[kafka]
+bootstrap_servers = "{broker.bootstrap}"
+[topics]
+events = "{events}"
+alerts = "{events}.alerts"
+dead_letters = "{events}.dlq"
+[spark]
+master = "{master}"
+""")
+
+
+def test_run_refuses_too_few_task_slots_before_spark_starts(tmp_path, broker, new_topic):
+    events = new_topic(3)
+    broker.create_topics({f"{events}.alerts": 1, f"{events}.dlq": 1})
+    config = external_config(tmp_path, broker, events, master="local[2]")
+    result = appliance("run", "--config", str(config))
+    assert result.returncode == 2, result.stderr
+    assert ("query.trigger=continuous needs one task slot per input partition: the events "
+            "topic has 3 partitions but spark.master=local[2] gives 2 slots; use at least 3"
+            ) in result.stderr
+    assert "spark.ready" not in result.stderr
+
+
+def test_run_on_external_cluster_fails_clearly_on_missing_topics(tmp_path, broker, new_topic):
+    events = new_topic(2)  # alerts and dead-letter topics deliberately not created
+    config = external_config(tmp_path, broker, events)
+    result = appliance("run", "--config", str(config))
+    assert result.returncode == 2, result.stderr
+    assert (f"topics missing on the Kafka cluster: {events}.alerts, {events}.dlq"
+            in result.stderr)
+    assert "spark.ready" not in result.stderr

@@ -15,6 +15,7 @@ from appliance_mix import check_outputs, make_mix
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from appliance.config import Config
+from appliance.rules import RulesError
 from appliance.runner import Appliance
 
 pytestmark = pytest.mark.spark
@@ -104,3 +105,18 @@ def test_query_that_dies_is_reported_with_its_cause(broker, new_topic, appliance
         assert "value < 1000" in appliance.failure()
     finally:
         appliance.stop()
+
+
+def test_rules_only_spark_can_reject_stop_the_start_before_the_query(
+        broker, new_topic, appliance_spark, tmp_path):
+    rules = "rules:\n  - {id: udf, severity: info, when: \"my_udf(value) > 1\"}\n"
+    config = topic_config(new_topic, broker, tmp_path, "continuous", rules)
+    appliance = Appliance(config, spark=appliance_spark)
+    try:
+        with pytest.raises(RulesError) as err:
+            appliance.start()
+        assert appliance.query is None
+    finally:
+        appliance.stop()
+    assert err.value.problems[0].startswith(
+        f"{config.rules.path}: rule 'udf': when: [UNRESOLVED_ROUTINE]")
