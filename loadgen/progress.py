@@ -18,12 +18,13 @@ class Progress:
         self._next = time.monotonic() + 1.0
         self._last_sent = 0
 
-    def maybe_show(self, elapsed: float, sent: int, received: int, dlq: int,
-                   lag_ms: float, p99_ms: float | None) -> None:
-        now = time.monotonic()
-        if not self.enabled or now < self._next:
-            return
-        self._next = now + 1.0
+    def due(self) -> bool:
+        """True once a second (when enabled): time to call ``show``."""
+        return self.enabled and time.monotonic() >= self._next
+
+    def show(self, elapsed: float, sent: int, received: int, dlq: int,
+             lag_ms: float, p99_ms: float | None) -> None:
+        self._next = time.monotonic() + 1.0
         rate = sent - self._last_sent
         self._last_sent = sent
         behind = f" BEHIND schedule by {lag_ms:,.0f}ms" if lag_ms > self.behind_ms else ""
