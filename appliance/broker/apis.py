@@ -12,12 +12,14 @@ import time
 from appliance.broker import errors, schemas
 from appliance.broker.config import BrokerConfig
 from appliance.broker.fetch_wait import FetchWait
+from appliance.broker.group_offsets import OffsetStore
 from appliance.broker.partition import LEADER_EPOCH
 from appliance.broker.records import BatchError, split_batches
 from appliance.broker.topics import TopicError, TopicRegistry
 
-NO_GROUPS = ("consumer groups are not supported by this broker; "
-             "use assign() and manage offsets in the client")
+NO_GROUPS = ("consumer group membership is not supported by this broker; "
+             "use assign() (committing offsets works)")
+NO_TRANSACTIONS = "transactions are not supported by this broker"
 
 
 def _now_ms() -> int:
@@ -35,6 +37,7 @@ class Apis:
         # a reused id would mix two producers' sequence numbers.
         self._next_pid = max(registry.max_producer_id() + 1, _now_ms())
         self._pid_epochs: dict[int, int] = {}
+        self.offsets = OffsetStore(config.data_dir)
         self.handlers = {
             schemas.PRODUCE.key: self.produce,
             schemas.FETCH.key: self.fetch,
@@ -272,6 +275,7 @@ class Apis:
             res = {"name": name, "error_code": 0, "error_message": None}
             try:
                 self.registry.delete(name)
+                self.offsets.forget_topic(name)
             except TopicError as exc:
                 res.update(error_code=exc.code, error_message=exc.message)
             out.append(res)
@@ -305,33 +309,63 @@ class Apis:
         return {"throttle_time_ms": 0, "error_code": 0, "producer_id": pid, "producer_epoch": 0}
 
     def find_coordinator(self, version: int, req: dict):
+        """Groups (key_type 0) are coordinated here, for offsets; transactions nowhere."""
+        node, host, port = self.config.node_id, self.advertised_host, self.advertised_port
+        if req["key_type"] == 0:
+            found = {"error_code": 0, "error_message": None, "node_id": node, "host": host,
+                     "port": port}
+        else:
+            found = {"error_code": errors.COORDINATOR_NOT_AVAILABLE,
+                     "error_message": NO_TRANSACTIONS, "node_id": -1, "host": "", "port": -1}
         keys = req["coordinator_keys"] or []
-        return {"throttle_time_ms": 0, "error_code": errors.COORDINATOR_NOT_AVAILABLE,
-                "error_message": NO_GROUPS, "node_id": -1, "host": "", "port": -1,
-                "coordinators": [{"key": k, "node_id": -1, "host": "", "port": -1,
-                                  "error_code": errors.COORDINATOR_NOT_AVAILABLE,
-                                  "error_message": NO_GROUPS} for k in keys]}
+        return {"throttle_time_ms": 0, **found,
+                "coordinators": [{"key": k, **found} for k in keys]}
 
+    def offset_commit(self, version: int, req: dict):
+        # Only "simple" commits (no group generation) exist here: there are no members.
+        member = req["generation_id"] not in (-1, 0) or req["member_id"]
+        topics = []
+        for t in req["topics"]:
+            topic = self.registry.topics.get(t["name"])
+            parts = []
+            for p in t["partitions"]:
+                index = p["partition_index"]
+                if member:
+                    err = errors.UNKNOWN_MEMBER_ID
+                elif topic is None or not 0 <= index < len(topic.partitions):
+                    err = errors.UNKNOWN_TOPIC_OR_PARTITION
+                else:
+                    err = errors.NONE
+                    self.offsets.commit(req["group_id"], t["name"], index,
+                                        p["committed_offset"], p["committed_leader_epoch"],
+                                        p["committed_metadata"])
+                parts.append({"partition_index": index, "error_code": err})
+            topics.append({"name": t["name"], "partitions": parts})
+        self.offsets.save()
+        return {"throttle_time_ms": 0, "topics": topics}
 
-    # Consumer groups are out of scope: every group operation reports "no coordinator".
+    def offset_fetch(self, version: int, req: dict):
+        group = req["group_id"]
+        wanted = req["topics"]
+        if wanted is None:  # v2+: every partition with a committed offset
+            wanted = [{"name": t, "partition_indexes": parts}
+                      for t, parts in self.offsets.committed_topics(group).items()]
+        topics = []
+        for t in wanted:
+            parts = []
+            for index in t["partition_indexes"]:
+                offset, epoch, metadata = self.offsets.fetch(group, t["name"], index)
+                parts.append({"partition_index": index, "committed_offset": offset,
+                              "committed_leader_epoch": epoch, "metadata": metadata,
+                              "error_code": 0})
+            topics.append({"name": t["name"], "partitions": parts})
+        return {"throttle_time_ms": 0, "error_code": 0, "topics": topics}
+
+    # Group membership is out of scope: those operations report "no coordinator".
 
     def group_error(self, version: int, req: dict):
         return {"throttle_time_ms": 0, "error_code": errors.COORDINATOR_NOT_AVAILABLE,
                 "members": []}
-
-    def offset_commit(self, version: int, req: dict):
-        return {"throttle_time_ms": 0, "topics": [
-            {"name": t["name"], "partitions": [
-                {"partition_index": p["partition_index"],
-                 "error_code": errors.COORDINATOR_NOT_AVAILABLE} for p in t["partitions"]]}
-            for t in req["topics"]]}
-
-    def offset_fetch(self, version: int, req: dict):
-        return {"throttle_time_ms": 0, "error_code": errors.COORDINATOR_NOT_AVAILABLE,
-                "topics": [{"name": t["name"], "partitions": [
-                    {"partition_index": i, "committed_offset": -1, "metadata": None,
-                     "error_code": errors.COORDINATOR_NOT_AVAILABLE}
-                    for i in t["partition_indexes"]]} for t in req["topics"] or []]}
 
     def describe_groups(self, version: int, req: dict):
         return {"throttle_time_ms": 0, "groups": [

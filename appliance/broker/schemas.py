@@ -181,7 +181,7 @@ FIND_COORDINATOR = Schema(
     10, "FindCoordinator", 0, 4, 3,
     request=[
         F("key", "string", 0, 3),
-        F("key_type", "int8", 1),
+        F("key_type", "int8", 1, default=0),
         F("coordinator_keys", Array("string"), 4),
     ],
     response=[
@@ -328,17 +328,18 @@ def response_header_flexible(api_key: int, api_version: int) -> bool:
     return request_header_flexible(api_key, api_version)
 
 
-# -- consumer-group APIs: never advertised, answered with a clear error ------------------
-# Clients that skip version negotiation still get a well-formed response instead of a
-# dropped connection. Only classic (non-flexible) versions; request bodies are decoded
-# only as far as the response must echo them.
+# -- consumer-group APIs --------------------------------------------------------------------
+# OffsetCommit/OffsetFetch are served (this broker coordinates offsets for assign()).
+# Membership APIs are never advertised; clients that skip version negotiation still get a
+# well-formed COORDINATOR_NOT_AVAILABLE instead of a dropped connection. Only classic
+# (non-flexible) versions; request bodies are decoded as far as responses echo them.
 
 OFFSET_COMMIT = Schema(
     8, "OffsetCommit", 0, 7, 8,
     request=[
         F("group_id", "string"),
-        F("generation_id", "int32", 1),
-        F("member_id", "string", 1),
+        F("generation_id", "int32", 1, default=-1),
+        F("member_id", "string", 1, default=""),
         F("group_instance_id", "nstring", 7),
         F("retention_time_ms", "int64", 2, 4),
         F("topics", Array([
@@ -346,8 +347,8 @@ OFFSET_COMMIT = Schema(
             F("partitions", Array([
                 F("partition_index", "int32"),
                 F("committed_offset", "int64"),
-                F("committed_leader_epoch", "int32", 6),
-                F("commit_timestamp", "int64", 1, 1),
+                F("committed_leader_epoch", "int32", 6, default=-1),
+                F("commit_timestamp", "int64", 1, 1, default=-1),
                 F("committed_metadata", "nstring"),
             ])),
         ])),
@@ -447,6 +448,7 @@ LIST_GROUPS = Schema(16, "ListGroups", 0, 2, 3, request=[], response=[
     F("throttle_time_ms", "int32", 1), F("error_code", "int16"),
     F("groups", Array([F("group_id", "string"), F("protocol_type", "string")]))])
 
-GROUP_APIS = [OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP,
-              DESCRIBE_GROUPS, LIST_GROUPS]
-BY_KEY.update({s.key: s for s in GROUP_APIS})
+# Offsets are served (assign() + commit works); group membership is not.
+ALL.extend([OFFSET_COMMIT, OFFSET_FETCH])
+GROUP_APIS = [JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS]
+BY_KEY.update({s.key: s for s in [OFFSET_COMMIT, OFFSET_FETCH, *GROUP_APIS]})

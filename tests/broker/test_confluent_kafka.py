@@ -107,6 +107,38 @@ def test_consume_from_offset_latest_and_timestamp(broker, new_topic):
         c.close()
 
 
+def test_group_id_assign_resumes_from_committed_offset(broker, new_topic):
+    topic = new_topic(partitions=1)
+    group = f"ck-{time.monotonic_ns()}"
+    p = ck.Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(10):
+        p.produce(topic, value=b"%d" % i, partition=0)
+    assert p.flush(10) == 0
+    conf = {"bootstrap.servers": broker.bootstrap, "group.id": group,
+            "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    c = ck.Consumer(conf)
+    try:
+        c.assign([ck.TopicPartition(topic, 0)])  # no offset: the committed one, else reset
+        got = []
+        deadline = time.monotonic() + 20
+        while len(got) < 10 and time.monotonic() < deadline:
+            got += [m for m in c.consume(num_messages=10, timeout=0.2) if m.error() is None]
+        assert [m.offset() for m in got] == list(range(10))
+        c.commit(offsets=[ck.TopicPartition(topic, 0, 4)], asynchronous=False)
+    finally:
+        c.close()
+    c = ck.Consumer(conf)
+    try:
+        c.assign([ck.TopicPartition(topic, 0)])
+        got = []
+        deadline = time.monotonic() + 20
+        while len(got) < 6 and time.monotonic() < deadline:
+            got += [m for m in c.consume(num_messages=10, timeout=0.2) if m.error() is None]
+        assert [m.offset() for m in got] == list(range(4, 10))
+    finally:
+        c.close()
+
+
 def test_admin_create_grow_delete(broker):
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     name = f"ck-admin-{time.monotonic_ns()}"

@@ -137,7 +137,13 @@ def test_topics_partitions_deletes_and_producer_state_persist(tmp_path):
             pid = pid_resp["producer_id"]
             idem = batch([b"once"], pid, 0, 0)
             assert produce(c, "keep", 2, idem)["base_offset"] == 0
-        b.restart()
+            commit = c.request(schemas.OFFSET_COMMIT, 2, {
+                "group_id": "g", "generation_id": -1, "member_id": "", "retention_time_ms": -1,
+                "topics": [{"name": "keep", "partitions": [
+                    {"partition_index": 2, "committed_offset": 1, "committed_metadata": ""}]}]})
+            assert commit["topics"][0]["partitions"][0]["error_code"] == 0
+        b.kill()
+        b.start()
         with WireClient(b.bootstrap) as c:
             meta = c.request(schemas.METADATA, 9, {"topics": None,
                                                    "allow_auto_topic_creation": False})
@@ -147,6 +153,10 @@ def test_topics_partitions_deletes_and_producer_state_persist(tmp_path):
             again = produce(c, "keep", 2, idem)
             assert (again["error_code"], again["base_offset"]) == (0, 0)
             assert list_offset(c, "keep", 2, -1)["offset"] == 1
+            # committed consumer offsets survive too
+            resp = c.request(schemas.OFFSET_FETCH, 5, {
+                "group_id": "g", "topics": [{"name": "keep", "partition_indexes": [2]}]})
+            assert resp["topics"][0]["partitions"][0]["committed_offset"] == 1
             # and a new producer never reuses the recovered producer id
             fresh = c.request(schemas.INIT_PRODUCER_ID, 1, {"transactional_id": None,
                                                             "transaction_timeout_ms": 1})

@@ -34,4 +34,8 @@ def test_java_client_round_trip(broker, java_checks, compression):
     # partition 1 holds records 1, 3, 5...: record 2k+1 has timestamp BASE_TS + 2k + 1,
     # so the first at or after BASE_TS + 21 is record 21, partition-1 offset 10
     assert out["ADMIN_LIST_OFFSETS"] == f"0,{n // 2},10"
+    assert out["GROUP_START_POSITION"] == "0"  # nothing committed: auto.offset.reset
+    assert out["GROUP_RESUMED_POSITION"] == "5"
+    assert out["GROUP_COMMITTED"] == "5,meta"
+    assert out["SUBSCRIBE_ERROR"] == "UnsupportedVersionException"
     assert out["DONE"] == "true"

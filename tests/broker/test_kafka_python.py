@@ -135,3 +135,37 @@ def test_idempotent_producer_writes_exactly_n(broker, new_topic):
         assert consumer.end_offsets([tp])[tp] == 1000
     finally:
         consumer.close()
+
+
+def test_group_id_with_assign_commits_and_resumes(broker, new_topic):
+    topic = new_topic(partitions=1)
+    tp = TopicPartition(topic, 0)
+    group = f"kp-{time.monotonic_ns()}"
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap)
+    try:
+        for i in range(10):
+            producer.send(topic, value=b"%d" % i, partition=0)
+        producer.flush(timeout=20)
+    finally:
+        producer.close()
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=group,
+                             auto_offset_reset="earliest", enable_auto_commit=False)
+    try:
+        consumer.assign([tp])
+        got = []
+        deadline = time.monotonic() + 20
+        while len(got) < 6 and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=200, max_records=6 - len(got)).values():
+                got.extend(records)
+        assert [r.offset for r in got] == list(range(6))
+        consumer.commit()
+        assert consumer.committed(tp) == 6
+    finally:
+        consumer.close()
+    again = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=group,
+                          auto_offset_reset="earliest", enable_auto_commit=False)
+    try:
+        again.assign([tp])
+        assert again.position(tp) == 6
+    finally:
+        again.close()

@@ -372,14 +372,52 @@ def test_create_delete_and_grow_topics(broker):
             errors.UNKNOWN_TOPIC_OR_PARTITION
 
 
-def test_consumer_group_coordinator_is_a_clear_error(broker):
+def test_find_coordinator_serves_groups_but_not_transactions(broker):
+    port = int(broker.bootstrap.rpartition(":")[2])
     with WireClient(broker.bootstrap) as c:
         for version in (0, 2, 3):
             resp = c.request(schemas.FIND_COORDINATOR, version, {"key": "g", "key_type": 0})
-            assert resp["error_code"] == errors.COORDINATOR_NOT_AVAILABLE
+            assert (resp["error_code"], resp["port"]) == (0, port)
+        resp = c.request(schemas.FIND_COORDINATOR, 2, {"key": "txn", "key_type": 1})
+        assert resp["error_code"] == errors.COORDINATOR_NOT_AVAILABLE
         resp = c.request(schemas.FIND_COORDINATOR, 4, {"key_type": 0,
                                                        "coordinator_keys": ["g1", "g2"]})
-        assert [x["error_code"] for x in resp["coordinators"]] == [15, 15]
+        assert [(x["key"], x["error_code"], x["port"]) for x in resp["coordinators"]] == [
+            ("g1", 0, port), ("g2", 0, port)]
+
+
+def _commit(c, group, topic, partition, offset, version=2, generation=-1, member=""):
+    resp = c.request(schemas.OFFSET_COMMIT, version, {
+        "group_id": group, "generation_id": generation, "member_id": member,
+        "retention_time_ms": -1, "topics": [{"name": topic, "partitions": [
+            {"partition_index": partition, "committed_offset": offset,
+             "committed_leader_epoch": -1, "committed_metadata": "m"}]}]})
+    return resp["topics"][0]["partitions"][0]["error_code"]
+
+
+def test_offset_commit_and_fetch(broker, new_topic):
+    topic = new_topic(partitions=2)
+    group = f"grp-{time.monotonic_ns()}"
+    with WireClient(broker.bootstrap) as c:
+        assert _commit(c, group, topic, 1, 42) == 0
+        assert _commit(c, group, topic, 0, 7, version=7) == 0
+        assert _commit(c, group, topic, 9, 1) == errors.UNKNOWN_TOPIC_OR_PARTITION
+        assert _commit(c, group, "no-such-topic", 0, 1) == errors.UNKNOWN_TOPIC_OR_PARTITION
+        assert _commit(c, group, topic, 0, 1, generation=3, member="m1") == \
+            errors.UNKNOWN_MEMBER_ID  # there are no group members on this broker
+        for version in (1, 5):
+            resp = c.request(schemas.OFFSET_FETCH, version, {
+                "group_id": group, "topics": [{"name": topic, "partition_indexes": [0, 1]}]})
+            got = [(p["partition_index"], p["committed_offset"], p["error_code"])
+                   for p in resp["topics"][0]["partitions"]]
+            assert got == [(0, 7, 0), (1, 42, 0)]
+        resp = c.request(schemas.OFFSET_FETCH, 3, {"group_id": group, "topics": None})
+        assert {(t["name"], p["partition_index"], p["committed_offset"])
+                for t in resp["topics"] for p in t["partitions"]} == {(topic, 0, 7),
+                                                                      (topic, 1, 42)}
+        resp = c.request(schemas.OFFSET_FETCH, 5, {
+            "group_id": "other-group", "topics": [{"name": topic, "partition_indexes": [0]}]})
+        assert resp["topics"][0]["partitions"][0]["committed_offset"] == -1
 
 
 def test_retention_by_bytes_drops_oldest_batches(broker, new_topic):
@@ -414,13 +452,6 @@ def test_retention_by_time_drops_old_batches(broker, new_topic):
 @pytest.mark.parametrize("schema,version,body", [
     (schemas.JOIN_GROUP, 2, {}), (schemas.HEARTBEAT, 1, {}), (schemas.SYNC_GROUP, 0, {}),
     (schemas.LEAVE_GROUP, 3, {}),
-    (schemas.OFFSET_COMMIT, 2, {"group_id": "g", "generation_id": -1, "member_id": "",
-                                "retention_time_ms": -1, "topics": [
-                                    {"name": "t", "partitions": [
-                                        {"partition_index": 0, "committed_offset": 5,
-                                         "committed_metadata": None}]}]}),
-    (schemas.OFFSET_FETCH, 3, {"group_id": "g", "topics": [{"name": "t",
-                                                             "partition_indexes": [0, 1]}]}),
     (schemas.DESCRIBE_GROUPS, 1, {"groups": ["g"]}),
 ])
 def test_unadvertised_group_apis_get_an_error_response_not_a_closed_socket(

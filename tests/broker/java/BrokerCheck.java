@@ -142,6 +142,34 @@ public class BrokerCheck {
             long byTime = admin.listOffsets(Map.of(tp1, OffsetSpec.forTimestamp(BASE_TS + 2 * 10 + 1))).partitionResult(tp1).get(30, TimeUnit.SECONDS).offset();
             System.out.println("ADMIN_LIST_OFFSETS=" + earliest + "," + latest + "," + byTime);
         }
+        // group.id + assign(): committed offsets are served, so positions resume after a commit
+        Properties gp = new Properties();
+        gp.putAll(cp);
+        gp.put(ConsumerConfig.GROUP_ID_CONFIG, "check-" + topic);
+        gp.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        TopicPartition tpg = new TopicPartition(topic, 0);
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(gp)) {
+            consumer.assign(List.of(tpg));
+            System.out.println("GROUP_START_POSITION=" + consumer.position(tpg, Duration.ofSeconds(30)));
+            consumer.commitSync(Map.of(tpg, new OffsetAndMetadata(5, "meta")), Duration.ofSeconds(30));
+        }
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(gp)) {
+            consumer.assign(List.of(tpg));
+            System.out.println("GROUP_RESUMED_POSITION=" + consumer.position(tpg, Duration.ofSeconds(30)));
+            OffsetAndMetadata om = consumer.committed(Set.of(tpg), Duration.ofSeconds(30)).get(tpg);
+            System.out.println("GROUP_COMMITTED=" + om.offset() + "," + om.metadata());
+        }
+        // subscribe() needs group membership, which this broker refuses clearly
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(gp)) {
+            consumer.subscribe(List.of(topic));
+            String error = "none";
+            try {
+                consumer.poll(Duration.ofSeconds(10));
+            } catch (RuntimeException e) {
+                error = e.getClass().getSimpleName();
+            }
+            System.out.println("SUBSCRIBE_ERROR=" + error);
+        }
         System.out.println("DONE=true");
     }
 }
