@@ -86,6 +86,14 @@ def _measure(config, mode, factory, schedule, produce_topic, answer_topic, dlq_t
     collector = Collector(config.bootstrap, factory, schedule.total, answer_topic, dlq_topic,
                           mode, on_latency=metrics.observe_latency_ms if metrics else None)
     collector.start()
+    try:
+        return _measure_with(config, mode, factory, schedule, produce_topic, collector,
+                             metrics)
+    finally:
+        collector.close()
+
+
+def _measure_with(config, mode, factory, schedule, produce_topic, collector, metrics) -> Phase:
     ctx = spawn_context()
     progress_arr = ctx.RawArray("d", SLOTS * config.workers)
     t0_value = ctx.RawValue("d", 0.0)
@@ -116,10 +124,7 @@ def _measure(config, mode, factory, schedule, produce_topic, answer_topic, dlq_t
             if proc.is_alive():
                 proc.terminate()
                 proc.join(timeout=5)
-    try:
-        return _grace(config, collector, schedule, t0, results, metrics)
-    finally:
-        collector.close()
+    return _grace(config, collector, schedule, t0, results, metrics)
 
 
 def _await_ready(ready_q, workers: int, procs) -> None:
