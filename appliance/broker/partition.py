@@ -106,12 +106,6 @@ class PartitionLog:
     def _index_of(self, offset: int) -> int:
         return bisect.bisect_right(self._bases, offset, self._head) - 1
 
-    def available_bytes(self, offset: int) -> int:
-        if offset >= self.high_watermark or self._head == len(self._batches):
-            return 0
-        i = max(self._index_of(offset), self._head)
-        return self._ends[-1] - (self._ends[i] - len(self._batches[i]))
-
     def read(self, offset: int, max_bytes: int, at_least_one: bool) -> tuple[int, list[bytes]]:
         """(error_code, whole batches from the one containing ``offset``)."""
         if offset < self.log_start_offset or offset > self.high_watermark:
