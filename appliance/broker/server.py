@@ -139,7 +139,12 @@ class Connection(asyncio.Protocol):
                 return
             if n - pos - 4 < size:
                 break
-            self._on_frame(view[pos + 4:pos + 4 + size])
+            try:
+                self._on_frame(view[pos + 4:pos + 4 + size])
+            except Exception as exc:  # a bug must cost one connection, never the broker
+                log.exception("broker.internal_error", peer=str(self.peer))
+                self.close("internal error", error=repr(exc))
+                return
             pos += 4 + size
             if self.closed:
                 return
