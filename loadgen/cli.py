@@ -1,8 +1,9 @@
 """The ``loadgen`` command line: ``run`` (through the appliance) and ``floor`` (alone).
 
 Exit codes: 0 success; 2 bad usage (argparse) or bad settings, one line naming the
-option; 1 runtime failure (e.g. the broker cannot be reached); 3 the run finished but
-expected alerts or dead letters were lost (never arrived within ``--grace``).
+option; 1 runtime failure (e.g. the broker cannot be reached, or events could not be
+delivered to it); 3 the run finished but expected alerts or dead letters were lost
+(never arrived within ``--grace``).
 Falling behind schedule is reported (stderr and report) but does not change the code.
 """
 
@@ -129,6 +130,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"loadgen: report written to {paths['json']}, {paths['md']}, {paths['png']}",
               file=sys.stderr)
     print(json.dumps(_summary(report), indent=2))
+    if report.send_failed:
+        print(f"loadgen: {report.send_failed} events could not be delivered to the broker",
+              file=sys.stderr)
+        return EXIT_RUNTIME
     if not report.ok:
         print(f"loadgen: LOST {report.lost} alerts and {report.dlq_lost} dead letters",
               file=sys.stderr)

@@ -18,7 +18,7 @@ def producer_config(bootstrap: str, linger_ms: float = 0.0) -> dict:
         "socket.nagle.disable": True,
         "queue.buffering.max.messages": 1_000_000,
         "queue.buffering.max.kbytes": 1_048_576,
-        "message.timeout.ms": 30_000,
+        "message.timeout.ms": 10_000,
         "delivery.report.only.error": True,
         "log_level": 2,
     }
