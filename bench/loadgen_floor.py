@@ -3,7 +3,8 @@
 On the embedded broker: (1) the floor (produce and consume back, no appliance) at 1,000
 and 10,000 events/s, medians over ``--repeats`` runs; (2) the highest rate one producer
 worker (and two) sustains without falling behind its schedule, found by doubling then
-bisecting. Nothing consumes the events in (2), so it measures the generator and the
+bisecting. Before each run it waits (bounded) for the CPUs to be mostly idle and records
+how busy they were. Nothing consumes the events in (2), so it measures the generator and the
 broker's ingestion only. Other work on the same cores makes every number noisy: read the
 medians, not single runs. Writes ``reports/bench/loadgen_floor.json``.
 """
@@ -21,25 +22,53 @@ from pathlib import Path
 OUT = Path("reports/bench/loadgen_floor.json")
 
 
-def _floor(bootstrap: str, rate: float, seconds: float, repeats: int) -> dict:
+def _cpu_busy(sample_s: float = 2.0) -> float:
+    """Share of all CPUs busy over the next ``sample_s`` seconds (from /proc/stat)."""
+    def read() -> tuple[int, int]:
+        with open("/proc/stat") as f:
+            values = [int(v) for v in f.readline().split()[1:]]
+        idle = values[3] + values[4]  # idle + iowait
+        return sum(values), idle
+
+    total0, idle0 = read()
+    time.sleep(sample_s)
+    total1, idle1 = read()
+    return 1.0 - (idle1 - idle0) / max(total1 - total0, 1)
+
+
+def _wait_for_quiet(max_wait_s: float, threshold: float = 0.3) -> float:
+    """Give other work on the machine a bounded chance to finish; returns the busy share."""
+    deadline = time.monotonic() + max_wait_s
+    busy = _cpu_busy()
+    while busy > threshold and time.monotonic() < deadline:
+        busy = _cpu_busy()
+    return busy
+
+
+def _floor(bootstrap: str, rate: float, seconds: float, repeats: int,
+           quiet_wait_s: float) -> dict:
     from loadgen.config import LoadConfig
     from loadgen.run import run_floor
 
     runs = []
     for _ in range(repeats):
+        load = _wait_for_quiet(quiet_wait_s)
         report = run_floor(LoadConfig(bootstrap=bootstrap, rate=rate, duration=seconds,
                                       grace=5, progress=False))
         runs.append({"p50": report.latency_ms["p50"], "p99": report.latency_ms["p99"],
                      "p999": report.latency_ms["p999"], "max": report.latency_ms["max"],
-                     "lost": report.lost, "fell_behind": report.behind_schedule["fell_behind"]})
+                     "lost": report.lost, "fell_behind": report.behind_schedule["fell_behind"],
+                     "cpu_busy_before": round(load, 2)})
     medians = {k: statistics.median(r[k] for r in runs) for k in ("p50", "p99", "p999", "max")}
     return {"rate": rate, "seconds": seconds, "median_ms": medians, "runs": runs}
 
 
-def _keeps_up(bootstrap: str, rate: float, workers: int, seconds: float) -> tuple[bool, dict]:
+def _keeps_up(bootstrap: str, rate: float, workers: int, seconds: float,
+              quiet_wait_s: float) -> tuple[bool, dict]:
     from loadgen.config import LoadConfig
     from loadgen.run import run_load
 
+    load = _wait_for_quiet(quiet_wait_s)
     report = run_load(LoadConfig(bootstrap=bootstrap, rate=rate, duration=seconds,
                                  workers=workers, alert_ratio=0.0, grace=1.0, progress=False,
                                  events_topic="bench.events", alerts_topic="bench.alerts",
@@ -48,13 +77,15 @@ def _keeps_up(bootstrap: str, rate: float, workers: int, seconds: float) -> tupl
     return not behind["fell_behind"], {"rate": rate, "achieved_rate": report.achieved_rate,
                                        "max_lag_ms": behind["max_lag_ms"],
                                        "late_events": behind["late_events"],
-                                       "unsent": behind["unsent"]}
+                                       "unsent": behind["unsent"],
+                                       "cpu_busy_before": round(load, 2)}
 
 
-def _max_rate(bootstrap: str, workers: int, seconds: float, start: float, limit: float) -> dict:
+def _max_rate(bootstrap: str, workers: int, seconds: float, start: float, limit: float,
+              quiet_wait_s: float) -> dict:
     trials, ok_rate, bad_rate, rate = [], None, None, start
     while rate <= limit:  # double until it falls behind
-        ok, trial = _keeps_up(bootstrap, rate, workers, seconds)
+        ok, trial = _keeps_up(bootstrap, rate, workers, seconds, quiet_wait_s)
         trials.append({**trial, "kept_up": ok})
         if not ok:
             bad_rate = rate
@@ -62,7 +93,7 @@ def _max_rate(bootstrap: str, workers: int, seconds: float, start: float, limit:
         ok_rate, rate = rate, rate * 2
     for _ in range(3 if ok_rate and bad_rate else 0):  # bisect
         mid = round((ok_rate + bad_rate) / 2, -2)
-        ok, trial = _keeps_up(bootstrap, mid, workers, seconds)
+        ok, trial = _keeps_up(bootstrap, mid, workers, seconds, quiet_wait_s)
         trials.append({**trial, "kept_up": ok})
         ok_rate, bad_rate = (mid, bad_rate) if ok else (ok_rate, mid)
     return {"workers": workers, "max_sustained_rate": ok_rate, "first_failing_rate": bad_rate,
@@ -75,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--seconds", type=float, default=5.0)
     p.add_argument("--out", default=str(OUT))
+    p.add_argument("--quiet-wait", type=float, default=20.0,
+                   help="before each run, wait up to this long for the CPUs to be < 30%% busy")
     args = p.parse_args(argv if argv is not None else [])
 
     from appliance.broker.embedded import EmbeddedBroker
@@ -91,9 +124,9 @@ def main(argv: list[str] | None = None) -> int:
         load_before = os.getloadavg()[0]
         result = {
             "note": "2 shared cores; other suites may run concurrently: medians are noisy",
-            "floor": [_floor(bootstrap, rate, args.seconds, args.repeats)
+            "floor": [_floor(bootstrap, rate, args.seconds, args.repeats, args.quiet_wait)
                       for rate in (1_000, 10_000)],
-            "max_rate": [_max_rate(bootstrap, workers, 3.0, 2_500, 640_000)
+            "max_rate": [_max_rate(bootstrap, workers, 3.0, 2_500, 640_000, args.quiet_wait)
                          for workers in (1, 2)],
         }
     finally:
