@@ -4,7 +4,8 @@ The Java kafka-clients (the Spark connector's client) produce and consume in one
 one clock times each record's hop. Latency at 1,000 and 10,000 records/s with the
 consumer's fetch.max.wait.ms = 100 (long-poll wake-up must make it irrelevant), then the
 highest produce and consume rates. Medians over ``--repeats`` runs; other work on the
-same cores makes single runs noisy. Writes ``reports/bench/broker_latency.json``.
+same cores makes single runs noisy: each run first waits (bounded) for the CPUs to quiet
+down and records how busy they were. Writes ``reports/bench/broker_latency.json``.
 """
 
 from __future__ import annotations
@@ -41,12 +42,40 @@ def _compile() -> str:
     return cp
 
 
-def _run_java(cp: str, *args: str, timeout: float) -> dict:
+def _run_java(cp: str, *args: str, timeout: float, quiet_wait_s: float = 0.0) -> dict:
+    busy_before = _wait_for_quiet(quiet_wait_s) if quiet_wait_s > 0 else None
+    start = _cpu_times()
     proc = subprocess.run(["java", "-Xms256m", "-cp", cp, "BrokerLatencyBench", *args],
                           capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         raise RuntimeError(f"bench program failed: {proc.stderr[-2000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    # busy share includes the bench itself (broker + JVM); before = everybody else
+    out.update(cpu_busy_before=busy_before, cpu_busy_during=_busy_since(start))
+    return out
+
+
+def _cpu_times() -> tuple[int, int]:
+    """(total, idle) jiffies over all CPUs, from /proc/stat."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    return sum(fields), fields[3] + fields[4]  # idle + iowait
+
+
+def _busy_since(start: tuple[int, int]) -> float:
+    total, idle = _cpu_times()
+    return round(1.0 - (idle - start[1]) / max(total - start[0], 1), 2)
+
+
+def _wait_for_quiet(max_wait_s: float, threshold: float = 0.3) -> float:
+    """Other suites share these cores: give them a bounded chance to go quiet first."""
+    deadline = time.monotonic() + max_wait_s
+    while True:
+        start = _cpu_times()
+        time.sleep(1.0)
+        busy = _busy_since(start)
+        if busy <= threshold or time.monotonic() >= deadline:
+            return busy
 
 
 def _median(runs: list[dict], key: str) -> float:
@@ -65,6 +94,9 @@ def main(argv: list[str] | None = None) -> int:
                          "woken by produce makes the two equal (0 to skip)")
     ap.add_argument("--throughput-seconds", type=float, default=5.0)
     ap.add_argument("--value-bytes", type=int, default=100)
+    ap.add_argument("--quiet-wait", type=float, default=30.0,
+                    help="before each run, wait up to this many seconds for the CPUs to be "
+                         "< 30%% busy (other suites share them); 0 = don't wait")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     try:
@@ -90,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
                 broker.create_topics({topic: 1})
                 runs.append(_run_java(cp, "latency", broker.bootstrap, topic, str(rate),
                                       str(args.seconds), str(args.warmup), str(wait_ms),
-                                      timeout=args.seconds + args.warmup + 120))
+                                      timeout=args.seconds + args.warmup + 120,
+                                      quiet_wait_s=args.quiet_wait))
             out = {"rate": rate, "fetch_max_wait_ms": wait_ms,
                    "median_ms": {k: _median(runs, f"{k}_ms") for k in ("p50", "p99", "p999",
                                                                         "max")},
@@ -108,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
             broker.create_topics({topic: 1})
             runs.append(_run_java(cp, "throughput", broker.bootstrap, topic,
                                   str(args.throughput_seconds), str(args.value_bytes),
-                                  timeout=args.throughput_seconds + 200))
+                                  timeout=args.throughput_seconds + 200,
+                                  quiet_wait_s=args.quiet_wait))
         result["throughput"] = {
             "value_bytes": args.value_bytes,
             "median_produce_rps": _median(runs, "produce_rps"),
