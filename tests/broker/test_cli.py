@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import select
 import signal
 import socket
 import subprocess
@@ -17,10 +18,11 @@ from appliance.broker.wire_client import WireClient
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 
 
-def _start(*args: str) -> tuple[subprocess.Popen, str]:
+def _start(*args: str, timeout_s: float = 30) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen([sys.executable, "-m", "appliance", "broker", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
-    line = proc.stdout.readline()
+    ready, _, _ = select.select([proc.stdout], [], [], timeout_s)
+    line = proc.stdout.readline() if ready else ""  # the broker flushes whole lines
     return proc, line
 
 
