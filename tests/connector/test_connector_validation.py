@@ -76,3 +76,30 @@ def test_bad_sink_input_fails_at_write_naming_the_column(spark, columns, options
     with pytest.raises(PySparkException) as err:
         writer.save()
     assert message in str(err.value)
+
+
+def test_send_failure_fails_the_write_instead_of_losing_records(spark, broker):
+    """The topic does not exist (auto-creation is off): the producer cannot deliver, and the
+    write must fail rather than commit."""
+    writer = (spark.range(3).selectExpr("cast(id AS string) AS value")
+              .write.format("appliance-kafka").mode("append")
+              .option("kafka.bootstrap.servers", broker.bootstrap)
+              .option("kafka.max.block.ms", "1500")
+              .option("topic", "no-such-topic-for-connector-tests"))
+    with pytest.raises(Exception) as err:  # noqa: B017 - Py4JJavaError or a PySparkException
+        writer.save()
+    assert "appliance-kafka failed to send a record" in str(err.value)
+    assert "no-such-topic-for-connector-tests" in str(err.value)
+
+
+def test_kafka_prefixed_options_reach_the_consumer(spark, broker, new_topic):
+    """kafka.* options are handed to the Kafka client with the prefix stripped: the client's
+    own validation names the property."""
+    topic = new_topic(1)
+    df = (spark.read.format("appliance-kafka")
+          .option("kafka.bootstrap.servers", broker.bootstrap)
+          .option("subscribe", topic)
+          .option("kafka.request.timeout.ms", "not-a-number")
+          .load())
+    with pytest.raises(Exception, match="request.timeout.ms"):  # noqa: B017 - Py4JJavaError
+        df.count()
