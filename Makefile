@@ -33,7 +33,8 @@ $(CONNECTOR_JAR): $(CONNECTOR_SRC) $(KAFKA_CLIENTS_JAR) | $(VENV)/.installed
 	  -cp "$(SPARK_JARS)/*:$(KAFKA_CLIENTS_JAR)" \
 	  -d build/connector-classes $$(find connector/src/main/java -name '*.java'); \
 	if [ -d connector/src/main/resources ]; then cp -R connector/src/main/resources/. build/connector-classes/; fi; \
-	jar --create --file $@ -C build/connector-classes .; \
+	jar --create --file $@.tmp -C build/connector-classes .; \
+	mv -f $@.tmp $@; \
 	echo "connector: built $@"
 
 # Debian packages the tests talk to as real, independent peers (kcat) or servers
