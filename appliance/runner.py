@@ -114,10 +114,20 @@ class Appliance:
 
     # -- Spark -------------------------------------------------------------------------
     def start_spark(self) -> None:
-        from appliance.session import build_session
+        from appliance.session import build_session, spark_conf
 
         if self.spark is None:
             self.spark = build_session(self.config)
+        else:
+            # A shared session (tests, bench): run in a child session so the appliance's
+            # SQL settings (e.g. ANSI off) apply to its query and nobody else's.
+            self.spark = self.spark.newSession()
+            for key, value in spark_conf(self.config).items():
+                if key.startswith("spark.sql."):
+                    try:
+                        self.spark.conf.set(key, value)
+                    except Exception:  # static confs only apply to a new SparkContext
+                        pass
         log.info("spark.ready", master=self.config.spark.master,
                  version=self.spark.version)
 
@@ -167,9 +177,10 @@ class Appliance:
         self.load_rules()
         counts = self.start_kafka()
         partitions = counts[cfg.topics.events]
-        slots = local_slots(cfg.spark.master)
+        master = self.spark.sparkContext.master if self.spark is not None else cfg.spark.master
+        slots = local_slots(master)
         if slots is not None:
-            check_slots(cfg.query.trigger, partitions, slots, f"spark.master={cfg.spark.master}")
+            check_slots(cfg.query.trigger, partitions, slots, f"spark.master={master}")
         self.start_spark()
         analyze_rules(self.spark, self.rules, cfg.rules.path)
         if slots is None:

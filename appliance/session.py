@@ -17,6 +17,10 @@ def spark_conf(config: Config) -> dict[str, str]:
     """Every Spark conf the appliance sets, tuning first, then the operator's overrides."""
     conf = dict(tuning_for(config.query.trigger).spark_conf)
     conf.update(spark_jars_conf())
+    if config.spark.master.startswith("local"):
+        # Local runs talk over loopback only, whatever the host name resolves to.
+        conf["spark.driver.host"] = "127.0.0.1"
+        conf["spark.driver.bindAddress"] = "127.0.0.1"
     conf.update(config.spark.conf)
     return conf
 

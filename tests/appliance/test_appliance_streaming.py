@@ -7,6 +7,7 @@ session's shared SparkSession so the three modes cost one JVM.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -120,3 +121,25 @@ def test_rules_only_spark_can_reject_stop_the_start_before_the_query(
         appliance.stop()
     assert err.value.problems[0].startswith(
         f"{config.rules.path}: rule 'udf': when: [UNRESOLVED_ROUTINE]")
+
+
+def test_a_rule_failing_on_one_event_does_not_stop_the_stream(
+        broker, new_topic, appliance_spark, tmp_path):
+    """``cast('abc' AS int)`` raises under Spark 4's default ANSI mode; the appliance's
+    session settings make it null (no match) instead of killing the query."""
+    rules = ("rules:\n"
+             "  - {id: bad-cast, severity: critical, when: \"cast(source AS int) > 0\"}\n"
+             "  - {id: ok, severity: info, when: \"metric = 'm'\"}\n")
+    config = topic_config(new_topic, broker, tmp_path, "microbatch", rules)
+    appliance = Appliance(config, spark=appliance_spark)
+    try:
+        appliance.start()
+        produce(broker.bootstrap, config.topics.events, [
+            b'{"event_id": "e1", "ts": 1, "source": "abc", "metric": "m", "value": 1}'])
+        alerts = consume(broker.bootstrap, config.topics.alerts, 1, 60)
+        assert appliance.failure() is None and appliance.query_active()
+    finally:
+        appliance.stop()
+    assert [json.loads(v)["rules"] for _k, v in alerts] == [
+        [{"id": "ok", "severity": "info", "message": "metric = 'm'"}]]
+    assert appliance_spark.conf.get("spark.sql.ansi.enabled") == "true"  # shared one untouched
