@@ -38,12 +38,15 @@ class EmbeddedBroker:
     """``with EmbeddedBroker() as b: b.bootstrap`` -> ``"127.0.0.1:PORT"``."""
 
     def __init__(self, port: int = 0, data_dir: str | os.PathLike | None = None,
-                 host: str = "127.0.0.1", extra_args: list[str] | None = None,
+                 host: str = "127.0.0.1", topics: dict[str, int] | None = None,
+                 extra_args: list[str] | None = None,
                  log_path: str | os.PathLike | None = None, start_timeout: float = 30.0):
         self.host = host
         self.port = port
         self.data_dir = str(data_dir) if data_dir is not None else None
         self.extra_args = list(extra_args or [])
+        if topics:  # created by the broker itself before its ready line
+            self.extra_args += ["--topics", ",".join(f"{n}:{p}" for n, p in topics.items())]
         self.start_timeout = start_timeout
         if log_path is None:
             fd, log_path = tempfile.mkstemp(prefix="embedded-broker-", suffix=".log")

@@ -77,8 +77,8 @@ def test_data_dir_that_is_a_file_exits_2(tmp_path):
 
 
 def test_startup_topics_and_auto_create_flag():
-    with EmbeddedBroker(extra_args=["--topics", "events:2,alerts:1", "--auto-create-topics",
-                                    "--default-partitions", "3"]) as b:
+    with EmbeddedBroker(topics={"events": 2, "alerts": 1},
+                        extra_args=["--auto-create-topics", "--default-partitions", "3"]) as b:
         with WireClient(b.bootstrap) as c:
             meta = c.request(schemas.METADATA, 9, {"topics": None,
                                                    "allow_auto_topic_creation": False})
