@@ -229,3 +229,23 @@ def _min_rows_relay(spark, broker, topic, sink, checkpoint):
          .option("kafka.bootstrap.servers", broker.bootstrap).option("topic", sink)
          .option("checkpointLocation", checkpoint)
          .trigger(processingTime="100 milliseconds").start())
+
+
+def test_continuous_query_picks_up_a_new_topic_matching_its_pattern(spark, broker, new_topic,
+                                                                    checkpoint, queries):
+    """One 1-partition topic, then a second one appears: 2 partitions, 2 task slots."""
+    prefix = "grow" + uuid.uuid4().hex[:6]
+    sink = new_topic(2)
+    broker.create_topics({f"{prefix}-a": 1})
+    first = produce(broker.bootstrap, f"{prefix}-a", "a", 5, partitions=1)
+    q = (source(spark, broker, subscribePattern=f"{prefix}-.*", startingOffsets="earliest")
+         .selectExpr("key", "value", "headers").writeStream.format("appliance-kafka")
+         .option("kafka.bootstrap.servers", broker.bootstrap).option("topic", sink)
+         .option("checkpointLocation", checkpoint).trigger(continuous="1 second").start())
+    queries.append(q)
+    wait_for_records(broker.bootstrap, sink, first, query=q)
+    broker.create_topics({f"{prefix}-b": 1})
+    second = produce(broker.bootstrap, f"{prefix}-b", "b", 5, partitions=1)
+    wait_for_records(broker.bootstrap, sink, first + second, query=q)
+    assert q.isActive and q.exception() is None
+    q.stop()
