@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -144,3 +145,16 @@ def test_run_on_external_cluster_fails_clearly_on_missing_topics(tmp_path, broke
     assert (f"topics missing on the Kafka cluster: {events}.alerts, {events}.dlq"
             in result.stderr)
     assert "spark.ready" not in result.stderr
+
+
+@pytest.mark.spark
+def test_demo_runs_end_to_end_and_writes_reports(tmp_path):
+    report = tmp_path / "demo.json"
+    result = appliance("demo", "--seconds", "3", "--rate", "100", "--report", str(report),
+                       timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = [ln for ln in result.stdout.splitlines() if ln.startswith("appliance demo")]
+    assert len(summary) == 1 and "(lost 0)" in summary[0] and "p99" in summary[0], result.stdout
+    doc = json.loads(report.read_text())
+    assert doc["lost"] == 0 and doc["received_alerts"] == doc["expected_alerts"] > 0
+    assert report.with_suffix(".md").is_file() and report.with_suffix(".png").is_file()

@@ -1,0 +1,38 @@
+"""Tuning is plain data (Ansible renders it) and the session applies it."""
+
+from __future__ import annotations
+
+import json
+
+from appliance.config import Config
+from appliance.session import spark_conf
+from appliance.tuning import GC_OPTIONS, main, tuning_for
+
+
+def test_tuning_is_strings_only_and_per_trigger():
+    for trigger in ("continuous", "realtime", "microbatch"):
+        tuning = tuning_for(trigger).as_dict()
+        for section in ("spark_conf", "source_options", "sink_options"):
+            assert all(isinstance(k, str) and isinstance(v, str)
+                       for k, v in tuning[section].items())
+        assert tuning["spark_conf"]["spark.ui.enabled"] == "false"
+        assert tuning["sink_options"]["kafka.linger.ms"] == "0"
+        assert all(opt in tuning["spark_conf"]["spark.driver.extraJavaOptions"]
+                   for opt in GC_OPTIONS)
+    # backpressure exists only where Spark honours it
+    assert "maxOffsetsPerTrigger" in tuning_for("microbatch").source_options
+    assert "maxOffsetsPerTrigger" not in tuning_for("continuous").source_options
+
+
+def test_operator_spark_keys_override_tuning_and_jars_are_loaded():
+    config = Config.model_validate({"spark": {"spark.sql.shuffle.partitions": "7"}})
+    conf = spark_conf(config)
+    assert conf["spark.sql.shuffle.partitions"] == "7"
+    assert "appliance-kafka-connector.jar" in conf["spark.jars"]
+    assert conf["spark.driver.bindAddress"] == "127.0.0.1"
+
+
+def test_tuning_prints_json_for_deployment_templates(capsys):
+    assert main(["realtime"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == json.loads(json.dumps(tuning_for("realtime").as_dict()))
