@@ -42,16 +42,19 @@ def _compile() -> str:
     return cp
 
 
-def _run_java(cp: str, *args: str, timeout: float, quiet_wait_s: float = 0.0) -> dict:
+def _run_java(cp: str, *args: str, timeout: float, broker_pid: int,
+              quiet_wait_s: float = 0.0) -> dict:
     busy_before = _wait_for_quiet(quiet_wait_s) if quiet_wait_s > 0 else None
-    start = _cpu_times()
+    start, broker_cpu0, t0 = _cpu_times(), _process_cpu_s(broker_pid), time.monotonic()
     proc = subprocess.run(["java", "-Xms256m", "-cp", cp, "BrokerLatencyBench", *args],
                           capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         raise RuntimeError(f"bench program failed: {proc.stderr[-2000:]}")
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    # busy share includes the bench itself (broker + JVM); before = everybody else
-    out.update(cpu_busy_before=busy_before, cpu_busy_during=_busy_since(start))
+    # busy share includes the bench itself (broker + JVM); "before" is everybody else
+    out.update(cpu_busy_before=busy_before, cpu_busy_during=_busy_since(start),
+               broker_cpu_cores=round((_process_cpu_s(broker_pid) - broker_cpu0)
+                                      / (time.monotonic() - t0), 3))
     return out
 
 
@@ -65,6 +68,13 @@ def _cpu_times() -> tuple[int, int]:
 def _busy_since(start: tuple[int, int]) -> float:
     total, idle = _cpu_times()
     return round(1.0 - (idle - start[1]) / max(total - start[0], 1), 2)
+
+
+def _process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds a process has used so far (from /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _wait_for_quiet(max_wait_s: float, threshold: float = 0.3) -> float:
@@ -123,10 +133,12 @@ def main(argv: list[str] | None = None) -> int:
                 runs.append(_run_java(cp, "latency", broker.bootstrap, topic, str(rate),
                                       str(args.seconds), str(args.warmup), str(wait_ms),
                                       timeout=args.seconds + args.warmup + 120,
+                                      broker_pid=broker.proc.pid,
                                       quiet_wait_s=args.quiet_wait))
             out = {"rate": rate, "fetch_max_wait_ms": wait_ms,
                    "median_ms": {k: _median(runs, f"{k}_ms") for k in ("p50", "p99", "p999",
                                                                         "max")},
+                   "median_broker_cpu_cores": _median(runs, "broker_cpu_cores"),
                    "runs": runs}
             print(f"rate {rate}/s wait {wait_ms} ms: {out['median_ms']}", file=sys.stderr)
             return out
@@ -142,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
             runs.append(_run_java(cp, "throughput", broker.bootstrap, topic,
                                   str(args.throughput_seconds), str(args.value_bytes),
                                   timeout=args.throughput_seconds + 200,
+                                  broker_pid=broker.proc.pid,
                                   quiet_wait_s=args.quiet_wait))
         result["throughput"] = {
             "value_bytes": args.value_bytes,
