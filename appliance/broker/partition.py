@@ -50,6 +50,7 @@ class PartitionLog:
                 return errors.MESSAGE_TOO_LARGE, -1
         first_base = -1
         appended = 0
+        error = errors.NONE
         for h in headers:
             idempotent = h.producer_id >= 0
             if idempotent:
@@ -57,7 +58,8 @@ class PartitionLog:
                 err, dup = self.producers.check(h.producer_id, h.producer_epoch,
                                                 h.base_sequence, last_seq)
                 if err:
-                    return err, -1
+                    error = err
+                    break
                 if dup >= 0:
                     if first_base < 0:
                         first_base = dup
@@ -73,10 +75,10 @@ class PartitionLog:
             if first_base < 0:
                 first_base = base
             appended += len(batch)
-        if appended and self.waiters:
+        if appended and self.waiters:  # even if a later batch of the set was refused
             for w in list(self.waiters):
                 w.notify(appended)
-        return errors.NONE, first_base
+        return (error, -1) if error else (errors.NONE, first_base)
 
     def _store(self, batch: bytes, base: int, last_offset_delta: int, max_ts: int,
                now_ms: int) -> None:

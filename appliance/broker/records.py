@@ -51,8 +51,8 @@ def split_batches(records: bytes | memoryview) -> list[BatchHeader]:
         size = LOG_OVERHEAD + length
         if length < HEADER_SIZE - LOG_OVERHEAD or pos + size > end:
             raise BatchError(f"batch length {length} at byte {pos} exceeds the record set")
-        if lod < 0 or count < 0:
-            raise BatchError("negative lastOffsetDelta or record count")
+        if count <= 0 or lod != count - 1:
+            raise BatchError(f"batch at byte {pos}: {count} records but lastOffsetDelta {lod}")
         out.append(BatchHeader(pos, size, magic, attrs, lod, base_ts, max_ts, pid, epoch, seq,
                                count))
         pos += size

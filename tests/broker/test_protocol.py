@@ -211,6 +211,8 @@ def test_corrupt_record_set_is_refused_and_nothing_appended(broker, new_topic):
         assert produce(c, topic, 0, good[:-5])["error_code"] == errors.CORRUPT_MESSAGE
         magic1 = good[:16] + b"\x01" + good[17:]
         assert produce(c, topic, 0, magic1)["error_code"] == errors.CORRUPT_MESSAGE
+        no_records = good[:57] + b"\x00\x00\x00\x00" + good[61:]  # recordsCount = 0
+        assert produce(c, topic, 0, no_records)["error_code"] == errors.CORRUPT_MESSAGE
     assert high_watermark(broker.bootstrap, topic, 0) == 0
 
 
