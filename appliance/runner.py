@@ -88,6 +88,7 @@ class Appliance:
         self.metrics_port: int | None = None
         self._metrics_server = None
         self._poller = None
+        self._processing = False
 
     # -- checks that need no JVM -------------------------------------------------------
     def load_rules(self) -> list[Rule]:
@@ -128,7 +129,7 @@ class Appliance:
                         self.spark.conf.set(key, value)
                     except Exception:  # static confs only apply to a new SparkContext
                         pass
-        log.info("spark.ready", master=self.config.spark.master,
+        log.info("spark.ready", master=self.spark.sparkContext.master,
                  version=self.spark.version)
 
     def start_query(self) -> None:
@@ -199,15 +200,22 @@ class Appliance:
         ``start()`` returns when Spark accepted the query; continuous tasks may need a few
         more seconds to start, which a latency measurement must not count.
         """
-        commits = Path(self.config.query.checkpoint_dir) / "commits"
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if any(p.name.isdigit() for p in commits.glob("*")):
-                log.info("query.processing", trigger=self.config.query.trigger)
+            if self._log_processing():
                 return True
             if self._terminated(0.1):
                 return False
         return False
+
+    def _log_processing(self) -> bool:
+        """Log ``query.processing`` once, when the first batch/epoch is committed."""
+        if not self._processing:
+            commits = Path(self.config.query.checkpoint_dir) / "commits"
+            self._processing = any(p.name.isdigit() for p in commits.glob("*"))
+            if self._processing:
+                log.info("query.processing", trigger=self.config.query.trigger)
+        return self._processing
 
     def _terminated(self, timeout: float) -> bool:
         """Wait up to ``timeout`` s; True if the query ended (awaitTermination raises then)."""
@@ -229,6 +237,7 @@ class Appliance:
     def serve(self, stop: threading.Event) -> int:
         """Block until ``stop`` is set (0) or the query dies (1)."""
         while not stop.is_set():
+            self._log_processing()
             if self._terminated(0.5):
                 cause = self.failure() or "query terminated"
                 log.error("query.failed", cause=cause)

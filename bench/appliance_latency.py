@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench.appliance_latency")
     parser.add_argument("--triggers", nargs="+",
                         default=["continuous", "realtime", "microbatch"])
-    parser.add_argument("--rates", nargs="+", type=float, default=[200.0, 1000.0])
+    parser.add_argument("--rates", nargs="+", type=float, default=[200.0, 1000.0, 5000.0])
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--out", default=str(OUT))
     args = parser.parse_args([] if argv is None else argv)

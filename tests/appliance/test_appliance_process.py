@@ -133,6 +133,7 @@ port = 0
 
         second = ApplianceProcess(config, tmp_path / "second.log")
         ready = second.wait_for("appliance.ready")
+        second.wait_for("query.processing", timeout=60)
         produce(broker.bootstrap, topics["events"], after.records)
         alerts = consume(broker.bootstrap, topics["alerts"],
                          has_all("alert_id", everything.alerts), 120)
