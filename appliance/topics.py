@@ -7,6 +7,7 @@ topic is an error that names it (creating topics there is the operator's decisio
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
@@ -30,6 +31,13 @@ def client_config(kafka: KafkaConfig, bootstrap: str) -> dict:
         name = key.replace(".", "_")
         if name in known:
             out[name] = value
+    # The Java client takes SASL credentials in sasl.jaas.config; kafka-python wants them
+    # as two settings. Same credentials, one place to configure them.
+    jaas = kafka.properties.get("sasl.jaas.config", "")
+    for field in ("username", "password"):
+        match = re.search(rf'\b{field}\s*=\s*"((?:[^"\\]|\\.)*)"', jaas)
+        if match and f"sasl_plain_{field}" not in out:
+            out[f"sasl_plain_{field}"] = match.group(1).replace('\\"', '"')
     return out
 
 

@@ -47,3 +47,22 @@ def test_committed_offsets_reads_the_newest_committed_batch(tmp_path):
     # batch 2 is planned but not committed: it does not count as processed
     assert committed_offsets(tmp_path) == {"ev": {0: 9, 1: 7}}
     assert committed_offsets(tmp_path / "nothing-yet") == {}
+
+
+def test_python_client_config_from_kafka_properties():
+    from appliance.config import KafkaConfig
+    from appliance.topics import client_config
+
+    kafka = KafkaConfig.model_validate({
+        "bootstrap_servers": "a:1,b:2",
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule '
+                            'required username="app" password="p\\"w";',
+        "ssl.truststore.location": "/etc/kafka/truststore.jks",  # Java-only: not passed
+    })
+    assert client_config(kafka, kafka.bootstrap_servers) == {
+        "bootstrap_servers": ["a:1", "b:2"], "request_timeout_ms": 15000,
+        "security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_plain_username": "app", "sasl_plain_password": 'p"w',
+    }
