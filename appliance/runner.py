@@ -245,25 +245,34 @@ class Appliance:
         return 0
 
     def stop(self) -> None:
-        """Stop query, metrics, Spark and embedded broker; safe to call more than once."""
-        if self.query is not None:
+        """Stop query, metrics, Spark and embedded broker; safe to call more than once.
+
+        Each step runs even if an earlier one fails: when SIGTERM went to the whole process
+        group (``timeout``, systemd's default KillMode), Spark's JVM has already shut down
+        by its own hook, and the remaining steps must still release ports and the broker.
+        """
+        query, poller, server = self.query, self._poller, self._metrics_server
+        self._poller = self._metrics_server = None
+        spark = self.spark if self._own_spark else None
+        broker, self.broker = self.broker, None
+        steps = [
+            ("query", query.stop if query is not None else None),
+            ("metrics", poller.stop if poller is not None else None),
+            ("metrics_server", (lambda: (server.shutdown(), server.server_close()))
+             if server is not None else None),
+            ("spark", spark.stop if spark is not None else None),
+            ("broker", (lambda: broker.__exit__(None, None, None))
+             if broker is not None else None),
+        ]
+        for name, step in steps:
+            if step is None:
+                continue
             try:
-                self.query.stop()
+                step()
             except Exception as exc:
-                log.warning("query.stop_failed", error=str(exc)[:500])
-        if self._poller is not None:
-            self._poller.stop()
-            self._poller = None
-        if self._metrics_server is not None:
-            self._metrics_server.shutdown()
-            self._metrics_server.server_close()
-            self._metrics_server = None
-        if self.spark is not None and self._own_spark:
-            self.spark.stop()
+                log.warning(f"{name}.stop_failed", error=" ".join(str(exc).split())[:500])
+        if spark is not None:
             self.spark = None
-        if self.broker is not None:
-            self.broker.__exit__(None, None, None)
-            self.broker = None
 
 
 def run(config: Config) -> int:
