@@ -63,8 +63,12 @@ class ApplianceProcess:
         self.proc.wait(timeout=30)
         self._log_file.close()
 
-    def terminate(self, timeout: float = 90) -> int:
-        self.proc.send_signal(signal.SIGTERM)
+    def terminate(self, timeout: float = 90, group: bool = False) -> int:
+        """SIGTERM the appliance (``group``: and its JVM, as ``timeout`` or systemd do)."""
+        if group:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        else:
+            self.proc.send_signal(signal.SIGTERM)
         try:
             return self.proc.wait(timeout=timeout)
         finally:
@@ -92,9 +96,7 @@ def scrape(port: int) -> dict[str, float]:
     return out
 
 
-def test_sigkill_and_restart_loses_nothing_then_sigterm_stops_cleanly(
-        broker, new_topic, tmp_path):
-    topics = {"events": new_topic(2), "alerts": new_topic(1), "dead_letters": new_topic(1)}
+def write_config(tmp_path: Path, broker, topics: dict[str, str]) -> Path:
     (tmp_path / "rules.yml").write_text(MIX_RULES)
     config = tmp_path / "appliance.toml"
     config.write_text(f"""
@@ -115,6 +117,13 @@ master = "local[2]"
 [metrics]
 port = 0
 """)
+    return config
+
+
+def test_sigkill_and_restart_loses_nothing_then_sigterm_stops_cleanly(
+        broker, new_topic, tmp_path):
+    topics = {"events": new_topic(2), "alerts": new_topic(1), "dead_letters": new_topic(1)}
+    config = write_config(tmp_path, broker, topics)
     before, during, after = make_mix("before"), make_mix("during"), make_mix("after")
     everything = make_mix("x")
     everything.alerts = {**before.alerts, **during.alerts, **after.alerts}
@@ -165,3 +174,15 @@ port = 0
         first.cleanup()
         if second is not None:
             second.cleanup()
+
+
+def test_sigterm_to_the_whole_process_group_still_exits_0(broker, new_topic, tmp_path):
+    """``timeout`` and systemd signal the JVM too; the appliance must still stop cleanly."""
+    topics = {"events": new_topic(2), "alerts": new_topic(1), "dead_letters": new_topic(1)}
+    proc = ApplianceProcess(write_config(tmp_path, broker, topics), tmp_path / "run.log")
+    try:
+        proc.wait_for("appliance.ready")
+        assert proc.terminate(group=True) == 0
+        assert proc.events()[-1]["event"] == "appliance.stopped"
+    finally:
+        proc.cleanup()
