@@ -9,7 +9,12 @@ import subprocess
 import pytest
 
 KCAT = shutil.which("kcat")
-pytestmark = pytest.mark.skipif(KCAT is None, reason="kcat missing: `make system-deps`")
+
+
+@pytest.fixture(autouse=True)
+def _kcat_installed():
+    # A missing kcat is a set-up failure to fix (`make system-deps`), not a reason to skip.
+    assert KCAT is not None, "kcat is not installed: run `make system-deps`"
 
 
 def kcat(*args: str, stdin: str | None = None, timeout: float = 30) -> str:
