@@ -87,6 +87,7 @@ class Connection(asyncio.Protocol):
         self.max_frame = server.config.max_frame_bytes
         self.transport: asyncio.Transport | None = None
         self.buf = bytearray()
+        self._corked: list[bytes] | None = None  # responses held to leave in one send()
         self.pending: deque[list] = deque()  # [header_flexible, corr, api, ver, result]
         self.peer = None
         self.closed = False
@@ -131,12 +132,26 @@ class Connection(asyncio.Protocol):
             self.buf.clear()
         view = memoryview(data)  # frames are parsed in place, without copying
         pos, n = 0, len(data)
+        # Responses to requests that arrived together leave together: one send() syscall
+        # (costly in a VM) instead of one per pipelined request.
+        self._corked = []
+        try:
+            pos = self._parse_frames(data, view, pos, n)
+        finally:
+            corked, self._corked = self._corked, None
+            if corked and not self.closed and self.transport is not None:
+                self.transport.write(corked[0] if len(corked) == 1 else b"".join(corked))
+        if pos < n and not self.closed:
+            self.buf += view[pos:]
+
+    def _parse_frames(self, data: bytes, view: memoryview, pos: int, n: int) -> int:
+        """Handle every whole frame in ``data``; returns where the partial tail starts."""
         while n - pos >= 4:
             size = _SIZE.unpack_from(data, pos)[0]
             if size < 0 or size > self.max_frame:
                 self.close("frame size out of range", frame_size=size,
                            max_frame_bytes=self.max_frame)
-                return
+                return n
             if n - pos - 4 < size:
                 break
             try:
@@ -144,12 +159,11 @@ class Connection(asyncio.Protocol):
             except Exception as exc:  # a bug must cost one connection, never the broker
                 log.exception("broker.internal_error", peer=str(self.peer))
                 self.close("internal error", error=repr(exc))
-                return
+                return n
             pos += 4 + size
             if self.closed:
-                return
-        if pos < n:
-            self.buf += view[pos:]
+                return n
+        return pos
 
     # -- requests -------------------------------------------------------------------------
 
@@ -250,5 +264,8 @@ class Connection(asyncio.Protocol):
             w.uvarint(0)
         encode_struct(schema.response, w, version, schema.flexible(version), body)
         w.parts[0] = _SIZE.pack(sum(map(len, w.parts)) - 4)
-        if self.transport is not None and not self.closed:
-            self.transport.write(b"".join(w.parts))
+        data = b"".join(w.parts)
+        if self._corked is not None:
+            self._corked.append(data)
+        elif self.transport is not None and not self.closed:
+            self.transport.write(data)
