@@ -11,7 +11,8 @@ import tempfile
 from pathlib import Path
 
 from appliance.config import Config, MetricsConfig, QueryConfig, RulesConfig, SparkConfig
-from appliance.runner import Appliance, get_logger
+from appliance.logs import get_logger
+from appliance.runner import Appliance
 
 EXAMPLE_RULES = Path(__file__).resolve().parent.parent / "examples" / "rules.yml"
 DEMO_INTERVAL = {"continuous": "1 second", "realtime": "5 seconds",

@@ -36,4 +36,10 @@ def configure(level: str = "INFO") -> None:
 
 
 def get_logger(name: str) -> structlog.typing.FilteringBoundLogger:
-    return structlog.get_logger(logger=name)
+    """A lazy logger whose every line carries ``component=<name>``.
+
+    Lazy (nothing is bound until the first log call) so module-level loggers created
+    before :func:`configure` still emit JSON. The key is ``component`` because
+    ``logger`` is a reserved argument name of ``structlog.get_logger``.
+    """
+    return structlog.get_logger(component=name)

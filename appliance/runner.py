@@ -16,8 +16,6 @@ import threading
 import time
 from pathlib import Path
 
-import structlog
-
 from appliance import logs
 from appliance.config import Config, ConfigError
 from appliance.rules import Rule, RulesError, analyze_rules, load_rules
@@ -31,15 +29,7 @@ class PreflightError(Exception):
     """The query could not run as configured (one line, exit 2)."""
 
 
-def get_logger(name: str):
-    """``appliance.logs.get_logger``, tolerating its known structlog bug (see notes)."""
-    try:
-        return logs.get_logger(name)
-    except TypeError:  # stays lazy: the JSON config applies even if set after import
-        return structlog.get_logger(name, component=name)
-
-
-log = get_logger("appliance")
+log = logs.get_logger("appliance")
 
 
 def local_slots(master: str) -> int | None:
