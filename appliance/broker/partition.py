@@ -91,17 +91,30 @@ class PartitionLog:
         self._max_ts.append(max(prev_max, max_ts))
         self.high_watermark = base + last_offset_delta + 1
 
-    def load(self, batch: bytes, header: BatchHeader, base: int, now_ms: int) -> None:
-        """Recovery: re-insert a batch read back from a segment file."""
-        if not self._batches:
-            self.log_start_offset = base
-            self.high_watermark = base
-        self._store(batch, base, header.last_offset_delta, header.max_timestamp, now_ms)
+    def load(self, batch: bytes, header: BatchHeader, base: int, now_ms: int,
+             expired: bool = False) -> None:
+        """Recovery: re-insert a batch read back from a segment file.
+
+        An ``expired`` batch (below the checkpointed log start) only restores offsets and
+        producer state; it is not served again.
+        """
+        if expired:
+            self.log_start_offset = self.high_watermark = base + header.last_offset_delta + 1
+        else:
+            if not self._batches:
+                self.log_start_offset = base
+                self.high_watermark = base
+            self._store(batch, base, header.last_offset_delta, header.max_timestamp, now_ms)
         if header.producer_id >= 0:
             self.producers.record(header.producer_id, header.producer_epoch,
                                   header.base_sequence,
                                   last_sequence(header.base_sequence,
                                                 header.last_offset_delta), base)
+
+    def recovered_log_start(self, offset: int) -> None:
+        """Recovery: everything below the checkpointed log start stays expired."""
+        if offset > self.high_watermark:  # every batch had expired and its file was gone
+            self.log_start_offset = self.high_watermark = offset
 
     # -- read path ----------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 log = broker_logger()
 _FRAME = struct.Struct(">II")
 SUFFIX = ".log"
+START_CHECKPOINT = "log-start-offset"
 
 
 def _segment_name(base: int) -> str:
@@ -73,9 +74,22 @@ class PartitionSegments:
             self.dirty = False
 
     def drop_before(self, offset: int) -> None:
-        """Delete whole segments that only hold offsets below ``offset`` (not the active)."""
+        """Retention moved the log start: checkpoint it, delete whole segments below it.
+
+        Files go a segment at a time (never the active one); the checkpoint keeps
+        recovery from resurrecting the expired batches still inside kept files.
+        """
+        tmp = self.dir / (START_CHECKPOINT + ".tmp")
+        tmp.write_text(str(offset))
+        os.replace(tmp, self.dir / START_CHECKPOINT)
         while len(self.bases) > 1 and self.bases[1] <= offset:
             (self.dir / _segment_name(self.bases.pop(0))).unlink(missing_ok=True)
+
+    def checkpointed_log_start(self) -> int:
+        try:
+            return int((self.dir / START_CHECKPOINT).read_text())
+        except (FileNotFoundError, ValueError):
+            return 0
 
     def close(self) -> None:
         if self._fd is not None:
@@ -177,9 +191,11 @@ class Storage:
             for index in range(meta["partitions"]):
                 segs = self.open_partition(topic.name, index)
                 part = PartitionLog(topic.name, index, segs)
+                log_start = segs.checkpointed_log_start()
                 for batch, header, base in segs.recover():
-                    part.load(batch, header, base, now)
+                    part.load(batch, header, base, now, expired=base < log_start)
                     batches += 1
+                part.recovered_log_start(log_start)
                 topic.partitions.append(part)
             registry.topics[topic.name] = topic
             log.info("broker.topic_recovered", topic=topic.name, partitions=meta["partitions"],
