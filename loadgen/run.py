@@ -138,7 +138,9 @@ def _await_ready(ready_q, workers: int, procs) -> None:
             status, worker, detail = ready_q.get(timeout=min(remaining, 1.0))
         except Exception:  # queue.Empty; check the workers are alive
             if any(not p.is_alive() and p.exitcode not in (None, 0) for p in procs):
-                raise BrokerUnavailable("a producer worker died while starting") from None
+                codes = [p.exitcode for p in procs]
+                raise RuntimeError(f"a producer worker died while starting (exit codes "
+                                   f"{codes}; see its traceback above)") from None
             continue
         if status == "error":
             raise BrokerUnavailable(f"producer worker {worker}: {detail}")
