@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import struct
-import time
 import uuid
 import zlib
 from pathlib import Path
@@ -98,11 +97,16 @@ class PartitionSegments:
             self._fd = None
 
     def recover(self):
-        """Yield (batch, header, base) of every intact frame; cut torn tails off."""
+        """Yield (batch, header, base, written_ms) of every intact frame; cut torn tails off.
+
+        ``written_ms`` is the segment file's mtime: no batch in it is newer, so time
+        retention after a restart errs on the side of keeping data.
+        """
         expected: int | None = None
         for i, base in enumerate(list(self.bases)):
             path = self.dir / _segment_name(base)
             data = path.read_bytes()
+            written_ms = int(path.stat().st_mtime * 1000)
             pos, good = 0, True
             while pos < len(data):
                 if len(data) - pos < _FRAME.size:
@@ -123,7 +127,7 @@ class PartitionSegments:
                     good = False
                     break
                 expected = offset + header.last_offset_delta + 1
-                yield batch, header, offset
+                yield batch, header, offset, written_ms
                 pos += _FRAME.size + length
             if not good:
                 log.warning("broker.recovery_truncated", segment=str(path),
@@ -182,7 +186,6 @@ class Storage:
 
         for leftover in self.root.parent.glob("deleted-*"):
             shutil.rmtree(leftover, ignore_errors=True)
-        now = int(time.time() * 1000)
         for meta_path in sorted(self.root.glob("*/topic.json")):
             meta = json.loads(meta_path.read_text())
             topic = Topic(meta["name"], bytes.fromhex(meta["topic_id"]),
@@ -192,8 +195,8 @@ class Storage:
                 segs = self.open_partition(topic.name, index)
                 part = PartitionLog(topic.name, index, segs)
                 log_start = segs.checkpointed_log_start()
-                for batch, header, base in segs.recover():
-                    part.load(batch, header, base, now, expired=base < log_start)
+                for batch, header, base, written_ms in segs.recover():
+                    part.load(batch, header, base, written_ms, expired=base < log_start)
                     batches += 1
                 part.recovered_log_start(log_start)
                 topic.partitions.append(part)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -203,3 +204,20 @@ def test_fully_expired_partition_keeps_its_offsets_after_restart(tmp_path):
             assert list_offset(c, "exp", 0, -2)["offset"] == 5
             assert list_offset(c, "exp", 0, -1)["offset"] == 5
             assert produce(c, "exp", 0, batch([b"new"]))["base_offset"] == 5
+
+
+def test_time_retention_after_restart_counts_from_when_data_was_written(tmp_path):
+    args = ["--topics", "old:1", "--retention-ms", "600000"]  # ten minutes
+    with EmbeddedBroker(data_dir=tmp_path, extra_args=args) as b:
+        with WireClient(b.bootstrap) as c:
+            produce(c, "old", 0, batch([b"written an hour ago"]))
+        b.stop()
+        (seg,) = _segments(tmp_path, "old", 0)
+        hour_ago = time.time() - 3600
+        os.utime(seg, (hour_ago, hour_ago))
+        b.start()
+        with WireClient(b.bootstrap) as c:
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and list_offset(c, "old", 0, -2)["offset"] == 0:
+                time.sleep(0.1)
+            assert list_offset(c, "old", 0, -2)["offset"] == 1  # expired, not kept 10 more min
