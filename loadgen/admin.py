@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from appliance.logs import get_logger
 from loadgen.collector import BrokerUnavailable
 from loadgen.config import LoadConfig
-from loadgen.log import logger
 
-log = logger("loadgen.admin")
+log = get_logger("loadgen.admin")
 
 
 def check_broker(bootstrap: str, timeout: float = 5.0) -> None:

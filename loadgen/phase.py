@@ -5,13 +5,13 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
+from appliance.logs import get_logger
 from loadgen.collector import FLOOR, Collector
 from loadgen.config import LoadConfig
-from loadgen.log import logger
 from loadgen.report import Report
 from loadgen.schedule import Schedule
 
-log = logger("loadgen.phase")
+log = get_logger("loadgen.phase")
 # Isolated scheduler hiccups on a shared machine are reported (max_lag_ms, late_events),
 # but only a sustained shortfall counts as falling behind.
 LATE_SHARE_TOLERATED = 0.001

@@ -10,18 +10,18 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 
+from appliance.logs import get_logger
 from loadgen.admin import check_broker, ensure_topics
 from loadgen.collector import ALERTS, FLOOR, BrokerUnavailable, Collector
 from loadgen.config import LoadConfig
 from loadgen.events import EventFactory
-from loadgen.log import logger
 from loadgen.metrics import RunMetrics
 from loadgen.phase import Phase, build_report
 from loadgen.producer import LAG_S, SENT, SLOTS, WorkerSpec, spawn_context, worker_main
 from loadgen.progress import Progress
 from loadgen.report import Report
 
-log = logger("loadgen.run")
+log = get_logger("loadgen.run")
 START_LEAD_S = 0.3  # all workers are waiting when the schedule starts
 READY_TIMEOUT_S = 60.0
 POLL_S = 0.02
