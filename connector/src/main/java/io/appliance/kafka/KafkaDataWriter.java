@@ -20,14 +20,17 @@ import org.apache.spark.sql.connector.write.WriterCommitMessage;
 final class KafkaDataWriter implements DataWriter<InternalRow> {
   private final KafkaOptions options;
   private final SinkColumns cols;
+  private final ProducerCache.Entry lease;
   private final KafkaProducer<byte[], byte[]> producer;
   private volatile Exception failure;
+  private boolean released;
   private long written;
 
   KafkaDataWriter(KafkaOptions options, SinkColumns cols) {
     this.options = options;
     this.cols = cols;
-    this.producer = ProducerCache.get(options);
+    this.lease = ProducerCache.acquire(options);
+    this.producer = lease.producer;
   }
 
   @Override
@@ -81,7 +84,7 @@ final class KafkaDataWriter implements DataWriter<InternalRow> {
   private void checkFailure() throws IOException {
     Exception e = failure;
     if (e != null) {
-      ProducerCache.evict(options, producer);
+      ProducerCache.retire(options, lease);
       throw new IOException("appliance-kafka failed to send a record: " + e.getMessage(), e);
     }
   }
@@ -100,7 +103,10 @@ final class KafkaDataWriter implements DataWriter<InternalRow> {
 
   @Override
   public void close() {
-    // the producer is shared (ProducerCache)
+    if (!released) {  // the producer is shared: give back the lease, never close it here
+      released = true;
+      ProducerCache.release(lease);
+    }
   }
 
   /** What a writer task reports on commit: how many records it acknowledged. */
