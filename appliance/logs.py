@@ -14,17 +14,45 @@ import structlog
 _configured = False
 
 
+# Third-party loggers that chatter at INFO (connection set-up, py4j callbacks): operators
+# only need their warnings.
+QUIET_LIBRARIES = ("kafka", "py4j")
+
+
+def _stdlib_component(logger, method_name, event_dict):
+    """Name a foreign (stdlib logging) line's source the way our own lines do."""
+    record = event_dict.get("_record")
+    if record is not None:
+        event_dict.setdefault("component", record.name)
+    return event_dict
+
+
 def configure(level: str = "INFO") -> None:
-    """Send structlog JSON lines to stderr. Safe to call more than once."""
+    """Send structlog JSON lines to stderr, stdlib logging included. Safe to call twice."""
     global _configured
     if _configured:
         return
-    logging.basicConfig(format="%(message)s", stream=sys.stderr, level=level)
+    shared = [
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[*shared, _stdlib_component],
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            structlog.processors.JSONRenderer(),
+        ],
+    ))
+    root = logging.getLogger()
+    root.handlers = [handler]
+    root.setLevel(level)
+    for name in QUIET_LIBRARIES:
+        logging.getLogger(name).setLevel(logging.WARNING)
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            *shared,
             structlog.processors.format_exc_info,
             structlog.processors.JSONRenderer(),
         ],

@@ -8,8 +8,7 @@ import signal
 import sys
 
 from appliance.broker.config import FLUSH_POLICIES, BrokerConfig, parse_topics
-from appliance.broker.logger import broker_logger
-from appliance.logs import configure
+from appliance.logs import configure, get_logger
 
 READY_PREFIX = "broker ready bootstrap="
 
@@ -71,7 +70,7 @@ def run_from_args(args: argparse.Namespace) -> int:
 async def _serve(config: BrokerConfig, loop_name: str) -> int:
     from appliance.broker.server import BrokerServer
 
-    log = broker_logger()
+    log = get_logger("appliance.broker")
     from appliance.broker.topics import TopicError
 
     try:

@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from appliance.broker.config import BrokerConfig
-from appliance.broker.logger import broker_logger
 from appliance.broker.records import BatchError, base_offset_of, read_header
+from appliance.logs import get_logger
 
 if TYPE_CHECKING:
     from appliance.broker.topics import Topic, TopicRegistry
 
-log = broker_logger()
+log = get_logger("appliance.broker")
 _FRAME = struct.Struct(">II")
 SUFFIX = ".log"
 START_CHECKPOINT = "log-start-offset"

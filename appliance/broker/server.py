@@ -16,10 +16,10 @@ from appliance.broker import errors, schemas
 from appliance.broker.apis import Apis
 from appliance.broker.codec import DecodeError, Reader, Writer, decode_struct, encode_struct
 from appliance.broker.config import BrokerConfig
-from appliance.broker.logger import broker_logger
 from appliance.broker.topics import TopicRegistry
+from appliance.logs import get_logger
 
-log = broker_logger()
+log = get_logger("appliance.broker")
 _SIZE = struct.Struct(">i")
 
 
