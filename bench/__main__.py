@@ -15,7 +15,8 @@ import bench
 
 
 def discover() -> list[str]:
-    return sorted(m.name for m in pkgutil.iter_modules(bench.__path__) if not m.name.startswith("_"))
+    modules = pkgutil.iter_modules(bench.__path__)
+    return sorted(m.name for m in modules if not m.name.startswith("_"))
 
 
 def main(argv: list[str] | None = None) -> int:
