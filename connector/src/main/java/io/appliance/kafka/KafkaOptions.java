@@ -147,7 +147,7 @@ public final class KafkaOptions implements Serializable {
     for (String name : UNSUPPORTED) {
       if (options.containsKey(name)) {
         throw new IllegalArgumentException("Option '" + name
-            + "' of Spark's kafka source is not supported by appliance-kafka (see connector/README.md)");
+            + "' of Spark's kafka source is not supported by appliance-kafka (see docs/connector.md)");
       }
     }
   }
