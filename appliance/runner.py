@@ -229,7 +229,16 @@ class Appliance:
         while not stop.is_set():
             self._log_processing()
             if self._terminated(0.5):
-                cause = self.failure() or "query terminated"
+                if stop.is_set():
+                    # SIGTERM to the whole process group (``timeout``, systemd) also stops
+                    # Spark's JVM; the query ending under us is then the asked-for stop.
+                    return 0
+                try:
+                    cause = self.failure() or "query terminated"
+                except Exception as exc:  # the JVM itself is gone
+                    if stop.wait(1.0):  # ...because the same SIGTERM is still on its way to us
+                        return 0
+                    cause = f"Spark driver unreachable: {' '.join(str(exc).split())[:500]}"
                 log.error("query.failed", cause=cause)
                 return 1
         return 0
