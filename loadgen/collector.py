@@ -145,34 +145,32 @@ class Collector:
         self.dlq_seen[index] = 1
         self.dlq_received += 1
 
-    def expected(self, sent_indices: list[range], failed: set[int]) -> tuple[int, int]:
-        """(alerts, dead letters) the sent events should produce."""
-        alerts = dead = 0
+    def _sent_kinds(self, sent_indices: list[range], failed: set[int]):
+        """(index, kind) of every event that reached the broker."""
         kind = self.factory.kind
         for indices in sent_indices:
             for i in indices:
-                if i in failed:
-                    continue
-                k = kind(i) if self.mode == ALERTS else "alert:floor"
-                if k.startswith("alert:"):
-                    alerts += 1
-                elif k in BAD_KINDS:
-                    dead += 1
-                elif k != NORMAL:
-                    raise AssertionError(k)
+                if i not in failed:
+                    yield i, (kind(i) if self.mode == ALERTS else "alert:floor")
+
+    def expected(self, sent_indices: list[range], failed: set[int]) -> tuple[int, int]:
+        """(alerts, dead letters) the sent events should produce."""
+        alerts = dead = 0
+        for _, k in self._sent_kinds(sent_indices, failed):
+            if k.startswith("alert:"):
+                alerts += 1
+            elif k in BAD_KINDS:
+                dead += 1
+            elif k != NORMAL:
+                raise AssertionError(k)
         return alerts, dead
 
     def missing(self, sent_indices: list[range], failed: set[int]) -> tuple[int, int]:
         """(alerts, dead letters) expected but not (yet) received."""
         lost_alerts = lost_dead = 0
-        kind = self.factory.kind
-        for indices in sent_indices:
-            for i in indices:
-                if i in failed:
-                    continue
-                k = kind(i) if self.mode == ALERTS else "alert:floor"
-                if k.startswith("alert:") and not self.alert_seen[i]:
-                    lost_alerts += 1
-                elif k in BAD_KINDS and not self.dlq_seen[i]:
-                    lost_dead += 1
+        for i, k in self._sent_kinds(sent_indices, failed):
+            if k.startswith("alert:") and not self.alert_seen[i]:
+                lost_alerts += 1
+            elif k in BAD_KINDS and not self.dlq_seen[i]:
+                lost_dead += 1
         return lost_alerts, lost_dead
