@@ -1,6 +1,6 @@
 """Shared pytest fixtures.
 
-Broker fixtures (owned by the broker engineer): one embedded broker subprocess per test
+Broker fixtures: one embedded broker subprocess per test
 session, and a factory for unique topic names so tests never see each other's records.
 """
 
@@ -25,8 +25,8 @@ def broker(tmp_path_factory):
 
 
 @pytest.fixture
-def topic_factory(broker, request):
-    """``make(partitions=2) -> name``: creates a fresh, uniquely named topic."""
+def new_topic(broker, request):
+    """``new_topic(partitions=2) -> name``: creates a fresh, uniquely named topic."""
     stem = re.sub(r"[^a-zA-Z0-9._-]", "-", request.node.name)[:60]
 
     def make(partitions: int = 2, configs: dict | None = None) -> str:
@@ -35,12 +35,6 @@ def topic_factory(broker, request):
         return name
 
     return make
-
-
-@pytest.fixture
-def new_topic(topic_factory):
-    """Alias of ``topic_factory``: ``new_topic(partitions=2) -> str``."""
-    return topic_factory
 
 
 # --- Spark fixture (owned by the connector engineer) ------------------------------------
