@@ -16,41 +16,46 @@ import sys
 EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, EXIT_LOST = 0, 1, 2, 3
 
 
-def _common(p: argparse.ArgumentParser) -> None:
+def _common(p: argparse.ArgumentParser, d) -> None:
     p.add_argument("--bootstrap", required=True, help="Kafka bootstrap servers (host:port)")
     p.add_argument("--rate", type=float, required=True, help="events per second")
     p.add_argument("--duration", type=float, required=True, help="seconds of load")
-    p.add_argument("--ramp", type=float, default=0.0, help="seconds to ramp up from 0")
-    p.add_argument("--workers", type=int, default=1, help="producer processes")
-    p.add_argument("--grace", type=float, default=10.0,
+    p.add_argument("--ramp", type=float, default=d.ramp, help="seconds to ramp up from 0")
+    p.add_argument("--workers", type=int, default=d.workers, help="producer processes")
+    p.add_argument("--grace", type=float, default=d.grace,
                    help="seconds to wait for answers after the last send")
-    p.add_argument("--behind-ms", type=float, default=100.0,
+    p.add_argument("--behind-ms", type=float, default=d.behind_ms,
                    help="an event sent later than this counts as behind schedule")
-    p.add_argument("--partitions", type=int, default=2, help="partitions of created topics")
-    p.add_argument("--linger-ms", type=float, default=0.0, help="producer linger.ms")
+    p.add_argument("--partitions", type=int, default=d.topic_partitions,
+                   help="partitions of created topics")
+    p.add_argument("--linger-ms", type=float, default=d.linger_ms, help="producer linger.ms")
     p.add_argument("--report", default=None, help="write FILE.json, FILE.md and FILE.png")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
-    p.add_argument("--floor-topic", default="loadgen.floor")
+    p.add_argument("--floor-topic", default=d.floor_topic)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from loadgen.config import LoadConfig as d  # its defaults are the CLI's defaults
+
     parser = argparse.ArgumentParser(prog="loadgen", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="open-loop load with end-to-end latency accounting")
-    _common(run)
-    run.add_argument("--alert-ratio", type=float, default=0.1,
+    _common(run, d)
+    run.add_argument("--alert-ratio", type=float, default=d.alert_ratio,
                      help="share of events matching an example rule (split evenly)")
-    run.add_argument("--bad-ratio", type=float, default=0.0, help="share of malformed events")
-    run.add_argument("--events-topic", default="events")
-    run.add_argument("--alerts-topic", default="alerts")
-    run.add_argument("--dlq-topic", default="events.dlq")
-    run.add_argument("--metrics-port", type=int, default=0, help="Prometheus port (0: off)")
+    run.add_argument("--bad-ratio", type=float, default=d.bad_ratio,
+                     help="share of malformed events")
+    run.add_argument("--events-topic", default=d.events_topic)
+    run.add_argument("--alerts-topic", default=d.alerts_topic)
+    run.add_argument("--dlq-topic", default=d.dlq_topic)
+    run.add_argument("--metrics-port", type=int, default=d.metrics_port,
+                     help="Prometheus port (0: off)")
     run.add_argument("--floor-seconds", type=float, default=2.0,
                      help="measure the instrument's floor first for this long (0: skip)")
-    run.add_argument("--floor-rate", type=float, default=None,
+    run.add_argument("--floor-rate", type=float, default=d.floor_rate,
                      help="rate of the floor run (default: --rate)")
-    run.add_argument("--floor-ms", type=float, default=None,
+    run.add_argument("--floor-ms", type=float, default=d.floor_ms,
                      help="floor p99 measured elsewhere (skips measuring it)")
     run.add_argument("--self-test", action="store_true",
                      help="same as the floor command: no appliance in between")
@@ -58,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     floor = sub.add_parser("floor", help="the instrument's own latency floor: produce to a "
                                          "topic and consume it back, no appliance")
-    _common(floor)
+    _common(floor, d)
     floor.set_defaults(func=_cmd_floor)
     return parser
 

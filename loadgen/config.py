@@ -6,7 +6,11 @@ import math
 import secrets
 from dataclasses import dataclass, field
 
+from appliance.config import TopicsConfig
 from loadgen.schedule import Schedule
+
+# The appliance's topic names are the defaults: one source of truth.
+APPLIANCE_TOPICS = TopicsConfig()
 
 
 class ConfigError(ValueError):
@@ -21,9 +25,9 @@ class LoadConfig:
     ramp: float = 0.0
     alert_ratio: float = 0.1  # share of events that match an example rule (split evenly)
     bad_ratio: float = 0.0  # share of malformed events (split evenly over the bad kinds)
-    events_topic: str = "events"
-    alerts_topic: str = "alerts"
-    dlq_topic: str = "events.dlq"
+    events_topic: str = APPLIANCE_TOPICS.events
+    alerts_topic: str = APPLIANCE_TOPICS.alerts
+    dlq_topic: str = APPLIANCE_TOPICS.dead_letters
     workers: int = 1
     grace: float = 10.0  # seconds to wait for late answers after the last send
     metrics_port: int = 0  # 0: no Prometheus endpoint

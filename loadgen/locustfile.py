@@ -37,11 +37,12 @@ try:
 except ImportError:  # a checkout that is not pip-installed: Locust only adds loadgen/
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from loadgen.config import APPLIANCE_TOPICS  # noqa: E402
 from loadgen.events import EventFactory  # noqa: E402
 from loadgen.kafka_config import consumer_config, producer_config  # noqa: E402
 
-EVENTS_TOPIC = os.environ.get("LOADGEN_EVENTS_TOPIC", "events")
-ALERTS_TOPIC = os.environ.get("LOADGEN_ALERTS_TOPIC", "alerts")
+EVENTS_TOPIC = os.environ.get("LOADGEN_EVENTS_TOPIC", APPLIANCE_TOPICS.events)
+ALERTS_TOPIC = os.environ.get("LOADGEN_ALERTS_TOPIC", APPLIANCE_TOPICS.alerts)
 USER_RATE = float(os.environ.get("LOADGEN_USER_RATE", "10"))
 ALERT_RATIO = float(os.environ.get("LOADGEN_ALERT_RATIO", "0.5"))
 IDLE_SLEEP_S = 0.001
