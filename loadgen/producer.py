@@ -61,7 +61,7 @@ def worker_main(spec: WorkerSpec, progress, t0, ready_q, start, result_q) -> Non
 
     def on_delivery(err, msg) -> None:  # only called for failures (delivery.report.only.error)
         if err is not None and len(failed) < FAILED_INDICES_KEPT:
-            index = factory.index_of(_event_id_of(msg.value()))
+            index = factory.index_in_raw(msg.value() or b"")
             failed.append(-1 if index is None else index)
 
     factory = EventFactory(spec.run_id, spec.alert_ratio, spec.bad_ratio)
@@ -129,16 +129,6 @@ def _send_all(spec, factory, producer, progress, t0: float) -> WorkerResult:
     unsent = len(range(i, total, workers))
     return WorkerResult(spec.worker, sent, [], unsent, round(max_lag * 1000.0, 3), late,
                         None if first_late is None else round(first_late, 3), now_fn())
-
-
-def _event_id_of(value: bytes | None) -> str | None:
-    if not value:
-        return None
-    start = value.find(b'"event_id":')
-    if start < 0:
-        return None
-    rest = value[start + 11:].lstrip(b' "')
-    return rest[: rest.find(b'"')].decode("latin-1")
 
 
 def spawn_context() -> mp.context.BaseContext:
