@@ -12,12 +12,6 @@ import sys
 from appliance.config import TRIGGERS
 
 
-def _cmd_broker(args: argparse.Namespace) -> int:
-    from appliance.broker.cli import run_broker
-
-    return run_broker(host=args.host, port=args.port, data_dir=args.data_dir)
-
-
 def _fail(lines: str) -> int:
     for line in lines.splitlines():
         print(line, file=sys.stderr)
@@ -94,14 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--report", default="reports/demo.json", help="JSON report path")
     demo.set_defaults(func=_cmd_demo)
 
-    broker = sub.add_parser("broker", help="run the embedded Kafka-protocol broker")
-    broker.add_argument("--host", default="127.0.0.1")
-    broker.add_argument("--port", type=int, default=9092)
-    broker.add_argument("--data-dir", default=None, help="durable storage (default: memory)")
-    broker.set_defaults(func=_cmd_broker)
     from appliance.broker.cli import add_broker_options
 
-    add_broker_options(broker)  # tuning flags, documented in appliance/broker/cli.py
+    broker = sub.add_parser("broker", help="run the embedded Kafka-protocol broker")
+    add_broker_options(broker)  # flags documented in appliance/broker/cli.py
 
     rules = sub.add_parser("rules", help="alert rules tools")
     rules_sub = rules.add_subparsers(dest="rules_command", required=True)

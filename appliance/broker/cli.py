@@ -37,7 +37,10 @@ def _non_negative(value: str) -> int:
 
 
 def add_broker_options(parser: argparse.ArgumentParser) -> None:
-    """Tuning flags of ``appliance broker`` beyond --host/--port/--data-dir."""
+    """The flags of ``appliance broker``; the subcommand runs ``run_from_args``."""
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=9092, help="0: any free port")
+    parser.add_argument("--data-dir", default=None, help="durable storage (default: memory)")
     parser.add_argument("--topics", type=_topics_arg, default={},
                         help="create at start, e.g. events:2,alerts:1")
     parser.add_argument("--auto-create-topics", action="store_true",
