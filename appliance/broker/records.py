@@ -62,7 +62,7 @@ def split_batches(records: bytes | memoryview) -> list[BatchHeader]:
 def with_base_offset(batch: bytes | memoryview, base_offset: int, leader_epoch: int) -> bytes:
     """A copy of ``batch`` whose baseOffset/partitionLeaderEpoch are the broker's."""
     head = _OFFSET_EPOCH.pack(base_offset, len(batch) - LOG_OVERHEAD, leader_epoch)
-    return head + bytes(batch[16:])
+    return head + memoryview(batch)[16:]  # one copy of the body, not two
 
 
 def read_header(batch: bytes | memoryview) -> BatchHeader:
