@@ -119,6 +119,7 @@ class Apis:
         for t in req["topic_data"]:
             name = t["name"]
             topic = self.registry.maybe_auto_create(name)
+            max_msg = self.registry.limits(topic)[2] if topic is not None else 0
             parts = []
             for pd in t["partition_data"]:
                 index = pd["index"]
@@ -140,7 +141,6 @@ class Apis:
                     except BatchError as exc:
                         err, msg = errors.CORRUPT_MESSAGE, str(exc)
                     else:
-                        max_msg = self.registry.limits(topic)[2]
                         err, base = partition.append(records, headers, now, max_msg)
                         if err == errors.MESSAGE_TOO_LARGE:
                             msg = f"record batch larger than max.message.bytes={max_msg}"
