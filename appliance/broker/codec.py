@@ -241,7 +241,7 @@ def _encode_prim(t: str, w: Writer, flexible: bool, v: Any) -> None:
         raise AssertionError(f"unknown type {t}")
 
 
-_PRIM_DEFAULTS = {
+PRIM_DEFAULTS = {
     "int8": 0, "int16": 0, "int32": 0, "int64": 0, "bool": False, "string": "",
     "uuid": bytes(16), "uint32": 0,
 }
@@ -287,8 +287,8 @@ def interpret_encode(fields: list[Field], w: Writer, version: int, flexible: boo
         if isinstance(t, Array):
             _encode_array(t, w, version, flexible, v)
         else:
-            if v is None and t in _PRIM_DEFAULTS:
-                v = _PRIM_DEFAULTS[t]
+            if v is None and t in PRIM_DEFAULTS:
+                v = PRIM_DEFAULTS[t]
             _encode_prim(t, w, flexible, v)
     if flexible:
         w.uvarint(0)

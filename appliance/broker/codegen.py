@@ -11,13 +11,11 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from appliance.broker.codec import Array, DecodeError, Field
+from appliance.broker.codec import PRIM_DEFAULTS, Array, DecodeError, Field
 
 _S = {t: struct.Struct(">" + c) for t, c in
       (("int8", "b"), ("int16", "h"), ("int32", "i"), ("int64", "q"), ("uint32", "I"))}
 _SIZES = {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint32": 4}
-_DEFAULTS = {"int8": 0, "int16": 0, "int32": 0, "int64": 0, "uint32": 0, "bool": False,
-             "string": "", "uuid": bytes(16)}
 
 
 _NULL16 = b"\xff" * 2
@@ -234,8 +232,8 @@ def _enc_struct(src: _Src, ind: int, fields: list[Field], value: str, version: i
         v = f"v{d}"
         src.add(ind, f"{v} = {value}.get({f.name!r}, {src.const(f.default)})")
         if not isinstance(t, Array):
-            if t in _DEFAULTS:
-                src.add(ind, f"if {v} is None: {v} = {src.const(_DEFAULTS[t])}")
+            if t in PRIM_DEFAULTS:
+                src.add(ind, f"if {v} is None: {v} = {src.const(PRIM_DEFAULTS[t])}")
             _enc_prim(src, ind, t, v, flexible, d)
             continue
         src.add(ind, f"if {v} is None:")
