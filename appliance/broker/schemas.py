@@ -11,13 +11,6 @@ from appliance.broker.codec import Array, Field, Schema
 
 F = Field
 
-REQUEST_HEADER = [
-    F("api_key", "int16"),
-    F("api_version", "int16"),
-    F("correlation_id", "int32"),
-    F("client_id", "nstring"),
-]
-
 PRODUCE = Schema(
     0, "Produce", 3, 9, 9,
     request=[
