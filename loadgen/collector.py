@@ -24,6 +24,26 @@ class BrokerUnavailable(RuntimeError):
     """The broker cannot be reached or lacks a topic the run needs."""
 
 
+def end_offsets(consumer, topics: list[str], bootstrap: str, timeout: float = 10.0) -> list:
+    """Every partition of ``topics`` at its current end offset, ready for ``assign``."""
+    from confluent_kafka import KafkaException, TopicPartition
+
+    assignment = []
+    try:
+        metadata = consumer.list_topics(timeout=timeout)
+        for topic in topics:
+            meta = metadata.topics.get(topic)
+            if meta is None or meta.error is not None or not meta.partitions:
+                raise BrokerUnavailable(f"topic {topic!r} does not exist on {bootstrap}")
+            for partition in sorted(meta.partitions):
+                tp = TopicPartition(topic, partition)
+                _low, high = consumer.get_watermark_offsets(tp, timeout=timeout)
+                assignment.append(TopicPartition(topic, partition, high))
+    except KafkaException as exc:
+        raise BrokerUnavailable(f"cannot read topics from {bootstrap}: {exc}") from exc
+    return assignment
+
+
 class Collector:
     def __init__(self, bootstrap: str, factory: EventFactory, total: int, alerts_topic: str,
                  dlq_topic: str | None, mode: str = ALERTS, on_latency=None):
@@ -49,30 +69,17 @@ class Collector:
 
     def start(self, timeout: float = 10.0) -> None:
         """Assign every partition of the answer topics at its current end offset."""
-        from confluent_kafka import Consumer, KafkaException, TopicPartition
+        from confluent_kafka import Consumer
 
         from loadgen.kafka_config import consumer_config
 
         consumer = Consumer(consumer_config(self._bootstrap))
         topics = [t for t in (self.alerts_topic, self.dlq_topic) if t]
-        assignment = []
         try:
-            metadata = consumer.list_topics(timeout=timeout)
-            for topic in topics:
-                meta = metadata.topics.get(topic)
-                if meta is None or meta.error is not None or not meta.partitions:
-                    raise BrokerUnavailable(f"topic {topic!r} does not exist on {self._bootstrap}")
-                for partition in sorted(meta.partitions):
-                    tp = TopicPartition(topic, partition)
-                    _low, high = consumer.get_watermark_offsets(tp, timeout=timeout)
-                    assignment.append(TopicPartition(topic, partition, high))
-        except KafkaException as exc:
-            consumer.close()
-            raise BrokerUnavailable(f"cannot read topics from {self._bootstrap}: {exc}") from exc
+            consumer.assign(end_offsets(consumer, topics, self._bootstrap, timeout))
         except BrokerUnavailable:
             consumer.close()
             raise
-        consumer.assign(assignment)
         self._consumer = consumer
 
     def close(self) -> None:

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 import gevent
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer
 from locust import User, constant_throughput, events, task
 from locust.runners import MasterRunner
 
@@ -37,6 +37,7 @@ try:
 except ImportError:  # a checkout that is not pip-installed: Locust only adds loadgen/
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from loadgen.collector import end_offsets  # noqa: E402
 from loadgen.config import APPLIANCE_TOPICS  # noqa: E402
 from loadgen.events import EventFactory  # noqa: E402
 from loadgen.kafka_config import consumer_config, producer_config  # noqa: E402
@@ -62,21 +63,10 @@ class SharedKafka:
         self.producer = Producer({**producer_config(bootstrap),
                                   "delivery.report.only.error": False})
         self.consumer = Consumer(consumer_config(bootstrap))
-        self.consumer.assign(self._end_offsets(ALERTS_TOPIC))
+        self.consumer.assign(end_offsets(self.consumer, [ALERTS_TOPIC], bootstrap))
         self.producer.list_topics(EVENTS_TOPIC, timeout=10)
         self.running = True
         self.greenlets = [gevent.spawn(self._serve_deliveries), gevent.spawn(self._watch_alerts)]
-
-    def _end_offsets(self, topic: str) -> list[TopicPartition]:
-        meta = self.consumer.list_topics(topic, timeout=10).topics[topic]
-        if meta.error is not None or not meta.partitions:
-            raise RuntimeError(f"topic {topic!r} is not available")
-        out = []
-        for partition in sorted(meta.partitions):
-            _low, high = self.consumer.get_watermark_offsets(TopicPartition(topic, partition),
-                                                             timeout=10)
-            out.append(TopicPartition(topic, partition, high))
-        return out
 
     def send(self) -> None:
         i = next(self.counter)
