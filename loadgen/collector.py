@@ -64,6 +64,7 @@ class Collector:
         self.dlq_received = 0
         self.t0_ms = 0.0
         self.on_latency = on_latency
+        self._id_key = "alert_id" if mode == ALERTS else "event_id"
         self._bootstrap = bootstrap
         self._consumer = None
 
@@ -97,20 +98,22 @@ class Collector:
             if first is None:
                 return 0
             messages = [first, *self._consumer.consume(BATCH - 1, 0)]
+        # One clock read per batch: every record in it had arrived by now, and handling
+        # the earlier ones must not count as latency of the later ones.
+        now_ms = time.time() * 1000.0
         for message in messages:
             if message.error() is not None:
                 continue
             if message.topic() == self.dlq_topic:
                 self._dead_letter(message.value())
             else:
-                self._answer(message.value(), time.time() * 1000.0)
+                self._answer(message.value(), now_ms)
         return len(messages)
 
     def _answer(self, value: bytes | None, now_ms: float) -> None:
         try:
             record = json.loads(value)
-            key = "alert_id" if self.mode == ALERTS else "event_id"
-            index = self.factory.index_of(record.get(key))
+            index = self.factory.index_of(record.get(self._id_key))
             ts = record.get("ts")
         except (ValueError, TypeError, AttributeError):
             self.malformed_answers += 1
