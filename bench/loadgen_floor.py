@@ -19,30 +19,9 @@ import sys
 import time
 from pathlib import Path
 
+from bench.broker_latency import _wait_for_quiet
+
 OUT = Path("reports/bench/loadgen_floor.json")
-
-
-def _cpu_busy(sample_s: float = 2.0) -> float:
-    """Share of all CPUs busy over the next ``sample_s`` seconds (from /proc/stat)."""
-    def read() -> tuple[int, int]:
-        with open("/proc/stat") as f:
-            values = [int(v) for v in f.readline().split()[1:]]
-        idle = values[3] + values[4]  # idle + iowait
-        return sum(values), idle
-
-    total0, idle0 = read()
-    time.sleep(sample_s)
-    total1, idle1 = read()
-    return 1.0 - (idle1 - idle0) / max(total1 - total0, 1)
-
-
-def _wait_for_quiet(max_wait_s: float, threshold: float = 0.3) -> float:
-    """Give other work on the machine a bounded chance to finish; returns the busy share."""
-    deadline = time.monotonic() + max_wait_s
-    busy = _cpu_busy()
-    while busy > threshold and time.monotonic() < deadline:
-        busy = _cpu_busy()
-    return busy
 
 
 def _floor(bootstrap: str, rate: float, seconds: float, repeats: int,
