@@ -95,11 +95,6 @@ def main(argv: list[str] | None = None) -> int:
     bootstrap = args.bootstrap or broker.bootstrap
     started = time.monotonic()
     try:
-        from loadgen.admin import ensure_topics
-        from loadgen.config import LoadConfig
-
-        ensure_topics(LoadConfig(bootstrap=bootstrap, rate=1, duration=1),
-                      ["bench.events", "bench.alerts", "bench.dlq"])
         load_before = os.getloadavg()[0]
         result = {
             "note": "2 shared cores; other suites may run concurrently: medians are noisy",
