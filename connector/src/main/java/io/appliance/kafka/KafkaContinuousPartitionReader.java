@@ -46,7 +46,8 @@ final class KafkaContinuousPartitionReader implements ContinuousPartitionReader<
         }
       }
       if (r != null) {
-        current = rows.toRow(r).copy();
+        // no copy: Spark's reader thread projects and copies get() before calling next() again
+        current = rows.toRow(r);
         offset = r.offset() + 1;
         return true;
       }
