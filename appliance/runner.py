@@ -19,7 +19,7 @@ from pathlib import Path
 from appliance import logs
 from appliance.config import Config, ConfigError
 from appliance.rules import Rule, RulesError, analyze_rules, load_rules
-from appliance.topics import TopicError, client_config, ensure_topics
+from appliance.topics import TopicError, client_config, default_partitions, ensure_topics
 from appliance.tuning import tuning_for
 
 SLOT_TRIGGERS = ("continuous", "realtime")  # one long-running task per input partition
@@ -94,9 +94,8 @@ class Appliance:
             self.broker.__enter__()
             self.bootstrap = self.broker.bootstrap
             log.info("broker.embedded", bootstrap=self.bootstrap)
-        topics = self.config.topics
-        wanted = {topics.events: 2, topics.alerts: 1, topics.dead_letters: 1}
-        counts = ensure_topics(self.client_config(), wanted, create=self.broker is not None)
+        counts = ensure_topics(self.client_config(), default_partitions(self.config.topics),
+                               create=self.broker is not None)
         log.info("topics.ready", partitions=counts)
         return counts
 

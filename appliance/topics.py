@@ -13,8 +13,9 @@ from collections.abc import Iterable
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.admin import NewTopic
 
-from appliance.config import KafkaConfig
+from appliance.config import KafkaConfig, TopicsConfig
 
+# Partitions of each [topics] entry when the appliance (or a test/bench) creates it.
 DEFAULT_PARTITIONS = {"events": 2, "alerts": 1, "dead_letters": 1}
 
 
@@ -39,6 +40,11 @@ def client_config(kafka: KafkaConfig, bootstrap: str) -> dict:
         if match and f"sasl_plain_{field}" not in out:
             out[f"sasl_plain_{field}"] = match.group(1).replace('\\"', '"')
     return out
+
+
+def default_partitions(topics: TopicsConfig) -> dict[str, int]:
+    """Topic name -> partitions to create it with, for the configured topic names."""
+    return {getattr(topics, field): n for field, n in DEFAULT_PARTITIONS.items()}
 
 
 def partition_counts(config: dict, topics: Iterable[str]) -> dict[str, int]:

@@ -43,11 +43,11 @@ def _config(trigger: str, bootstrap: str, checkpoint: str):
 def measure_one(spark, broker, trigger: str, rate: float, seconds: float) -> dict:
     from appliance.demo import measure
     from appliance.runner import Appliance
+    from appliance.topics import default_partitions
 
     with tempfile.TemporaryDirectory(prefix="bench-appliance-") as tmp:
         config = _config(trigger, broker.bootstrap, str(Path(tmp) / "cp"))
-        broker.create_topics({config.topics.events: 2, config.topics.alerts: 1,
-                              config.topics.dead_letters: 1})
+        broker.create_topics(default_partitions(config.topics))
         appliance = Appliance(config, spark=spark)
         started = time.monotonic()
         try:
