@@ -25,19 +25,14 @@ OUT = Path("reports/bench/appliance_latency.json")
 
 
 def _config(trigger: str, bootstrap: str, checkpoint: str):
-    from appliance.config import Config
-    from appliance.demo import DEMO_INTERVAL, EXAMPLE_RULES
+    """The demo's config (example rules, same intervals) on topics of its own."""
+    from appliance.config import TopicsConfig
+    from appliance.demo import demo_config
 
     run = uuid.uuid4().hex[:6]
-    return Config.model_validate({
-        "kafka": {"bootstrap_servers": bootstrap},
-        "topics": {"events": f"bench-{run}-events", "alerts": f"bench-{run}-alerts",
-                   "dead_letters": f"bench-{run}-dlq"},
-        "query": {"trigger": trigger, "interval": DEMO_INTERVAL[trigger],
-                  "checkpoint_dir": checkpoint, "starting_offsets": "earliest"},
-        "rules": {"path": str(EXAMPLE_RULES)},
-        "metrics": {"port": 0},
-    })
+    topics = TopicsConfig(events=f"bench-{run}-events", alerts=f"bench-{run}-alerts",
+                          dead_letters=f"bench-{run}-dlq")
+    return demo_config(trigger, checkpoint, bootstrap).model_copy(update={"topics": topics})
 
 
 def measure_one(spark, broker, trigger: str, rate: float, seconds: float) -> dict:
