@@ -92,18 +92,15 @@ class ApplianceCollector:
             counter = CounterMetricFamily(name, text)
             counter.add_metric([], float(value))
             yield counter
-        lag = GaugeMetricFamily("appliance_consumer_lag",
-                                "Kafka end offset minus the query's committed offset",
-                                labels=["topic", "partition"])
-        for (topic, part), value in sorted(snap.lag.items()):
-            lag.add_metric([topic, str(part)], float(value))
-        yield lag
-        committed = GaugeMetricFamily("appliance_committed_offset",
-                                      "next offset the query will read after a restart",
-                                      labels=["topic", "partition"])
-        for (topic, part), value in sorted(snap.committed.items()):
-            committed.add_metric([topic, str(part)], float(value))
-        yield committed
+        for name, text, values in (
+                ("appliance_consumer_lag",
+                 "Kafka end offset minus the query's committed offset", snap.lag),
+                ("appliance_committed_offset",
+                 "next offset the query will read after a restart", snap.committed)):
+            gauge = GaugeMetricFamily(name, text, labels=["topic", "partition"])
+            for (topic, part), value in sorted(values.items()):
+                gauge.add_metric([topic, str(part)], float(value))
+            yield gauge
 
 
 class MetricsPoller:
