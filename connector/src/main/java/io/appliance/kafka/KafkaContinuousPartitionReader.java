@@ -1,34 +1,25 @@
 package io.appliance.kafka;
 
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.InterruptException;
 import org.apache.kafka.common.errors.WakeupException;
 import org.apache.spark.sql.catalyst.InternalRow;
-import org.apache.spark.sql.connector.metric.CustomTaskMetric;
 import org.apache.spark.sql.connector.read.streaming.ContinuousPartitionReader;
-import org.apache.spark.sql.connector.read.streaming.PartitionOffset;
 
 /**
  * Reads one partition forever (continuous trigger). next() blocks until a record arrives;
  * close() may come from another thread, so it wakes the consumer and waits for the poll.
+ * next(), get() and getOffset() all run on Spark's one reader thread per partition.
  */
-final class KafkaContinuousPartitionReader implements ContinuousPartitionReader<InternalRow> {
+final class KafkaContinuousPartitionReader extends PartitionRecordReader
+    implements ContinuousPartitionReader<InternalRow> {
   private static final long POLL_SLICE_MS = 100;
 
-  private final TopicPartition tp;
-  private final PartitionFetcher fetcher;
-  private final RecordRows rows;
   private final Object lock = new Object();
   private volatile boolean closed;
-  private volatile long offset;
-  private InternalRow current;
 
   KafkaContinuousPartitionReader(KafkaInputPartition split) {
-    this.tp = split.topicPartition();
-    this.fetcher = new PartitionFetcher(split.options, tp);
-    this.rows = new RecordRows(split.options.includeHeaders());
-    this.offset = split.fromOffset;
+    super(split);
   }
 
   @Override
@@ -47,27 +38,11 @@ final class KafkaContinuousPartitionReader implements ContinuousPartitionReader<
       }
       if (r != null) {
         // no copy: Spark's reader thread projects and copies get() before calling next() again
-        current = rows.toRow(r);
-        offset = r.offset() + 1;
+        advance(r);
         return true;
       }
     }
     return false;
-  }
-
-  @Override
-  public InternalRow get() {
-    return current;
-  }
-
-  @Override
-  public PartitionOffset getOffset() {
-    return new KafkaPartitionOffset(tp, offset);
-  }
-
-  @Override
-  public CustomTaskMetric[] currentMetricsValues() {
-    return SkippedOffsetsMetric.taskValue(fetcher.skippedRecords());
   }
 
   @Override
@@ -80,7 +55,7 @@ final class KafkaContinuousPartitionReader implements ContinuousPartitionReader<
     }
     synchronized (lock) {
       fetcher.markBroken(); // a pending wakeup must not leak into the next user of the consumer
-      fetcher.close();
+      super.close();
     }
   }
 }

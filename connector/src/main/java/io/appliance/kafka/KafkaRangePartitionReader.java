@@ -1,26 +1,11 @@
 package io.appliance.kafka;
 
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.common.TopicPartition;
-import org.apache.spark.sql.catalyst.InternalRow;
-import org.apache.spark.sql.connector.metric.CustomTaskMetric;
-import org.apache.spark.sql.connector.read.PartitionReader;
 
 /** Reads a bounded offset range of one partition (batch queries and micro-batches). */
-final class KafkaRangePartitionReader implements PartitionReader<InternalRow> {
-  private final KafkaInputPartition split;
-  private final TopicPartition tp;
-  private final PartitionFetcher fetcher;
-  private final RecordRows rows;
-  private long offset;
-  private InternalRow current;
-
+final class KafkaRangePartitionReader extends PartitionRecordReader {
   KafkaRangePartitionReader(KafkaInputPartition split) {
-    this.split = split;
-    this.tp = split.topicPartition();
-    this.fetcher = new PartitionFetcher(split.options, tp);
-    this.rows = new RecordRows(split.options.includeHeaders());
-    this.offset = split.fromOffset;
+    super(split);
   }
 
   @Override
@@ -45,23 +30,7 @@ final class KafkaRangePartitionReader implements PartitionReader<InternalRow> {
       offset = split.untilOffset;
       return false;
     }
-    current = rows.toRow(r);
-    offset = r.offset() + 1;
+    advance(r);
     return true;
-  }
-
-  @Override
-  public InternalRow get() {
-    return current;
-  }
-
-  @Override
-  public CustomTaskMetric[] currentMetricsValues() {
-    return SkippedOffsetsMetric.taskValue(fetcher.skippedRecords());
-  }
-
-  @Override
-  public void close() {
-    fetcher.close();
   }
 }
