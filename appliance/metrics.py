@@ -120,8 +120,8 @@ class MetricsPoller:
         self._baseline: dict[str, int] | None = None
 
     def _totals(self) -> tuple[dict[str, dict[int, int]], dict[str, int]]:
-        ends = {t: end_offsets(self._consumer, t) for t in
-                (self.topics.events, self.topics.alerts, self.topics.dead_letters)}
+        ends = end_offsets(self._consumer, (self.topics.events, self.topics.alerts,
+                                            self.topics.dead_letters))
         return ends, {t: sum(v.values()) for t, v in ends.items()}
 
     def poll_once(self) -> None:

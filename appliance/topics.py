@@ -81,10 +81,13 @@ def ensure_topics(config: dict, wanted: dict[str, int], create: bool) -> dict[st
     return counts
 
 
-def end_offsets(consumer: KafkaConsumer, topic: str) -> dict[int, int]:
-    """Latest offset per partition of ``topic`` (empty if the topic is unknown)."""
-    partitions = consumer.partitions_for_topic(topic) or set()
-    tps = [TopicPartition(topic, p) for p in sorted(partitions)]
-    if not tps:
-        return {}
-    return {tp.partition: off for tp, off in consumer.end_offsets(tps).items()}
+def end_offsets(consumer: KafkaConsumer, topics: Iterable[str]) -> dict[str, dict[int, int]]:
+    """Latest offset per partition of each topic, in one request (empty for an unknown
+    topic)."""
+    out: dict[str, dict[int, int]] = {t: {} for t in topics}
+    tps = [TopicPartition(t, p) for t in out
+           for p in sorted(consumer.partitions_for_topic(t) or ())]
+    if tps:
+        for tp, offset in consumer.end_offsets(tps).items():
+            out[tp.topic][tp.partition] = offset
+    return out
