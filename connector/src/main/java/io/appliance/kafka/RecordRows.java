@@ -1,6 +1,5 @@
 package io.appliance.kafka;
 
-
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.header.Header;
 import org.apache.spark.sql.catalyst.InternalRow;
@@ -23,6 +22,8 @@ final class RecordRows {
   private final boolean includeHeaders;
   private final UnsafeProjection toUnsafe;
   private final GenericInternalRow scratch;
+  private String topic;
+  private UTF8String topicUtf8;
 
   RecordRows(boolean includeHeaders) {
     this.includeHeaders = includeHeaders;
@@ -47,7 +48,7 @@ final class RecordRows {
   InternalRow toRow(ConsumerRecord<byte[], byte[]> r) {
     scratch.update(0, r.key());
     scratch.update(1, r.value());
-    scratch.update(2, UTF8String.fromString(r.topic()));
+    scratch.update(2, topicUtf8(r.topic()));
     scratch.setInt(3, r.partition());
     scratch.setLong(4, r.offset());
     scratch.setLong(5, r.timestamp() * 1000L);
@@ -66,5 +67,14 @@ final class RecordRows {
       }
     }
     return toUnsafe.apply(scratch);
+  }
+
+  /** A reader sees one topic, so its UTF-8 form is encoded once, not per record. */
+  private UTF8String topicUtf8(String t) {
+    if (!t.equals(topic)) {
+      topic = t;
+      topicUtf8 = UTF8String.fromString(t);
+    }
+    return topicUtf8;
   }
 }
