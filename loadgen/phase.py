@@ -40,8 +40,6 @@ def build_report(config: LoadConfig, phase: Phase, mode: str, floor, started_at:
     late = sum(r.late_events for r in results)
     first_late = [r.first_late_offset_s for r in results if r.first_late_offset_s is not None]
     behind = {
-        # Isolated scheduler hiccups on a shared machine are reported (max_lag_ms,
-        # late_events) but only a sustained shortfall counts as falling behind.
         "fell_behind": unsent > 0 or late > LATE_SHARE_TOLERATED * max(sent, 1),
         "threshold_ms": config.behind_ms,
         "max_lag_ms": max(r.max_lag_ms for r in results),
