@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
 import subprocess
 import sys
 import threading
@@ -16,9 +17,37 @@ import urllib.request
 import pytest
 from matplotlib import image as mpimg
 
+from loadgen.collector import end_offsets
 from loadgen.config import LoadConfig
 from loadgen.latency import decode_histogram
 from loadgen.run import run_load
+
+
+def _loadgen(lg_env, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``python -m loadgen ARGS`` from the work tree, output captured."""
+    return subprocess.run([sys.executable, "-m", "loadgen", *args], capture_output=True,
+                          text=True, timeout=timeout, cwd=lg_env.root, env=lg_env.env)
+
+
+def _topic_args(topics: dict) -> list[str]:
+    return ["--events-topic", topics["events"], "--alerts-topic", topics["alerts"],
+            "--dlq-topic", topics["dlq"]]
+
+
+def _free_port() -> int:
+    """A loopback port nobody listens on (right now)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _run_in_thread(config: LoadConfig) -> tuple[threading.Thread, dict]:
+    """Start ``run_load(config)`` in a thread; its report lands in ``box["report"]``."""
+    box: dict = {}
+    runner = threading.Thread(target=lambda: box.update(report=run_load(config)))
+    runner.start()
+    return runner, box
+
 
 REQUIRED_KEYS = {"sent", "achieved_rate", "expected_alerts", "received_alerts", "lost",
                  "duplicates", "dlq_expected", "dlq_received", "floor_ms", "latency_ms",
@@ -28,15 +57,10 @@ REQUIRED_KEYS = {"sent", "achieved_rate", "expected_alerts", "received_alerts", 
 def test_cli_run_accounts_for_every_alert_and_dead_letter(lg_bootstrap, lg_topics, relay,
                                                           lg_env, tmp_path):
     report_path = tmp_path / "run.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "loadgen", "run", "--bootstrap", lg_bootstrap,
-         "--rate", "500", "--duration", "4", "--alert-ratio", "0.3", "--bad-ratio", "0.1",
-         "--workers", "2", "--events-topic", lg_topics["events"],
-         "--alerts-topic", lg_topics["alerts"],
-         "--dlq-topic", lg_topics["dlq"], "--floor-seconds", "1", "--grace", "15",
-         "--report", str(report_path)],
-        capture_output=True, text=True, timeout=120, cwd=lg_env.root, env=lg_env.env,
-    )
+    proc = _loadgen(lg_env, "run", "--bootstrap", lg_bootstrap,
+                    "--rate", "500", "--duration", "4", "--alert-ratio", "0.3",
+                    "--bad-ratio", "0.1", "--workers", "2", *_topic_args(lg_topics),
+                    "--floor-seconds", "1", "--grace", "15", "--report", str(report_path))
     assert proc.returncode == 0, proc.stderr
     report = json.loads(report_path.read_text())
     assert REQUIRED_KEYS <= report.keys()
@@ -84,10 +108,8 @@ def test_pause_in_the_appliance_shows_in_every_event_scheduled_during_it(
     config = LoadConfig(bootstrap=lg_bootstrap, rate=rate, duration=6.0, alert_ratio=1.0,
                         events_topic=lg_topics["events"], alerts_topic=lg_topics["alerts"],
                         dlq_topic=lg_topics["dlq"], grace=15, progress=False)
-    box = {}
     with _first_record_watch(lg_bootstrap, lg_topics["events"]) as first_record:
-        runner = threading.Thread(target=lambda: box.update(report=run_load(config)))
-        runner.start()
+        runner, box = _run_in_thread(config)
         assert first_record(timeout=30), "the run never started sending"
     time.sleep(1.0)  # pause from ~1 s to ~2.5 s into the 6 s schedule
     paused_at = time.time()
@@ -123,15 +145,11 @@ def test_pause_in_the_appliance_shows_in_every_event_scheduled_during_it(
 @contextlib.contextmanager
 def _first_record_watch(bootstrap: str, topic: str):
     """Yields ``wait(timeout) -> bool``: True once a record lands in ``topic`` after entry."""
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "lg-test-watch",
                          "enable.auto.commit": False, "fetch.wait.max.ms": 5})
-    meta = consumer.list_topics(topic, timeout=10).topics[topic]
-    consumer.assign([
-        TopicPartition(topic, p, consumer.get_watermark_offsets(TopicPartition(topic, p),
-                                                                timeout=10)[1])
-        for p in meta.partitions])
+    consumer.assign(end_offsets(consumer, [topic], bootstrap))
 
     def wait(timeout: float) -> bool:
         deadline = time.monotonic() + timeout
@@ -152,18 +170,12 @@ def _recorded_values(histogram):
 
 
 def test_api_run_serves_prometheus_metrics_while_running(lg_bootstrap, lg_topics, relay):
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = _free_port()
     config = LoadConfig(bootstrap=lg_bootstrap, rate=300, duration=4.0, ramp=1.0,
                         alert_ratio=0.5, events_topic=lg_topics["events"],
                         alerts_topic=lg_topics["alerts"], dlq_topic=lg_topics["dlq"],
                         metrics_port=port, progress=False)
-    box = {}
-    runner = threading.Thread(target=lambda: box.update(report=run_load(config)))
-    runner.start()
+    runner, box = _run_in_thread(config)
     scraped = None
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and runner.is_alive():
@@ -200,14 +212,10 @@ def _parse(text: str) -> dict:
 
 def test_generator_asked_for_too_much_says_so(lg_bootstrap, lg_topics, lg_env, tmp_path):
     report_path = tmp_path / "absurd.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "loadgen", "run", "--bootstrap", lg_bootstrap,
-         "--rate", "1000000", "--duration", "0.5", "--workers", "1", "--alert-ratio", "0",
-         "--events-topic", lg_topics["events"], "--alerts-topic", lg_topics["alerts"],
-         "--dlq-topic", lg_topics["dlq"], "--floor-seconds", "0", "--grace", "1",
-         "--report", str(report_path)],
-        capture_output=True, text=True, timeout=120, cwd=lg_env.root, env=lg_env.env,
-    )
+    proc = _loadgen(lg_env, "run", "--bootstrap", lg_bootstrap,
+                    "--rate", "1000000", "--duration", "0.5", "--workers", "1",
+                    "--alert-ratio", "0", *_topic_args(lg_topics), "--floor-seconds", "0",
+                    "--grace", "1", "--report", str(report_path))
     assert proc.returncode == 0, proc.stderr
     report = json.loads(report_path.read_text())
     behind = report["behind_schedule"]
@@ -226,14 +234,10 @@ def test_lost_and_duplicate_alerts_are_counted_exactly(lg_bootstrap, lg_topics, 
 
     relay_factory("--drop-every", "10", "--duplicate-every", "7")
     report_path = tmp_path / "faulty.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "loadgen", "run", "--bootstrap", lg_bootstrap,
-         "--rate", "400", "--duration", "2", "--alert-ratio", "0.5",
-         "--events-topic", lg_topics["events"], "--alerts-topic", lg_topics["alerts"],
-         "--dlq-topic", lg_topics["dlq"], "--floor-ms", "0.5", "--grace", "3",
-         "--report", str(report_path)],
-        capture_output=True, text=True, timeout=120, cwd=lg_env.root, env=lg_env.env,
-    )
+    proc = _loadgen(lg_env, "run", "--bootstrap", lg_bootstrap,
+                    "--rate", "400", "--duration", "2", "--alert-ratio", "0.5",
+                    *_topic_args(lg_topics), "--floor-ms", "0.5", "--grace", "3",
+                    "--report", str(report_path))
     assert proc.returncode == 3, proc.stderr  # documented: 3 = alerts were lost
     assert "LOST" in proc.stderr
     report = json.loads(report_path.read_text())
@@ -250,11 +254,8 @@ def test_lost_and_duplicate_alerts_are_counted_exactly(lg_bootstrap, lg_topics, 
 
 
 def test_cli_exit_codes(lg_env):
-    import socket
-
     def loadgen(*args):
-        return subprocess.run([sys.executable, "-m", "loadgen", *args], capture_output=True,
-                              text=True, timeout=60, cwd=lg_env.root, env=lg_env.env)
+        return _loadgen(lg_env, *args, timeout=60)
 
     usage = loadgen("run", "--rate", "10")  # no --bootstrap / --duration
     assert usage.returncode == 2
@@ -263,10 +264,7 @@ def test_cli_exit_codes(lg_env):
     assert bad.returncode == 2
     assert bad.stderr.strip().splitlines() == [
         "loadgen run: alert-ratio plus bad-ratio must not exceed 1"]
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    down = loadgen("floor", "--bootstrap", f"127.0.0.1:{port}", "--rate", "10",
+    down = loadgen("floor", "--bootstrap", f"127.0.0.1:{_free_port()}", "--rate", "10",
                    "--duration", "1")
     assert down.returncode == 1
     assert "cannot reach a Kafka broker" in down.stderr
@@ -275,12 +273,10 @@ def test_cli_exit_codes(lg_env):
 def test_self_test_measures_the_instruments_floor(lg_bootstrap, lg_env, tmp_path):
     """``run --self-test``: produce to a topic and consume it back, no appliance between."""
     report_path = tmp_path / "floor.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "loadgen", "run", "--self-test", "--bootstrap", lg_bootstrap,
-         "--rate", "300", "--duration", "1.5", "--floor-topic", f"lg-floor-{tmp_path.name}",
-         "--report", str(report_path)],
-        capture_output=True, text=True, timeout=60, cwd=lg_env.root, env=lg_env.env,
-    )
+    proc = _loadgen(lg_env, "run", "--self-test", "--bootstrap", lg_bootstrap,
+                    "--rate", "300", "--duration", "1.5",
+                    "--floor-topic", f"lg-floor-{tmp_path.name}", "--report", str(report_path),
+                    timeout=60)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(report_path.read_text())
     assert report["mode"] == "floor"
