@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
 
+import org.apache.kafka.clients.producer.Callback;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.header.Header;
@@ -23,6 +24,12 @@ final class KafkaDataWriter implements DataWriter<InternalRow> {
   private final ProducerCache.Entry lease;
   private final KafkaProducer<byte[], byte[]> producer;
   private volatile Exception failure;
+  /** One callback for every send (not a new lambda per record): keeps the first failure. */
+  private final Callback onAck = (metadata, e) -> {
+    if (e != null && failure == null) {
+      failure = e;
+    }
+  };
   private boolean released;
   private long written;
 
@@ -50,11 +57,7 @@ final class KafkaDataWriter implements DataWriter<InternalRow> {
     byte[] value = bytes(row, cols.value, cols.valueIsString);
     ProducerRecord<byte[], byte[]> record =
         new ProducerRecord<>(topic, partition, key, value, headers(row));
-    producer.send(record, (metadata, e) -> {
-      if (e != null && failure == null) {
-        failure = e;
-      }
-    });
+    producer.send(record, onAck);
     written++;
   }
 
@@ -65,12 +68,13 @@ final class KafkaDataWriter implements DataWriter<InternalRow> {
     return isString ? row.getUTF8String(i).getBytes() : row.getBinary(i);
   }
 
+  /** The row's headers, or null (no headers; ProducerRecord takes null) without allocating. */
   private List<Header> headers(InternalRow row) {
-    List<Header> out = new ArrayList<>();
     if (cols.headers < 0 || row.isNullAt(cols.headers)) {
-      return out;
+      return null;
     }
     ArrayData items = row.getArray(cols.headers);
+    List<Header> out = new ArrayList<>(items.numElements());
     for (int i = 0; i < items.numElements(); i++) {
       if (items.isNullAt(i)) {
         continue;
