@@ -49,7 +49,6 @@ RULE_TEMPLATES: tuple[RuleTemplate, ...] = (
 )
 ALERT_KINDS = tuple(f"alert:{r.id}" for r in RULE_TEMPLATES)
 RULES_BY_ID = {r.id: r for r in RULE_TEMPLATES}
-SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
 
 
 def matching_rules(metric: object, value: object) -> list[RuleTemplate]:

@@ -26,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 
-from loadgen.events import SEVERITY_RANK, matching_rules  # noqa: E402
+from appliance.rules import SEVERITIES  # noqa: E402
+from loadgen.events import matching_rules  # noqa: E402
 from loadgen.kafka_config import consumer_config, producer_config  # noqa: E402
 
 REQUIRED = {"event_id": str, "ts": (int, float), "source": str, "metric": str,
@@ -63,7 +64,7 @@ def alert_for(event: dict) -> bytes | None:
     rules = matching_rules(event["metric"], event["value"])
     if not rules:
         return None
-    top = max(rules, key=lambda r: SEVERITY_RANK[r.severity])
+    top = max(rules, key=lambda r: SEVERITIES.index(r.severity))
     return json.dumps({
         "alert_id": event["event_id"], "event_id": event["event_id"],
         "source": event["source"], "metric": event["metric"], "value": event["value"],
