@@ -24,9 +24,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import Consumer, Producer  # noqa: E402
 
 from appliance.rules import SEVERITIES  # noqa: E402
+from loadgen.collector import end_offsets  # noqa: E402
 from loadgen.events import matching_rules  # noqa: E402
 from loadgen.kafka_config import consumer_config, producer_config  # noqa: E402
 
@@ -113,13 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     consumer = Consumer(consumer_config(args.bootstrap))
     producer = Producer(producer_config(args.bootstrap))
-    meta = consumer.list_topics(args.events, timeout=10).topics[args.events]
-    assignment = []
-    for partition in sorted(meta.partitions):
-        _low, high = consumer.get_watermark_offsets(TopicPartition(args.events, partition),
-                                                    timeout=10)
-        assignment.append(TopicPartition(args.events, partition, high))
-    consumer.assign(assignment)
+    consumer.assign(end_offsets(consumer, [args.events], args.bootstrap))
     producer.list_topics(args.alerts, timeout=10)
     print("READY", flush=True)
     deadline = time.monotonic() + args.max_seconds
