@@ -67,7 +67,7 @@ class PartitionLog:
             base = self.high_watermark
             batch = with_base_offset(records[h.start:h.start + h.size], base, LEADER_EPOCH)
             if self.segments is not None:  # disk first: never serve what was not written
-                self.segments.append(batch, base, base + h.last_offset_delta + 1)
+                self.segments.append(batch, base)
             self._store(batch, base, h.last_offset_delta, h.max_timestamp, now_ms)
             if idempotent:
                 self.producers.record(h.producer_id, h.producer_epoch, h.base_sequence,

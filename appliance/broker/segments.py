@@ -57,7 +57,7 @@ class PartitionSegments:
         if not self.bases or self.bases[-1] != base:
             self.bases.append(base)
 
-    def append(self, batch: bytes, base: int, next_offset: int) -> None:
+    def append(self, batch: bytes, base: int) -> None:
         if self._fd is None or self._size >= self.segment_bytes:
             self._open_active(base)
         head = _FRAME.pack(len(batch), zlib.crc32(batch))
