@@ -24,11 +24,12 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "reports" / "bench" / "broker_latency.json"
 JAVA_SRC = ROOT / "bench" / "java" / "BrokerLatencyBench.java"
 CLASSES = ROOT / "build" / "bench-java"
-KAFKA_CLIENTS_JAR = ROOT / "build" / "jars" / "kafka-clients-3.9.1.jar"
 
 
 def _classpath() -> str:
     import pyspark
+
+    from appliance.connector import KAFKA_CLIENTS_JAR
 
     jars = Path(pyspark.__file__).resolve().parent / "jars"
     return os.pathsep.join([str(CLASSES), str(KAFKA_CLIENTS_JAR), str(jars / "*")])

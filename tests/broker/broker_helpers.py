@@ -14,6 +14,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from appliance.broker import schemas
 from appliance.broker.wire_client import WireClient
+from appliance.connector import KAFKA_CLIENTS_JAR
 
 PRODUCE_V = 8
 FETCH_V = 11
@@ -92,7 +93,6 @@ def record_values(records: bytes) -> list[bytes]:
 
 ROOT = Path(__file__).resolve().parents[2]
 JAVA_SRC = Path(__file__).resolve().parent / "java"
-KAFKA_CLIENTS_JAR = ROOT / "build" / "jars" / "kafka-clients-3.9.1.jar"
 
 
 def spark_jars_dir() -> Path:
