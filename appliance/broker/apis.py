@@ -159,9 +159,14 @@ class Apis:
 
     # -- Fetch ------------------------------------------------------------------------
 
-    def _fetch_now(self, version: int, req: dict) -> tuple[dict, int]:
+    def _fetch_now(self, req: dict, found: list | None = None) -> tuple[dict, int, bool]:
+        """(response as of now, its record bytes, whether any partition has an error).
+
+        ``found`` collects the partitions read: what a long-poll waits on.
+        """
         budget = req["max_bytes"] if req["max_bytes"] > 0 else 0x7FFFFFFF
         total = 0
+        failed = False
         read_committed = req["isolation_level"] == 1
         responses = []
         for t in req["topics"]:
@@ -174,6 +179,7 @@ class Apis:
                              if topic is not None and 0 <= index < len(topic.partitions)
                              else None)
                 if partition is None:
+                    failed = True
                     parts.append({"partition_index": index,
                                   "error_code": errors.UNKNOWN_TOPIC_OR_PARTITION,
                                   "high_watermark": -1, "last_stable_offset": -1,
@@ -181,6 +187,9 @@ class Apis:
                     continue
                 limit = min(max(p["partition_max_bytes"], 0), max(budget - total, 0))
                 err, batches = partition.read(p["fetch_offset"], limit, at_least_one=total == 0)
+                failed = failed or err != errors.NONE
+                if found is not None:
+                    found.append(partition)
                 n = sum(len(b) for b in batches)
                 total += n
                 hwm = partition.high_watermark
@@ -191,25 +200,16 @@ class Apis:
                               "preferred_read_replica": -1, "records": batches})
             responses.append({"topic": name, "partitions": parts})
         return ({"throttle_time_ms": 0, "error_code": 0, "session_id": 0,
-                 "responses": responses}, total)
+                 "responses": responses}, total, failed)
 
     def fetch(self, version: int, req: dict):
-        resp, total = self._fetch_now(version, req)
+        partitions: list = []
+        resp, total, failed = self._fetch_now(req, partitions)
         wait_ms = req["max_wait_ms"]
-        if total >= req["min_bytes"] or wait_ms <= 0 or _has_error(resp):
-            return resp
-        partitions = []
-        for t in req["topics"]:
-            topic = self.registry.topics.get(t["topic"])
-            if topic is None:
-                continue
-            for p in t["partitions"]:
-                if 0 <= p["partition"] < len(topic.partitions):
-                    partitions.append(topic.partitions[p["partition"]])
-        if not partitions:
+        if total >= req["min_bytes"] or wait_ms <= 0 or failed or not partitions:
             return resp
         waiter = FetchWait(asyncio.get_running_loop(), partitions, req["min_bytes"] - total,
-                           wait_ms, lambda: self._fetch_now(version, req)[0])
+                           wait_ms, lambda: self._fetch_now(req)[0])
         return waiter.future
 
     # -- ListOffsets --------------------------------------------------------------------
@@ -374,7 +374,3 @@ class Apis:
 
     def list_groups(self, version: int, req: dict):
         return {"throttle_time_ms": 0, "error_code": 0, "groups": []}  # truly none exist
-
-
-def _has_error(resp: dict) -> bool:
-    return any(p["error_code"] for t in resp["responses"] for p in t["partitions"])
