@@ -14,13 +14,14 @@ from collections import deque
 
 from appliance.broker import errors, schemas
 from appliance.broker.apis import Apis
-from appliance.broker.codec import DecodeError, Reader, Writer, decode_struct, encode_struct
+from appliance.broker.codec import DecodeError, Reader, Schema, Writer, decode_struct, encode_struct
 from appliance.broker.config import BrokerConfig
 from appliance.broker.topics import TopicRegistry
 from appliance.logs import get_logger
 
 log = get_logger("appliance.broker")
 _SIZE = struct.Struct(">i")
+_HEADER = struct.Struct(">hhi")  # api_key, api_version, correlation_id
 
 
 class BrokerServer:
@@ -88,7 +89,7 @@ class Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.buf = bytearray()
         self._corked: list[bytes] | None = None  # responses held to leave in one send()
-        self.pending: deque[list] = deque()  # [header_flexible, corr, api, ver, result]
+        self.pending: deque[list] = deque()  # [header_flexible, corr, schema, ver, result]
         self.peer = None
         self.closed = False
 
@@ -176,12 +177,10 @@ class Connection(asyncio.Protocol):
                 self.transport.abort()
 
     def _on_frame(self, frame: memoryview) -> None:
-        r = Reader(frame)
-        try:
-            api_key, version, corr = r.int16(), r.int16(), r.int32()
-        except DecodeError:
+        if len(frame) < _HEADER.size:
             self.close("request shorter than a header", frame_size=len(frame))
             return
+        api_key, version, corr = _HEADER.unpack_from(frame)
         schema = schemas.BY_KEY.get(api_key)
         if schema is None:
             self.close("unsupported api", api_key=api_key, api_version=version)
@@ -191,7 +190,7 @@ class Connection(asyncio.Protocol):
                 # Clients probe with their newest ApiVersions; answer in v0 so they can
                 # read our ranges and retry with one we support.
                 log.debug("broker.api_versions_fallback", requested=version, peer=str(self.peer))
-                self._respond(False, corr, api_key, 0, {
+                self._respond(False, corr, schema, 0, {
                     "error_code": errors.UNSUPPORTED_VERSION,
                     "api_keys": Apis.api_version_list()})
                 return
@@ -199,6 +198,7 @@ class Connection(asyncio.Protocol):
                        supported=f"{schema.min_version}-{schema.max_version}")
             return
         flexible = schema.flexible(version)
+        r = Reader(frame, _HEADER.size)
         try:
             n = r.int16()
             if n > 0:
@@ -218,12 +218,12 @@ class Connection(asyncio.Protocol):
             return
         if result is None:
             return  # acks=0 produce: no response by protocol
-        self._respond(schemas.response_header_flexible(api_key, version), corr, api_key,
+        self._respond(schemas.response_header_flexible(api_key, version), corr, schema,
                       version, result)
 
-    def _respond(self, header_flexible: bool, corr: int, api_key: int, version: int,
+    def _respond(self, header_flexible: bool, corr: int, schema: Schema, version: int,
                  result) -> None:
-        entry = [header_flexible, corr, api_key, version, result]
+        entry = [header_flexible, corr, schema, version, result]
         if isinstance(result, asyncio.Future):
             self.pending.append(entry)
             result.add_done_callback(self._on_future_done)
@@ -255,8 +255,7 @@ class Connection(asyncio.Protocol):
             self._write(entry, result)
 
     def _write(self, entry: list, body: dict) -> None:
-        header_flexible, corr, api_key, version, _ = entry
-        schema = schemas.BY_KEY[api_key]
+        header_flexible, corr, schema, version, _ = entry
         w = Writer()
         w.parts.append(b"\0\0\0\0")
         w.int32(corr)
