@@ -186,11 +186,11 @@ class Apis:
                                   "log_start_offset": -1, "records": b""})
                     continue
                 limit = min(max(p["partition_max_bytes"], 0), max(budget - total, 0))
-                err, batches = partition.read(p["fetch_offset"], limit, at_least_one=total == 0)
+                err, batches, n = partition.read(p["fetch_offset"], limit,
+                                                 at_least_one=total == 0)
                 failed = failed or err != errors.NONE
                 if found is not None:
                     found.append(partition)
-                n = sum(len(b) for b in batches)
                 total += n
                 hwm = partition.high_watermark
                 parts.append({"partition_index": index, "error_code": err,

@@ -121,12 +121,13 @@ class PartitionLog:
     def _index_of(self, offset: int) -> int:
         return bisect.bisect_right(self._bases, offset, self._head) - 1
 
-    def read(self, offset: int, max_bytes: int, at_least_one: bool) -> tuple[int, list[bytes]]:
-        """(error_code, whole batches from the one containing ``offset``)."""
+    def read(self, offset: int, max_bytes: int,
+             at_least_one: bool) -> tuple[int, list[bytes], int]:
+        """(error_code, whole batches from the one containing ``offset``, their byte count)."""
         if offset < self.log_start_offset or offset > self.high_watermark:
-            return errors.OFFSET_OUT_OF_RANGE, []
+            return errors.OFFSET_OUT_OF_RANGE, [], 0
         if offset == self.high_watermark:
-            return errors.NONE, []
+            return errors.NONE, [], 0
         i = max(self._index_of(offset), self._head)
         out: list[bytes] = []
         total = 0
@@ -138,7 +139,7 @@ class PartitionLog:
             out.append(b)
             total += len(b)
             i += 1
-        return errors.NONE, out
+        return errors.NONE, out, total
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int]:
         """(offset, timestamp) of the first record with timestamp >= target, else (-1, -1)."""
