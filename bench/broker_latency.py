@@ -20,6 +20,8 @@ import time
 import uuid
 from pathlib import Path
 
+from bench import _machine as machine
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "reports" / "bench" / "broker_latency.json"
 JAVA_SRC = ROOT / "bench" / "java" / "BrokerLatencyBench.java"
@@ -45,48 +47,19 @@ def _compile() -> str:
 
 def _run_java(cp: str, *args: str, timeout: float, broker_pid: int,
               quiet_wait_s: float = 0.0) -> dict:
-    busy_before = _wait_for_quiet(quiet_wait_s) if quiet_wait_s > 0 else None
-    start, broker_cpu0, t0 = _cpu_times(), _process_cpu_s(broker_pid), time.monotonic()
+    busy_before = machine.wait_for_quiet(quiet_wait_s) if quiet_wait_s > 0 else None
+    start, t0 = machine.cpu_times(), time.monotonic()
+    broker_cpu0 = machine.process_cpu_s(broker_pid)
     proc = subprocess.run(["java", "-Xms256m", "-cp", cp, "BrokerLatencyBench", *args],
                           capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         raise RuntimeError(f"bench program failed: {proc.stderr[-2000:]}")
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     # busy share includes the bench itself (broker + JVM); "before" is everybody else
-    out.update(cpu_busy_before=busy_before, cpu_busy_during=_busy_since(start),
-               broker_cpu_cores=round((_process_cpu_s(broker_pid) - broker_cpu0)
+    out.update(cpu_busy_before=busy_before, cpu_busy_during=machine.busy_since(start),
+               broker_cpu_cores=round((machine.process_cpu_s(broker_pid) - broker_cpu0)
                                       / (time.monotonic() - t0), 3))
     return out
-
-
-def _cpu_times() -> tuple[int, int]:
-    """(total, idle) jiffies over all CPUs, from /proc/stat."""
-    with open("/proc/stat") as f:
-        fields = [int(x) for x in f.readline().split()[1:]]
-    return sum(fields), fields[3] + fields[4]  # idle + iowait
-
-
-def _busy_since(start: tuple[int, int]) -> float:
-    total, idle = _cpu_times()
-    return round(1.0 - (idle - start[1]) / max(total - start[0], 1), 2)
-
-
-def _process_cpu_s(pid: int) -> float:
-    """User + system CPU seconds a process has used so far (from /proc)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _wait_for_quiet(max_wait_s: float, threshold: float = 0.3) -> float:
-    """Other suites share these cores: give them a bounded chance to go quiet first."""
-    deadline = time.monotonic() + max_wait_s
-    while True:
-        start = _cpu_times()
-        time.sleep(1.0)
-        busy = _busy_since(start)
-        if busy <= threshold or time.monotonic() >= deadline:
-            return busy
 
 
 def _median(runs: list[dict], key: str) -> float:

@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.broker_latency import _wait_for_quiet
+from bench._machine import wait_for_quiet
 
 OUT = Path("reports/bench/loadgen_floor.json")
 
@@ -31,7 +31,7 @@ def _floor(bootstrap: str, rate: float, seconds: float, repeats: int,
 
     runs = []
     for _ in range(repeats):
-        load = _wait_for_quiet(quiet_wait_s)
+        load = wait_for_quiet(quiet_wait_s)
         report = run_floor(LoadConfig(bootstrap=bootstrap, rate=rate, duration=seconds,
                                       grace=5, progress=False))
         runs.append({"p50": report.latency_ms["p50"], "p99": report.latency_ms["p99"],
@@ -47,7 +47,7 @@ def _keeps_up(bootstrap: str, rate: float, workers: int, seconds: float,
     from loadgen.config import LoadConfig
     from loadgen.run import run_load
 
-    load = _wait_for_quiet(quiet_wait_s)
+    load = wait_for_quiet(quiet_wait_s)
     report = run_load(LoadConfig(bootstrap=bootstrap, rate=rate, duration=seconds,
                                  workers=workers, alert_ratio=0.0, grace=1.0, progress=False,
                                  events_topic="bench.events", alerts_topic="bench.alerts",
