@@ -177,15 +177,14 @@ def load_rules(path: str | Path) -> list[Rule]:
     return parse_rules(text, str(path))
 
 
-def _spark_problem(spark: Any, when: str) -> str | None:
-    """Resolve ``when`` against the event schema with Spark's analyzer; None if fine."""
+def _spark_problem(spark: Any, events: Any, when: str) -> str | None:
+    """Resolve ``when`` against ``events`` (an empty frame of the event schema) with
+    Spark's analyzer; None if fine."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import BooleanType
 
-    from appliance.pipeline import EVENT_SCHEMA
-
     try:
-        df = spark.createDataFrame([], EVENT_SCHEMA).select(F.expr(when).alias("matched"))
+        df = events.select(F.expr(when).alias("matched"))
         data_type = df.schema["matched"].dataType
         analyzed = df._jdf.queryExecution().analyzed()
     except Exception as exc:  # PySparkException, or a py4j error carrying Spark's message
@@ -213,13 +212,16 @@ def _first_line(message: str) -> str:
 
 def analyze_rules(spark: Any, rules: list[Rule], source: str = "rules.yml") -> None:
     """Second pass with Spark's analyzer; raise RulesError listing every problem."""
+    from appliance.pipeline import EVENT_SCHEMA
+
     problems = []
     # pyspark logs every analysis error at ERROR with a stack trace; here they are expected.
     quiet = logging.getLogger("SQLQueryContextLogger")
     level = quiet.level
     quiet.setLevel(logging.CRITICAL)
     try:
-        found = [(rule, _spark_problem(spark, rule.when)) for rule in rules]
+        events = spark.createDataFrame([], EVENT_SCHEMA)
+        found = [(rule, _spark_problem(spark, events, rule.when)) for rule in rules]
     finally:
         quiet.setLevel(level)
     for rule, problem in found:
