@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from contextlib import contextmanager
 
 import pytest
 from appliance_mix import check_outputs, make_mix
@@ -70,19 +71,27 @@ def topic_config(new_topic, broker, tmp_path, trigger: str, rules_yaml: str) -> 
     })
 
 
+@contextmanager
+def running(config: Config, spark, records: list[bytes]):
+    """The appliance started on ``spark`` with ``records`` produced to its events topic;
+    stopped on exit."""
+    appliance = Appliance(config, spark=spark)
+    try:
+        appliance.start()
+        produce(config.kafka.bootstrap_servers, config.topics.events, records)
+        yield appliance
+    finally:
+        appliance.stop()
+
+
 @pytest.mark.parametrize("trigger", ["continuous", "realtime", "microbatch"])
 def test_known_mix_in_each_trigger_mode(trigger, broker, new_topic, appliance_spark, tmp_path):
     mix = make_mix(trigger)
     config = topic_config(new_topic, broker, tmp_path, trigger, mix.rules_yaml)
-    appliance = Appliance(config, spark=appliance_spark)
-    try:
-        appliance.start()
-        produce(broker.bootstrap, config.topics.events, mix.records)
+    with running(config, appliance_spark, mix.records) as appliance:
         alerts = consume(broker.bootstrap, config.topics.alerts, len(mix.alerts), 90)
         dead = consume(broker.bootstrap, config.topics.dead_letters, len(mix.dead_letters), 30)
         assert appliance.failure() is None
-    finally:
-        appliance.stop()
     check_outputs(mix, alerts, dead)
 
 
@@ -91,11 +100,9 @@ def test_query_that_dies_is_reported_with_its_cause(broker, new_topic, appliance
     """A runtime error inside the query ends ``serve`` with 1 and the cause, not a hang."""
     rules = "rules:\n  - {id: guard, severity: info, when: \"assert_true(value < 1000) IS NULL\"}\n"
     config = topic_config(new_topic, broker, tmp_path, "microbatch", rules)
-    appliance = Appliance(config, spark=appliance_spark)
-    try:
-        appliance.start()
-        produce(broker.bootstrap, config.topics.events, [
-            b'{"event_id": "big", "ts": 1, "source": "s", "metric": "m", "value": 5000}'])
+    with running(config, appliance_spark, [
+            b'{"event_id": "big", "ts": 1, "source": "s", "metric": "m", "value": 5000}'
+    ]) as appliance:
         stop = threading.Event()
         timer = threading.Timer(120, stop.set)  # bound: a hang fails the test, not CI
         timer.start()
@@ -104,8 +111,6 @@ def test_query_that_dies_is_reported_with_its_cause(broker, new_topic, appliance
         finally:
             timer.cancel()
         assert "value < 1000" in appliance.failure()
-    finally:
-        appliance.stop()
 
 
 def test_rules_only_spark_can_reject_stop_the_start_before_the_query(
@@ -131,15 +136,11 @@ def test_a_rule_failing_on_one_event_does_not_stop_the_stream(
              "  - {id: bad-cast, severity: critical, when: \"cast(source AS int) > 0\"}\n"
              "  - {id: ok, severity: info, when: \"metric = 'm'\"}\n")
     config = topic_config(new_topic, broker, tmp_path, "microbatch", rules)
-    appliance = Appliance(config, spark=appliance_spark)
-    try:
-        appliance.start()
-        produce(broker.bootstrap, config.topics.events, [
-            b'{"event_id": "e1", "ts": 1, "source": "abc", "metric": "m", "value": 1}'])
+    with running(config, appliance_spark, [
+            b'{"event_id": "e1", "ts": 1, "source": "abc", "metric": "m", "value": 1}'
+    ]) as appliance:
         alerts = consume(broker.bootstrap, config.topics.alerts, 1, 60)
         assert appliance.failure() is None and appliance.query_active()
-    finally:
-        appliance.stop()
     assert [json.loads(v)["rules"] for _k, v in alerts] == [
         [{"id": "ok", "severity": "info", "message": "metric = 'm'"}]]
     assert appliance_spark.conf.get("spark.sql.ansi.enabled") == "true"  # shared one untouched
