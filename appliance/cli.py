@@ -56,8 +56,15 @@ def _cmd_rules_check(args: argparse.Namespace) -> int:
         if args.spark:
             from pyspark.sql import SparkSession
 
-            spark = (SparkSession.builder.master("local[1]").appName("rules-check")
-                     .config("spark.ui.enabled", "false").getOrCreate())
+            from appliance.tuning import tuning_for
+
+            builder = (SparkSession.builder.master("local[1]").appName("rules-check")
+                       .config("spark.ui.enabled", "false"))
+            # Analyze with the SQL settings the running appliance uses (ANSI mode, ...).
+            for key, value in tuning_for("continuous").spark_conf.items():
+                if key.startswith("spark.sql."):
+                    builder = builder.config(key, value)
+            spark = builder.getOrCreate()
             spark.sparkContext.setLogLevel("ERROR")
             try:
                 analyze_rules(spark, rules, args.file)
