@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from importlib.metadata import entry_points
 
 from appliance.config import TRIGGERS
 
@@ -107,6 +108,10 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--no-spark", dest="spark", action="store_false",
                        help="structural checks only (no JVM; skips type/function checks)")
     check.set_defaults(func=_cmd_rules_check)
+    # Plugin subcommands (e.g. `dashboards`) from the entry-point group
+    # `appliance.commands`: each names a `register(subparsers)` callable.
+    for plugin in entry_points(group="appliance.commands"):
+        plugin.load()(sub)
     return parser
 
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
+import time
 from collections import deque
 
 from appliance.broker import errors, schemas
 from appliance.broker.apis import Apis
 from appliance.broker.codec import DecodeError, Reader, Schema, Writer, decode_struct, encode_struct
 from appliance.broker.config import BrokerConfig
+from appliance.broker.metrics import BrokerMetrics
 from appliance.broker.topics import TopicRegistry
 from appliance.logs import get_logger
 
@@ -25,8 +27,9 @@ _HEADER = struct.Struct(">hhi")  # api_key, api_version, correlation_id
 
 
 class BrokerServer:
-    def __init__(self, config: BrokerConfig) -> None:
+    def __init__(self, config: BrokerConfig, metrics: BrokerMetrics | None = None) -> None:
         self.config = config
+        self.metrics = metrics  # counters for --metrics-port; None: nothing counted
         self.storage = None
         if config.data_dir:
             from appliance.broker.segments import Storage
@@ -105,6 +108,8 @@ class Connection(asyncio.Protocol):
                 pass
         self.peer = transport.get_extra_info("peername")
         self.server.connections.add(self)
+        if self.server.metrics is not None:
+            self.server.metrics.connections_opened += 1
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -127,6 +132,8 @@ class Connection(asyncio.Protocol):
             self.transport.resume_reading()
 
     def data_received(self, data: bytes) -> None:
+        if self.server.metrics is not None:
+            self.server.metrics.bytes_in += len(data)
         if self.buf:  # a partial frame is pending: join once, then parse from bytes
             self.buf += data
             data = bytes(self.buf)
@@ -210,12 +217,16 @@ class Connection(asyncio.Protocol):
             self.close("malformed request", api=schema.name, api_version=version,
                        error=str(exc))
             return
+        metrics = self.server.metrics
+        started = time.perf_counter() if metrics is not None else 0.0
         try:
             result = self.apis.handlers[api_key](version, req)
         except Exception as exc:
             log.exception("broker.handler_failed", api=schema.name, api_version=version)
             self.close("handler failed", error=repr(exc))
             return
+        if metrics is not None and result is not None:
+            metrics.request_done(api_key, started, result)
         if result is None:
             return  # acks=0 produce: no response by protocol
         self._respond(schemas.response_header_flexible(api_key, version), corr, schema,
@@ -264,6 +275,8 @@ class Connection(asyncio.Protocol):
         encode_struct(schema.response, w, version, schema.flexible(version), body)
         w.parts[0] = _SIZE.pack(sum(map(len, w.parts)) - 4)
         data = b"".join(w.parts)
+        if self.server.metrics is not None:
+            self.server.metrics.bytes_out += len(data)
         if self._corked is not None:
             self._corked.append(data)
         elif self.transport is not None and not self.closed:
