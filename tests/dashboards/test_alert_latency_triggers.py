@@ -1,0 +1,68 @@
+"""The in-band alert latency histogram agrees with loadgen's end-to-end p99 in every trigger.
+
+One shared SparkSession; per trigger a fresh query on fresh topics, driven by loadgen's
+Python API (floor phase included), exactly like ``appliance demo``. The tolerance and its
+reasons are in ``agreement.py``. The histogram is read from the running appliance's
+``/metrics`` endpoint (what Prometheus scrapes), not from its internals.
+"""
+
+from __future__ import annotations
+
+import urllib.request
+import uuid
+
+import pytest
+from agreement import agreement
+from prometheus_client.parser import text_string_to_metric_families
+
+from appliance.alert_latency import BUCKETS_MS, METRIC
+from appliance.config import TopicsConfig
+from appliance.demo import demo_config, measure
+from appliance.runner import Appliance
+from appliance.topics import default_partitions
+
+pytestmark = pytest.mark.spark
+
+
+def scrape_buckets(port: int) -> list[int]:
+    """Per-bucket counts (summed over severities, +Inf last) from the /metrics text."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    bounds = [*(b / 1000.0 for b in BUCKETS_MS), float("inf")]
+    cumulative = [0.0] * len(bounds)
+    for family in text_string_to_metric_families(text):
+        if family.name != METRIC:
+            continue
+        for sample in family.samples:
+            if sample.name == METRIC + "_bucket":
+                le = float(sample.labels["le"])
+                cumulative[min(range(len(bounds)), key=lambda i: abs(bounds[i] - le))] += \
+                    sample.value
+    return [int(c - p) for c, p in zip(cumulative, [0.0, *cumulative[:-1]], strict=True)]
+
+
+@pytest.mark.parametrize("trigger", ["continuous", "realtime", "microbatch"])
+def test_in_band_p99_agrees_with_loadgen(trigger, spark, broker, tmp_path):
+    run = uuid.uuid4().hex[:6]
+    topics = TopicsConfig(events=f"lat-{run}-events", alerts=f"lat-{run}-alerts",
+                          dead_letters=f"lat-{run}-dlq")
+    config = demo_config(trigger, str(tmp_path / "cp"), broker.bootstrap) \
+        .model_copy(update={"topics": topics})
+    broker.create_topics(default_partitions(topics))
+    appliance = Appliance(config, spark=spark)
+    try:
+        appliance.start()
+        # A generous, bounded wait for the first commit: the machine may be shared.
+        assert appliance.wait_until_processing(timeout=300), appliance.failure()
+        report = measure(appliance, seconds=8, rate=200, report_path=None, floor_seconds=2)
+        counts = scrape_buckets(appliance.metrics_port)
+    finally:
+        appliance.stop()
+    assert report.ok, f"loadgen lost alerts: {report.lost}"
+    assert report.floor_ms and report.floor_ms.get("p99") is not None
+    # Every alert loadgen received was observed in-band too (duplicates may add more).
+    assert sum(counts) >= report.received_alerts > 0
+    result = agreement(counts, report)
+    assert result.ok, (f"{trigger}: in-band p99 in [{result.inband_lower_ms}, "
+                       f"{result.inband_upper_ms}] ms vs loadgen p99 "
+                       f"{result.loadgen_p99_ms} ms (slack {result.slack_ms} ms)")
