@@ -111,7 +111,12 @@ def build_parser() -> argparse.ArgumentParser:
     # Plugin subcommands (e.g. `dashboards`) from the entry-point group
     # `appliance.commands`: each names a `register(subparsers)` callable.
     for plugin in entry_points(group="appliance.commands"):
-        plugin.load()(sub)
+        try:
+            register = plugin.load()
+        except ImportError as exc:  # a broken plugin must not take `appliance run` down
+            print(f"appliance: plugin {plugin.name!r} unavailable: {exc}", file=sys.stderr)
+            continue
+        register(sub)
     return parser
 
 

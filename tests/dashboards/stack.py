@@ -77,7 +77,8 @@ class Stack:
         self.targets: dict[str, str] = {}
         self.prometheus_url = ""
         self.env = dict(os.environ, SPARK_HOME=str(SPARK_HOME), SPARK_LOCAL_IP="127.0.0.1",
-                        SPARK_LOG_DIR=str(tmp / "spark-logs"), SPARK_NO_DAEMONIZE="1")
+                        SPARK_LOG_DIR=str(tmp / "spark-logs"), SPARK_NO_DAEMONIZE="1",
+                        SPARK_WORKER_DIR=str(tmp / "spark-work"))
 
     # -- processes ---------------------------------------------------------------------
     def _spawn(self, name: str, cmd: list[str], **kw) -> tuple[subprocess.Popen, Path]:
@@ -212,4 +213,6 @@ def _match(path: Path, pattern: str) -> str | None:
         found = re.search(pattern, path.read_text(errors="replace"))
     except OSError:
         return None
-    return found.group(1) if found else None
+    if not found:
+        return None
+    return found.group(1) if found.groups() else found.group(0)

@@ -1,6 +1,8 @@
 """The in-band alert latency histogram agrees with loadgen's end-to-end p99 in every trigger.
 
-One shared SparkSession; per trigger a fresh query on fresh topics, driven by loadgen's
+Continuous mode is checked by test_dashboards_live.py (``appliance run`` as its own
+process, scraped by Prometheus); real-time and micro-batch here, in one shared
+SparkSession: per trigger a fresh query on fresh topics, driven by loadgen's
 Python API (floor phase included), exactly like ``appliance demo``. The tolerance and its
 reasons are in ``agreement.py``. The histogram is read from the running appliance's
 ``/metrics`` endpoint (what Prometheus scrapes), not from its internals.
@@ -21,7 +23,8 @@ from appliance.demo import demo_config, measure
 from appliance.runner import Appliance
 from appliance.topics import default_partitions
 
-pytestmark = pytest.mark.spark
+# Generous bounds for a shared, slow machine (each wait inside is bounded too).
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(1200)]
 
 
 def scrape_buckets(port: int) -> list[int]:
@@ -41,7 +44,7 @@ def scrape_buckets(port: int) -> list[int]:
     return [int(c - p) for c, p in zip(cumulative, [0.0, *cumulative[:-1]], strict=True)]
 
 
-@pytest.mark.parametrize("trigger", ["continuous", "realtime", "microbatch"])
+@pytest.mark.parametrize("trigger", ["realtime", "microbatch"])
 def test_in_band_p99_agrees_with_loadgen(trigger, spark, broker, tmp_path):
     run = uuid.uuid4().hex[:6]
     topics = TopicsConfig(events=f"lat-{run}-events", alerts=f"lat-{run}-alerts",

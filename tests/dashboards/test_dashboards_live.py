@@ -26,7 +26,8 @@ from test_alert_latency_triggers import scrape_buckets
 from appliance.cli import main
 from dashboards import catalog
 
-pytestmark = pytest.mark.spark
+# Generous bounds for a shared, slow machine (each wait inside is bounded too).
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(1200)]
 LOAD_SECONDS = 45
 
 
