@@ -53,6 +53,7 @@ bench: setup
 
 lint: setup
 	$(VENV)/bin/ruff check appliance loadgen tests bench scripts dashboards
+	$(VENV)/bin/lint-imports
 
 # Regenerate dashboards/json from dashboards/build.py (commit the result).
 dashboards: setup

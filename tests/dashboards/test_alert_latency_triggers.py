@@ -19,9 +19,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from appliance.alert_latency import BUCKETS_MS, METRIC
 from appliance.config import TopicsConfig
-from appliance.demo import demo_config, measure
 from appliance.runner import Appliance
 from appliance.topics import default_partitions
+from loadgen.demo import demo_config, measure
 
 # Generous bounds for a shared, slow machine (each wait inside is bounded too).
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(1200)]
