@@ -100,7 +100,7 @@ def in_band_quantile_ms(text: str, q: float) -> float | None:
 def run_one(trigger: str, alert_latency: bool, rate: float, seconds: float,
             tmp: Path) -> dict:
     with EmbeddedBroker(topics={"events": 2, "alerts": 1, "events.dlq": 1},
-                        log_path=tmp / "broker.log") as broker:
+                        log_path=tmp / "broker.log", start_timeout=300) as broker:
         config = tmp / "appliance.toml"
         config.write_text(
             f'[kafka]\nbootstrap_servers = "{broker.bootstrap}"\n'
