@@ -122,7 +122,7 @@ class Stack:
         wui = _match(wlog, r"WorkerWebUI.*started at http://[^:]+:(\d+)")
         self.targets["spark-worker"] = f"127.0.0.1:{wui}"
 
-    def start_appliance(self, timeout: float = 300) -> None:
+    def start_appliance(self, timeout: float = 900) -> None:
         assert self.broker is not None
         ui_port = free_port()
         config = self.tmp / "appliance.toml"

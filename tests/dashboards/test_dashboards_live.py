@@ -27,7 +27,7 @@ from appliance.cli import main
 from dashboards import catalog
 
 # Generous bounds for a shared, slow machine (each wait inside is bounded too).
-pytestmark = [pytest.mark.spark, pytest.mark.timeout(1200)]
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(2400)]
 LOAD_SECONDS = 45
 
 
