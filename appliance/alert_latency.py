@@ -29,6 +29,7 @@ from collections.abc import Iterable
 
 from kafka import KafkaConsumer, TopicPartition
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
+from prometheus_client.parser import text_string_to_metric_families
 
 from appliance import logs
 
@@ -84,6 +85,39 @@ class LatencyHistogram:
             "alerts stamped before their event (producer clocks disagree), counted as 0")
         skew.add_metric([], float(self.negative))
         yield skew
+
+
+def bucket_counts(exposition: str) -> list[int]:
+    """Per-bucket counts (all severities summed, +Inf last) from a ``/metrics`` text:
+    what Prometheus scrapes, turned back into this histogram's buckets."""
+    index = {bound: i for i, bound in enumerate(BUCKETS_MS)}
+    cumulative = [0.0] * (len(BUCKETS_MS) + 1)
+    for family in text_string_to_metric_families(exposition):
+        if family.name != METRIC:
+            continue
+        for sample in family.samples:
+            if sample.name == METRIC + "_bucket":
+                le = float(sample.labels["le"])
+                i = len(BUCKETS_MS) if le == float("inf") else index[round(le * 1000.0, 6)]
+                cumulative[i] += sample.value
+    return [int(round(c - p)) for c, p in zip(cumulative, [0.0, *cumulative[:-1]],
+                                              strict=True)]
+
+
+def quantile_ms(counts: list[int], q: float) -> float | None:
+    """``q`` quantile in ms from per-bucket counts, interpolated inside the bucket like
+    Prometheus' ``histogram_quantile``; None without observations."""
+    total = sum(counts)
+    if total == 0:
+        return None
+    rank, below, lower = q * total, 0, 0.0
+    for bound, count in zip((*BUCKETS_MS, float("inf")), counts, strict=True):
+        if below + count >= rank and count > 0:
+            if bound == float("inf"):
+                return lower
+            return round(lower + (bound - lower) * (rank - below) / count, 3)
+        below, lower = below + count, bound
+    return lower
 
 
 def latency_ms(alert_timestamp_ms: int, headers) -> tuple[str, int] | None:

@@ -30,9 +30,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from prometheus_client.parser import text_string_to_metric_families
-
-from appliance.alert_latency import BUCKETS_MS, METRIC
+from appliance.alert_latency import bucket_counts, quantile_ms
 from appliance.broker import EmbeddedBroker
 from bench._machine import process_cpu_s, wait_for_quiet
 
@@ -70,31 +68,6 @@ def tree_cpu_s(pid: int) -> float:
         except (OSError, ValueError, IndexError):
             pass
     return total
-
-
-def in_band_quantile_ms(text: str, q: float) -> float | None:
-    """histogram_quantile over every severity, from a /metrics text (ms)."""
-    bounds = [*BUCKETS_MS, float("inf")]
-    cumulative = dict.fromkeys(bounds, 0.0)
-    for family in text_string_to_metric_families(text):
-        if family.name == METRIC:
-            for s in family.samples:
-                if s.name == METRIC + "_bucket":
-                    le = float(s.labels["le"]) * 1000.0
-                    key = min(bounds, key=lambda b, le=le: abs(b - le))
-                    cumulative[key] += s.value
-    total = cumulative[float("inf")]
-    if total <= 0:
-        return None
-    rank, lower, below = q * total, 0.0, 0.0
-    for bound in bounds:
-        if cumulative[bound] >= rank:
-            if bound == float("inf"):
-                return lower
-            share = (rank - below) / max(cumulative[bound] - below, 1e-9)
-            return round(lower + (bound - lower) * share, 3)
-        lower, below = bound, cumulative[bound]
-    return None
 
 
 def run_one(trigger: str, alert_latency: bool, rate: float, seconds: float,
@@ -142,8 +115,8 @@ def run_one(trigger: str, alert_latency: bool, rate: float, seconds: float,
             "cpu_percent": round(100.0 * (cpu1 - cpu0) / (wall1 - wall0), 1),
             "loadgen_p50_ms": lat.get("p50"), "loadgen_p99_ms": lat.get("p99"),
             "floor_p99_ms": (doc.get("floor_ms") or {}).get("p99"),
-            "in_band_p50_ms": in_band_quantile_ms(text, 0.5) if alert_latency else None,
-            "in_band_p99_ms": in_band_quantile_ms(text, 0.99) if alert_latency else None,
+            "in_band_p50_ms": quantile_ms(bucket_counts(text), 0.5) if alert_latency else None,
+            "in_band_p99_ms": quantile_ms(bucket_counts(text), 0.99) if alert_latency else None,
             "alerts_received": doc.get("received_alerts"), "lost": doc.get("lost")}
 
 

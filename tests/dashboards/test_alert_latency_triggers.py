@@ -15,9 +15,8 @@ import uuid
 
 import pytest
 from agreement import agreement
-from prometheus_client.parser import text_string_to_metric_families
 
-from appliance.alert_latency import BUCKETS_MS, METRIC
+from appliance.alert_latency import bucket_counts
 from appliance.config import TopicsConfig
 from appliance.runner import Appliance
 from appliance.topics import default_partitions
@@ -30,20 +29,9 @@ pytestmark = [pytest.mark.spark, pytest.mark.timeout(2400)]
 
 
 def scrape_buckets(port: int) -> list[int]:
-    """Per-bucket counts (summed over severities, +Inf last) from the /metrics text."""
+    """Per-bucket counts (all severities, +Inf last) from the appliance's /metrics text."""
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
-        text = r.read().decode()
-    bounds = [*(b / 1000.0 for b in BUCKETS_MS), float("inf")]
-    cumulative = [0.0] * len(bounds)
-    for family in text_string_to_metric_families(text):
-        if family.name != METRIC:
-            continue
-        for sample in family.samples:
-            if sample.name == METRIC + "_bucket":
-                le = float(sample.labels["le"])
-                cumulative[min(range(len(bounds)), key=lambda i: abs(bounds[i] - le))] += \
-                    sample.value
-    return [int(c - p) for c, p in zip(cumulative, [0.0, *cumulative[:-1]], strict=True)]
+        return bucket_counts(r.read().decode())
 
 
 @pytest.mark.parametrize("trigger", ["realtime", "microbatch"])
