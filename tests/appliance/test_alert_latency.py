@@ -11,7 +11,9 @@ from appliance.alert_latency import (
     SEVERITY_HEADER,
     SOURCE_TIMESTAMP_HEADER,
     LatencyHistogram,
+    bucket_counts,
     latency_ms,
+    quantile_ms,
 )
 
 
@@ -52,3 +54,18 @@ def test_histogram_buckets_resolve_milliseconds_and_expose_seconds():
     assert buckets[("warning", "0.015")] == 2
     assert buckets[("warning", "10.0")] == 2        # 20 s is above the last bound
     assert buckets[("warning", "+Inf")] == 3
+
+
+def test_exposition_reads_back_into_buckets_and_quantiles():
+    h = LatencyHistogram()
+    for ms in [2] * 98 + [40, 20000]:
+        h.observe_ms("critical", ms)
+    h.observe_ms("info", 2)
+    registry = CollectorRegistry()
+    registry.register(h)
+    counts = bucket_counts(generate_latest(registry).decode())
+    assert sum(counts) == 101 and counts[-1] == 1  # +Inf kept apart
+    assert counts[BUCKETS_MS.index(2)] == 99 and counts[BUCKETS_MS.index(40)] == 1
+    assert 1 < quantile_ms(counts, 0.5) <= 2
+    assert 30 < quantile_ms(counts, 0.99) <= 40
+    assert quantile_ms([0] * len(counts), 0.99) is None
