@@ -44,7 +44,7 @@ def free_port() -> int:
 
 
 def wait_for(what: str, check, timeout: float, proc: subprocess.Popen | None = None,
-              log: Path | None = None, period: float = 0.5):
+              log: Path | None = None, period: float = 0.5, detail=None):
     """Poll ``check()`` until truthy (returned) or ``timeout`` s; fail with the log tail."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -55,7 +55,8 @@ def wait_for(what: str, check, timeout: float, proc: subprocess.Popen | None = N
             break
         time.sleep(period)
     tail = log.read_text(errors="replace")[-3000:] if log and log.exists() else ""
-    raise AssertionError(f"timed out waiting for {what}\n{tail}")
+    extra = detail() if detail is not None else ""
+    raise AssertionError(f"timed out waiting for {what} {extra}\n{tail}")
 
 
 def http_get(url: str, timeout: float = 10.0) -> str | None:
@@ -155,13 +156,14 @@ class Stack:
         self.loadgen, self.loadgen_log = self._spawn("loadgen", [
             sys.executable, "-m", "loadgen", "run", "--bootstrap", self.broker.bootstrap,
             "--rate", str(rate), "--duration", str(seconds), "--alert-ratio", "0.2",
-            "--bad-ratio", "0.02", "--metrics-port", str(port), "--quiet",
+            "--bad-ratio", "0.02", "--metrics-port", str(port), "--quiet", "--grace", "90",
             "--report", str(self.loadgen_report)])
 
     def start_prometheus(self, timeout: float = 120) -> None:
         committed = yaml.safe_load((catalog.PROMETHEUS_DIR / "prometheus.yml").read_text())
-        committed["global"] = {"scrape_interval": "1s", "evaluation_interval": "1s",
-                               "scrape_timeout": "1s"}
+        # 2 s: Spark's servlets can take over a second to answer on a busy machine.
+        committed["global"] = {"scrape_interval": "2s", "evaluation_interval": "2s",
+                               "scrape_timeout": "2s"}
         committed["rule_files"] = [str(catalog.PROMETHEUS_DIR / "rules.yml")]
         for job in committed["scrape_configs"]:
             job["static_configs"] = [{"targets": [self.targets[job["job_name"]]]}]

@@ -60,6 +60,7 @@ def test_in_band_p99_agrees_with_loadgen(trigger, spark, broker, tmp_path):
     # Every alert loadgen received was observed in-band too (duplicates may add more).
     assert sum(counts) >= report.received_alerts > 0
     result = agreement(counts, report)
+    print(f"agreement {trigger}: {result}")  # the numbers for the notes (pytest -s / -rA)
     assert result.ok, (f"{trigger}: in-band p99 in [{result.inband_lower_ms}, "
                        f"{result.inband_upper_ms}] ms vs loadgen p99 "
                        f"{result.loadgen_p99_ms} ms (slack {result.slack_ms} ms)")

@@ -48,8 +48,9 @@ def stack(tmp_path_factory):
         s.start_loadgen(rate=200, seconds=LOAD_SECONDS)
         # Wait until every job was scraped successfully at least once (bounded).
         wait_for("every scrape target up",
-                 lambda: all(s.targets_up().get(job) for job in s.targets), 120,
-                 log=s.tmp / "prometheus.log", period=1.0)
+                 lambda: all(s.targets_up().get(job) for job in s.targets), 300,
+                 log=s.tmp / "prometheus.log", period=1.0,
+                 detail=lambda: f"targets: {s.targets_up()}")
         # Let rate windows fill while the load runs (the load lasts LOAD_SECONDS).
         time.sleep(25)
         yield s
@@ -65,7 +66,7 @@ def test_every_panel_query_returns_data(stack):
     for board in catalog.load():
         for panel in board.panels:
             for target in panel.targets:
-                expr = catalog.expand(target.expr, step_s=1.0, range_s=end - start)
+                expr = catalog.expand(target.expr, step_s=2.0, range_s=end - start)
                 if not _has_data(stack.query_range(expr, start, end)):
                     empty.append(f"{board.title} / {panel.title}: {expr}")
                 checked += 1
@@ -94,6 +95,7 @@ def test_in_band_latency_agrees_with_loadgen_continuous(stack):
     counts = scrape_buckets(port)
     assert sum(counts) >= doc["received_alerts"] > 0
     result = agreement(counts, report)
+    print(f"agreement continuous: {result}")  # the numbers for the notes (pytest -s / -rA)
     assert result.ok, result
 
 
