@@ -161,9 +161,9 @@ class Stack:
 
     def start_prometheus(self, timeout: float = 120) -> None:
         committed = yaml.safe_load((catalog.PROMETHEUS_DIR / "prometheus.yml").read_text())
-        # 2 s: Spark's servlets can take over a second to answer on a busy machine.
-        committed["global"] = {"scrape_interval": "2s", "evaluation_interval": "2s",
-                               "scrape_timeout": "2s"}
+        # 5 s: Spark's driver UI servlets took 8-30 s to answer on a machine at load 46.
+        committed["global"] = {"scrape_interval": "5s", "evaluation_interval": "5s",
+                               "scrape_timeout": "5s"}
         committed["rule_files"] = [str(catalog.PROMETHEUS_DIR / "rules.yml")]
         for job in committed["scrape_configs"]:
             job["static_configs"] = [{"targets": [self.targets[job["job_name"]]]}]

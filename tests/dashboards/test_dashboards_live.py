@@ -52,7 +52,7 @@ def stack(tmp_path_factory):
                  log=s.tmp / "prometheus.log", period=1.0,
                  detail=lambda: f"targets: {s.targets_up()}")
         # Let rate windows fill while the load runs (the load lasts LOAD_SECONDS).
-        time.sleep(25)
+        time.sleep(30)
         yield s
     finally:
         s.stop()
