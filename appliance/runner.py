@@ -32,6 +32,7 @@ SLOT_TRIGGERS = ("continuous", "realtime")  # one long-running task per input pa
 # How long ``start()`` waits for the query to really run before it gives up (exit 1): a
 # bound, not an expectation (a fresh query runs within seconds).
 READY_TIMEOUT_S = 180.0
+PROGRESS_LOG_S = 10.0
 
 
 class PreflightError(Exception):
@@ -89,6 +90,7 @@ class Appliance:
         self._poller = None
         self._processing = False
         self._partitions = 0
+        self._next_progress_log = 0.0
         self._commits_at_start: set[str] = set()
         self.warmup = None  # appliance.warmup.WarmupResult once warmed
 
@@ -312,10 +314,27 @@ class Appliance:
         cause = str(error).split("=== Streaming Query ===")[0]  # drop the plan dump
         return " ".join(cause.split())[:2000]
 
+    def _log_progress(self) -> None:
+        """Log where a micro-batch/real-time batch spent its time (``durationMs`` per
+        phase of Spark's last progress), at most every PROGRESS_LOG_S: the bench reads it."""
+        now = time.monotonic()
+        if self.config.query.trigger == "continuous" or now < self._next_progress_log:
+            return
+        self._next_progress_log = now + PROGRESS_LOG_S
+        try:
+            progress = self.query.lastProgress
+        except Exception:  # noqa: BLE001 - the JVM went away; serve() reports that
+            return
+        if progress:
+            log.info("query.progress", batch_id=progress.get("batchId"),
+                     input_rows=progress.get("numInputRows"),
+                     durationMs=progress.get("durationMs"))
+
     def serve(self, stop: threading.Event) -> int:
         """Block until ``stop`` is set (0) or the query dies (1)."""
         while not stop.is_set():
             self._log_processing()
+            self._log_progress()
             if self._terminated(0.5):
                 if stop.is_set():
                     # SIGTERM to the whole process group (``timeout``, systemd) also stops

@@ -61,10 +61,6 @@ def _spark_conf(jvm: str) -> dict[str, str]:
         "spark.driver.extraJavaOptions": jvm,
         "spark.executor.extraJavaOptions": jvm,
         "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
-        # Real-time mode: offset/commit log writes off the task's path at batch boundaries
-        # (Spark's own default for stateless real-time queries; said here so it is on
-        # whatever a cluster's defaults are). See ASYNC_PROGRESS.
-        "spark.sql.streaming.realTimeMode.asyncProgressTrackingByDefault.enabled": "true",
     }
 
 
@@ -74,7 +70,9 @@ def _spark_conf(jvm: str) -> dict[str, str]:
 # the override option (the one Spark's own tests use) vouches for ours, which is safe here
 # because the sink is at-least-once and idempotent per alert_id: after a crash the query
 # restarts from the last *persisted* commit, so it replays more (up to one checkpoint
-# interval of batches) but loses nothing. The interval bounds that replay.
+# interval of batches) but loses nothing. The interval bounds that replay. The writer
+# options win over appliance.connector's REAL_TIME_SINK_CONF (which keeps real-time mode's
+# by-default async tracking off for sinks that did not ask for it).
 ASYNC_PROGRESS = {
     "asyncProgressTrackingEnabled": "true",
     "asyncProgressTrackingCheckpointIntervalMs": "1000",
@@ -107,9 +105,6 @@ def tuning_for(trigger: str, async_progress: bool = True) -> Tuning:
     }
     conf = _spark_conf(jvm)
     query = dict(ASYNC_PROGRESS) if async_progress and trigger != "continuous" else {}
-    if not async_progress:
-        conf["spark.sql.streaming.realTimeMode.asyncProgressTrackingByDefault.enabled"] = \
-            "false"
     return Tuning(spark_conf=conf, source_options=source, sink_options=sink,
                   query_options=query)
 

@@ -124,8 +124,8 @@ def warm_up(spark: SparkSession, rules: Sequence[Rule], topic: str | None, clien
             records = (spark.read.format("appliance-kafka").options(**source_options)
                        .option("subscribe", topic).option("startingOffsets", start_json)
                        .option("endingOffsets", end_json).load())
-            transform(records, plan_rules, out_topics).write.format("appliance-kafka").mode("append") \
-                .options(**sink_options).save()
+            transform(records, plan_rules, out_topics).write.format("appliance-kafka") \
+                .mode("append").options(**sink_options).save()
         rounds += 1
     result = WarmupResult(mode=mode, rounds=rounds, records=rounds * len(values),
                           seconds=round(time.monotonic() - started, 2))
