@@ -255,18 +255,16 @@ class Appliance:
         return {p.name for p in commits.glob("*") if p.name.isdigit()}
 
     def _tasks_running(self) -> int:
-        """Tasks of this query's run that are running now (Spark tags its jobs with the
-        run id as job group)."""
+        """Running tasks, once this query's run has a running job (Spark files its jobs
+        under the run id as job group). The tasks are counted over all active stages:
+        PySpark hands a job's stage ids over as an opaque Java object, and the appliance's
+        session runs no other job while its query runs."""
         tracker = self.spark.sparkContext.statusTracker()
-        running = 0
-        for job_id in tracker.getJobIdsForGroup(str(self.query.runId)):
-            job = tracker.getJobInfo(job_id)
-            if job is None or job.status != "RUNNING":
-                continue
-            for stage_id in job.stageIds:
-                stage = tracker.getStageInfo(stage_id)
-                running += stage.numActiveTasks if stage is not None else 0
-        return running
+        jobs = [tracker.getJobInfo(j) for j in tracker.getJobIdsForGroup(str(self.query.runId))]
+        if not any(job is not None and job.status == "RUNNING" for job in jobs):
+            return 0
+        stages = [tracker.getStageInfo(s) for s in tracker.getActiveStageIds()]
+        return sum(stage.numActiveTasks for stage in stages if stage is not None)
 
     def _running(self) -> bool:
         """Whether the query processes events as they come, per trigger:
