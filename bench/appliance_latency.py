@@ -210,11 +210,13 @@ def run_passthrough_cell(cell: Cell, cp: str, broker, seconds: float) -> dict:
     broker.create_topics({topics["events"]: 2, topics["alerts"]: 1})
     busy0 = machine.cpu_times()
     relay = subprocess.Popen(_java(cp, "relay", broker.bootstrap, topics["events"],
-                                   topics["alerts"], f"{seconds + DRAIN_S + 60:g}"),
+                                   topics["alerts"], f"{seconds + DRAIN_S + 900:g}"),
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                              start_new_session=True)
     try:
-        line = relay.stdout.readline().strip()  # bounded by the relay's own deadline
+        # bounded by the relay's own deadline, generous because the driver JVM must still
+        # start after it (minutes on a busy machine); it is killed as soon as the driver ends
+        line = relay.stdout.readline().strip()
         if line != "READY":
             raise RuntimeError(f"relay did not start (rc={relay.poll()}): {line!r}")
         result = drive(cp, broker.bootstrap, topics, cell.rate, seconds, 2)
