@@ -29,7 +29,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from appliance import logs
 from appliance.config import TopicsConfig
-from appliance.pipeline import KAFKA_READ_SCHEMA, transform
+from appliance.pipeline import transform
 from appliance.rules import Rule
 from appliance.topics import end_offsets
 
@@ -54,29 +54,31 @@ class WarmupResult:
     seconds: float
 
 
-def synthetic_values(count: int) -> list[bytes]:
-    """Event JSON like production's: 10% match the warm-up rule, 2% are bad records (each
-    dead-letter reason), the rest valid events over a spread of metrics and values."""
-    metrics = ("cpu.util", "mem.used_pct", "disk.used_pct", "net.rx", "load.1m")
-    out: list[bytes] = []
-    for i in range(count):
-        if i % 50 == 7:
-            out.append((b'{"event_id": "w', b'{"ts": 1}', b'[1, 2]', b'\xff\xfe',
-                        b'{"event_id": 1, "ts": 1, "source": "s", "metric": "m", '
-                        b'"value": "x"}')[i % 5])
-            continue
-        source = "appliance-warmup-alert" if i % 10 == 3 else f"warmup-{i % 17}"
-        doc = {"event_id": f"warmup-{i}", "ts": 1.7e12 + i, "source": source,
-               "metric": metrics[i % len(metrics)], "value": float(i % 100)}
-        if i % 4 == 0:
-            doc["tags"] = {"env": "warmup", "dc": str(i % 3)}
-        out.append(json.dumps(doc).encode())
-    return out
+# Synthetic event JSON, built by Spark itself (no Python worker, no driver-side list): 10%
+# match the warm-up rule, 2% are bad records (each dead-letter reason), the rest valid
+# events over a spread of metrics and values.
+_EVENT_JSON = """to_json(named_struct(
+    'event_id', concat('warmup-', id), 'ts', 1.7e12 + id,
+    'source', CASE WHEN id % 10 = 3 THEN 'appliance-warmup-alert'
+                   ELSE concat('warmup-', id % 17) END,
+    'metric', element_at(array('cpu.util', 'mem.used_pct', 'disk.used_pct', 'net.rx',
+                               'load.1m'), CAST(id % 5 + 1 AS INT)),
+    'value', CAST(id % 100 AS DOUBLE),
+    'tags', map('env', 'warmup', 'dc', CAST(id % 3 AS STRING))))"""
+_BAD_VALUE = """element_at(array(
+    CAST('{"event_id": "w' AS BINARY), CAST('{"ts": 1}' AS BINARY), CAST('[1, 2]' AS BINARY),
+    unhex('FFFE'),
+    CAST('{"event_id": 1, "ts": 1, "source": "s", "metric": "m", "value": "x"}' AS BINARY)),
+    CAST(id % 5 + 1 AS INT))"""
 
 
-def _memory_records(spark: SparkSession, values: Sequence[bytes]) -> DataFrame:
-    rows = [(None, v, "appliance-warmup", i % 2, i, None, 0) for i, v in enumerate(values)]
-    return spark.createDataFrame(rows, KAFKA_READ_SCHEMA)
+def synthetic_records(spark: SparkSession, count: int) -> DataFrame:
+    """``count`` synthetic records in the Kafka read schema (see _EVENT_JSON)."""
+    value = f"CASE WHEN id % 50 = 7 THEN {_BAD_VALUE} ELSE CAST({_EVENT_JSON} AS BINARY) END"
+    return spark.range(count).selectExpr(
+        "CAST(NULL AS BINARY) AS key", f"{value} AS value", "'appliance-warmup' AS topic",
+        "CAST(id % 2 AS INT) AS partition", "id AS offset",
+        "CAST(NULL AS TIMESTAMP) AS timestamp", "0 AS timestampType")
 
 
 def _offsets_json(offsets: dict[int, int], topic: str) -> str:
@@ -94,7 +96,6 @@ def warm_up(spark: SparkSession, rules: Sequence[Rule], topic: str | None, clien
     ``kafka.bootstrap.servers``), so the cached producer is the one the query will use.
     """
     started = time.monotonic()
-    values = synthetic_values(RECORDS_PER_ROUND)
     plan_rules = [*rules, WARMUP_RULE]
     mode = "memory" if topic is None else "kafka"
     out_topics = TopicsConfig(events=topic or "appliance-warmup",
@@ -107,7 +108,7 @@ def warm_up(spark: SparkSession, rules: Sequence[Rule], topic: str | None, clien
         consumer = KafkaConsumer(**client)
         try:
             before = end_offsets(consumer, [topic])[topic]
-            raw = _memory_records(spark, values).select("key", "value")
+            raw = synthetic_records(spark, RECORDS_PER_ROUND).select("key", "value")
             raw.write.format("appliance-kafka").mode("append").options(**sink_options) \
                 .option("topic", topic).save()
             after = end_offsets(consumer, [topic])[topic]
@@ -117,7 +118,7 @@ def warm_up(spark: SparkSession, rules: Sequence[Rule], topic: str | None, clien
     rounds = 0
     while rounds < MAX_ROUNDS and (rounds == 0 or time.monotonic() - started < budget_s):
         if topic is None:
-            records = _memory_records(spark, values)
+            records = synthetic_records(spark, RECORDS_PER_ROUND)
             transform(records, plan_rules, out_topics).write.format("noop") \
                 .mode("overwrite").save()
         else:
@@ -127,7 +128,7 @@ def warm_up(spark: SparkSession, rules: Sequence[Rule], topic: str | None, clien
             transform(records, plan_rules, out_topics).write.format("appliance-kafka") \
                 .mode("append").options(**sink_options).save()
         rounds += 1
-    result = WarmupResult(mode=mode, rounds=rounds, records=rounds * len(values),
+    result = WarmupResult(mode=mode, rounds=rounds, records=rounds * RECORDS_PER_ROUND,
                           seconds=round(time.monotonic() - started, 2))
     log.info("warmup.done", mode=result.mode, rounds=result.rounds, records=result.records,
              seconds=result.seconds)
