@@ -136,8 +136,8 @@ def _log_events(log: Path) -> list[dict]:
     return out
 
 
-def _wait_for_ready(proc: subprocess.Popen, log: Path) -> dict:
-    deadline = time.monotonic() + READY_TIMEOUT_S
+def _wait_for_ready(proc: subprocess.Popen, log: Path, timeout: float) -> dict:
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for event in _log_events(log):
             if event.get("event") == "appliance.ready":
@@ -166,7 +166,8 @@ def _stop(proc: subprocess.Popen) -> int | None:
         return None
 
 
-def run_appliance_cell(cell: Cell, cp: str, broker, seconds: float, workdir: Path) -> dict:
+def run_appliance_cell(cell: Cell, cp: str, broker, seconds: float, workdir: Path,
+                       ready_timeout: float = READY_TIMEOUT_S) -> dict:
     from appliance.config import TopicsConfig
     from appliance.topics import default_partitions
 
@@ -185,7 +186,7 @@ def run_appliance_cell(cell: Cell, cp: str, broker, seconds: float, workdir: Pat
                                  str(config)], stdout=out, stderr=subprocess.STDOUT, env=env,
                                 cwd=ROOT, start_new_session=True)
     try:
-        ready = _wait_for_ready(proc, log)
+        ready = _wait_for_ready(proc, log, ready_timeout)
         ready_s = time.monotonic() - spawned
         result = drive(cp, broker.bootstrap, topics, cell.rate, seconds,
                        partitions[topics["events"]])
@@ -324,6 +325,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="send this many events/s in every cell instead of the cell's "
                              "own rate (a light smoke run; targets are judged only at the "
                              "cells' own rates)")
+    parser.add_argument("--ready-timeout", type=float, default=READY_TIMEOUT_S,
+                        help="seconds to wait for appliance.ready (a bound, not a target)")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--list", action="store_true", help="list the cells and exit")
     args = parser.parse_args([] if argv is None else argv)
@@ -363,7 +366,8 @@ def main(argv: list[str] | None = None) -> int:
                     if cell.trigger == "passthrough":
                         result = run_passthrough_cell(cell, cp, broker, args.seconds)
                     else:
-                        result = run_appliance_cell(cell, cp, broker, args.seconds, workdir)
+                        result = run_appliance_cell(cell, cp, broker, args.seconds, workdir,
+                                                    args.ready_timeout)
                 except Exception as exc:  # noqa: BLE001 - one failed cell must not hide the rest
                     print(f"bench: {cell.name} failed: {exc}", file=sys.stderr)
                     result = {"cell": cell.name, "error": str(exc)[:2000]}
