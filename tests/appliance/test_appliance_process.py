@@ -47,7 +47,9 @@ class ApplianceProcess:
                     pass
         return out
 
-    def wait_for(self, event: str, timeout: float = 180) -> dict:
+    def wait_for(self, event: str, timeout: float = 300) -> dict:
+        # 300 s: ``appliance.ready`` now also covers the warm-up and the query's tasks
+        # starting, which the first consume below used to wait for (a bound, not a target)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             found = [e for e in self.events() if e.get("event") == event]
