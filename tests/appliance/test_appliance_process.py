@@ -47,9 +47,10 @@ class ApplianceProcess:
                     pass
         return out
 
-    def wait_for(self, event: str, timeout: float = 300) -> dict:
-        # 300 s: ``appliance.ready`` now also covers the warm-up and the query's tasks
-        # starting, which the first consume below used to wait for (a bound, not a target)
+    def wait_for(self, event: str, timeout: float = 600) -> dict:
+        # 600 s: ``appliance.ready`` now also covers the warm-up and the query's tasks
+        # starting, which the first consume below used to wait for; on a machine shared
+        # with much other work a JVM start alone took minutes (a bound, not a target)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             found = [e for e in self.events() if e.get("event") == event]
