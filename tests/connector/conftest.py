@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 from connector_helpers import JAVA_SRC, JavaChecks, spark_jars
