@@ -349,8 +349,9 @@ def sustained_rate(progress: list[dict]) -> float:
 @dataclass
 class Scenario:
     """Calibrate on a backlog, then steady (half the sustainable rate), overload (twice it),
-    drain (back at half) and steady again. ``near_zero_lag``: what arrives at the steady rate
-    during ``near_zero_s``; the drain is bounded by ``drain_bound_s``."""
+    drain (a quarter of it, until the lag is near zero) and steady again (half).
+    ``near_zero_lag``: what arrives at the steady rate during ``near_zero_s``; the drain is
+    bounded by ``drain_bound_s``."""
 
     overload_s: float
     backlog_records: int = 3000
@@ -360,8 +361,9 @@ class Scenario:
 
     @property
     def drain_bound_s(self) -> float:
-        # the backlog of an overload at 2x drains at 0.5x in ~2x its duration; 4x margin
-        return 60 + 8 * self.overload_s
+        # the backlog of an overload at 2x (~1x its duration) drains at 0.75x in ~1.3x
+        # its duration: a wide margin for shared cores
+        return 120 + 8 * self.overload_s
 
 
 def run_scenario(run: OverloadRun, scenario: Scenario, start_query, progress, failure
@@ -389,7 +391,9 @@ def run_scenario(run: OverloadRun, scenario: Scenario, start_query, progress, fa
         near_zero = max(50, int(rate / 2 * scenario.near_zero_s))
         run.phase("steady", rate / 2, scenario.steady_s, check=alive)
         run.phase("overload 2x", rate * 2, scenario.overload_s, check=alive)
-        drained = run.drain(rate / 2, near_zero, scenario.drain_bound_s, check=alive)
+        # the drain runs at a quarter of the rate, so a machine that got slower since the
+        # calibration (shared cores) still has room to catch up
+        drained = run.drain(rate / 4, near_zero, scenario.drain_bound_s, check=alive)
         run.phase("steady after", rate / 2, scenario.steady_s, check=alive)
         report = run.finish()
     finally:

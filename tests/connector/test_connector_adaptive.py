@@ -75,23 +75,25 @@ def test_every_stream_check_is_listed(stream_results):
 
 def test_auto_limit_reads_a_backlog_in_adaptive_batches_without_loss(spark, broker, new_topic,
                                                                      checkpoint, queries):
-    """A 5 s target: well above a micro-batch's fixed cost even on a busy shared machine
-    (the limit only grows while batches finish under their target)."""
+    """The first batch reads the initial rate x the target; every later batch at most the
+    limit the estimator reported after the batch before it, and that limit moves (up on a
+    quiet machine, down to the floor's side on a crowded one: the floor, 50/s x 5 s, is
+    below the initial 1000, so a few batches drain the backlog either way)."""
     topic = new_topic(2)
-    sent = produce(broker.bootstrap, topic, "auto", 4000)
+    sent = produce(broker.bootstrap, topic, "auto", 2000)
     rows, q = drain(source(spark, broker, subscribe=topic, startingOffsets="earliest",
-                           maxOffsetsPerTrigger="auto", adaptiveInitialOffsetsPerSecond="100",
-                           adaptiveTargetBatchDuration="5s"), checkpoint, queries, timeout_s=180)
+                           maxOffsetsPerTrigger="auto", adaptiveInitialOffsetsPerSecond="200",
+                           adaptiveMinOffsetsPerSecond="50", adaptiveTargetBatchDuration="5s"),
+                    checkpoint, queries, timeout_s=600)
     assert sorted(rows_as_recs(rows), key=lambda r: r.value) == sorted(sent, key=lambda r: r.value)
     batches = [p for p in q.recentProgress if p["numInputRows"] > 0]
-    assert batches[0]["numInputRows"] == 500  # the initial rate x the target duration
-    # each batch stays within the limit the estimator set after the batch before it
-    for before, batch in zip(batches, batches[1:], strict=False):
-        limit = int(before["sources"][0]["metrics"]["adaptiveOffsetsPerTrigger"])
+    assert batches[0]["numInputRows"] == 1000  # the initial rate x the target duration
+    limits = [int(p["sources"][0]["metrics"]["adaptiveOffsetsPerTrigger"]) for p in batches]
+    for limit, batch in zip(limits, batches[1:], strict=False):
         assert batch["numInputRows"] <= limit
-    limits = {int(p["sources"][0]["metrics"]["adaptiveOffsetsPerTrigger"]) for p in batches}
-    assert limits != {500}, "the limit never adapted"
-    assert sum(p["numInputRows"] for p in batches) == 4000
+    assert all(limit >= 250 for limit in limits)  # never below the floor
+    assert limits[0] != 1000, "the limit did not adapt to the first batch"
+    assert sum(p["numInputRows"] for p in batches) == 2000
 
 
 @pytest.mark.parametrize("options, named", [
