@@ -1,10 +1,11 @@
 """Overload: a micro-batch query with the adaptive read limit (``maxOffsetsPerTrigger=auto``)
 fed at twice the rate it sustains. The backlog must stay in Kafka (memory bounded), nothing
 acknowledged may be lost, and once the input falls back (to a quarter of the sustainable
-rate, then half of it) the lag must come back near zero. Figures (driver and broker RSS peaks, drain time, latency before
-and after) are printed and written, with a plot of rate, lag, latency and memory over time,
-to ``reports/overload/connector_overload_<seconds>s.{json,png}``; only the loss and the
-drain are asserted.
+rate, then half of it) the lag must come back near zero. Figures (driver and broker RSS
+peaks, drain time, latency before and after) are printed and written, with a plot of rate,
+lag, latency and memory over time, to
+``reports/overload/connector_overload_<seconds>s.{json,png}``; only the loss and the drain
+are asserted.
 
 The sustainable rate is measured first, in the same run, from the query's own progress on a
 backlog (loadgen.overload.run_scenario). The query does real per-row work (a predicate that
