@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         builder = builder.config(key, value)
     results = {}
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    with EmbeddedBroker() as broker, tempfile.TemporaryDirectory() as workdir:
+    with EmbeddedBroker(start_timeout=120) as broker, tempfile.TemporaryDirectory() as workdir:
         spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
         driver_pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
