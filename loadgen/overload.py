@@ -387,6 +387,13 @@ def run_scenario(run: OverloadRun, scenario: Scenario, start_query, progress, fa
             raise RuntimeError("the calibration backlog did not drain within "
                                f"{scenario.calibrate_bound_s:.0f} s")
         run.phases[-1].name = "calibrate"
+        # a batch's records come out when its tasks commit, its progress report a moment
+        # later, after the batch's own commit: wait (bounded) for the reports of them all
+        deadline = time.monotonic() + 120
+        while (sum(p["numInputRows"] for p in progress()) < run.producer.acked
+               and time.monotonic() < deadline):
+            alive()
+            time.sleep(SAMPLE_S)
         rate = sustained_rate(progress())
         near_zero = max(50, int(rate / 2 * scenario.near_zero_s))
         run.phase("steady", rate / 2, scenario.steady_s, check=alive)
