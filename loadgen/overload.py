@@ -144,7 +144,11 @@ class _Producer(threading.Thread):
     def stop(self, flush_s: float = 60) -> None:
         self._stopping.set()
         self.join(timeout=30)
-        self.producer.flush(flush_s)
+        if self.producer is not None:
+            self.producer.flush(flush_s)
+            # confluent-kafka closes a producer when its last reference goes: drop it, or
+            # it keeps reconnecting to a broker that is gone
+            self.producer = None
 
 
 class _Arrivals(threading.Thread):
