@@ -10,7 +10,7 @@ CONNECTOR_JAR     := $(JARS)/appliance-kafka-connector.jar
 CONNECTOR_SRC     := $(shell find connector/src/main -type f 2>/dev/null)
 SPARK_JARS         = $(shell $(PY) -c 'import pyspark, os; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
 
-.PHONY: setup system-deps connector test test-fast demo bench lint clean faults-overload
+.PHONY: setup system-deps connector test test-fast demo bench lint clean faults-overload dashboards
 
 setup: $(VENV)/.installed $(KAFKA_CLIENTS_JAR) connector system-deps
 
@@ -57,8 +57,12 @@ bench: setup
 	$(PY) -m bench
 
 lint: setup
-	$(VENV)/bin/ruff check appliance loadgen tests bench scripts
+	$(VENV)/bin/ruff check appliance loadgen tests bench scripts dashboards
 	$(VENV)/bin/lint-imports
+
+# Regenerate dashboards/json from dashboards/build.py (commit the result).
+dashboards: setup
+	$(PY) -m dashboards.build
 
 clean:
 	rm -rf build reports var .pytest_cache

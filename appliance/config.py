@@ -159,6 +159,8 @@ class SparkConfig(BaseModel):
 class MetricsConfig(_Section):
     port: int = 9464
     host: str = "127.0.0.1"
+    # In-band alert latency histogram (appliance.alert_latency); off only to measure its cost.
+    alert_latency: bool = True
 
     @field_validator("port")
     @classmethod

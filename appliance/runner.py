@@ -14,6 +14,7 @@ import signal
 import sys
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 
 from appliance import logs
@@ -89,7 +90,9 @@ class Appliance:
         self.metrics_port: int | None = None
         self._metrics_server = None
         self._poller = None
+        self._observer = None
         self._processing = False
+        self.recovered = False  # the query resumed from an existing checkpoint
         self._partitions = 0
         self._next_progress_log = 0.0
         self._commits_at_start: set[str] = set()
@@ -178,7 +181,10 @@ class Appliance:
                    .option("subscribe", cfg.topics.events)
                    .option("startingOffsets", cfg.query.starting_offsets)
                    .options(**source).load())
-        output = transform(records, self.rules, cfg.topics)
+        output = transform(records, self.rules, cfg.topics,
+                           latency_headers=cfg.metrics.alert_latency)
+        commits = Path(cfg.query.checkpoint_dir) / "commits"
+        self.recovered = any(p.name.isdigit() for p in commits.glob("*"))
         Path(cfg.query.checkpoint_dir).mkdir(parents=True, exist_ok=True)
         self._commits_at_start = self._commits()
         self.query = (output.writeStream.format("appliance-kafka")
@@ -191,14 +197,34 @@ class Appliance:
                  interval=cfg.query.interval, checkpoint=cfg.query.checkpoint_dir)
 
     def start_metrics(self) -> None:
+        from appliance.alert_latency import AlertObserver, LatencyHistogram
         from appliance.metrics import ApplianceCollector, MetricsPoller, serve
 
-        collector = ApplianceCollector(self.config.query.trigger, len(self.rules))
+        collector = ApplianceCollector(self.config.query.trigger, len(self.rules),
+                                       recovered=self.recovered)
         self._poller = MetricsPoller(collector, self.client_config(), self.config.topics,
-                                     self.config.query.checkpoint_dir, self.query_active)
+                                     self.config.query.checkpoint_dir, self.query_active,
+                                     last_progress=self.last_progress_time)
         self._poller.start()
+        extra = []
+        if self.config.metrics.alert_latency:
+            histogram = LatencyHistogram()
+            self._observer = AlertObserver(histogram, self.client_config(),
+                                           self.config.topics.alerts)
+            self._observer.start()
+            extra.append(histogram)
         self._metrics_server, self.metrics_port = serve(
-            collector, self.config.metrics.host, self.config.metrics.port)
+            collector, self.config.metrics.host, self.config.metrics.port, *extra)
+
+    def last_progress_time(self) -> float | None:
+        """Unix time of the query's last progress report (None in continuous mode)."""
+        try:
+            progress = self.query.lastProgress if self.query is not None else None
+        except Exception:
+            return None
+        if not progress or not progress.get("timestamp"):
+            return None
+        return datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00")).timestamp()
 
     def query_active(self) -> bool:
         try:
@@ -357,12 +383,14 @@ class Appliance:
         by its own hook, and the remaining steps must still release ports and the broker.
         """
         query, poller, server = self.query, self._poller, self._metrics_server
-        self._poller = self._metrics_server = None
+        observer = self._observer
+        self._poller = self._metrics_server = self._observer = None
         spark = self.spark if self._own_spark else None
         broker, self.broker = self.broker, None
         steps = [
             ("query", query.stop if query is not None else None),
             ("metrics", poller.stop if poller is not None else None),
+            ("alert_latency", observer.stop if observer is not None else None),
             ("metrics_server", (lambda: (server.shutdown(), server.server_close()))
              if server is not None else None),
             ("spark", spark.stop if spark is not None else None),

@@ -20,6 +20,36 @@ GC_OPTIONS = (
 )
 
 
+# Spark's metric names start with this namespace instead of the application id (which
+# changes every run), so dashboards and alert rules can name them.
+SPARK_METRICS_NAMESPACE = "appliance"
+_PROMETHEUS_SERVLET = "org.apache.spark.metrics.sink.PrometheusServlet"
+
+
+def spark_metrics_conf() -> dict[str, str]:
+    """Spark's own Prometheus endpoints, for the driver and the standalone daemons.
+
+    Master and workers always serve them on their web UI (``/metrics/master/prometheus``,
+    ``/metrics/applications/prometheus``, ``/metrics/prometheus``). The driver serves its
+    own (``/metrics/prometheus``, streaming query metrics included) and its executors'
+    (``/metrics/executors/prometheus``) only with ``spark.ui.enabled=true``, which the
+    appliance leaves off by default (no UI listener on the driver); an operator who wants
+    the driver/executor panels sets it in ``[spark]``.
+    """
+    return {
+        "spark.metrics.namespace": SPARK_METRICS_NAMESPACE,
+        "spark.metrics.conf.*.sink.prometheusServlet.class": _PROMETHEUS_SERVLET,
+        "spark.metrics.conf.*.sink.prometheusServlet.path": "/metrics/prometheus",
+        "spark.metrics.conf.master.sink.prometheusServlet.path": "/metrics/master/prometheus",
+        "spark.metrics.conf.applications.sink.prometheusServlet.path":
+            "/metrics/applications/prometheus",
+        "spark.metrics.conf.*.source.jvm.class": "org.apache.spark.metrics.source.JvmSource",
+        "spark.metrics.staticSources.enabled": "true",
+        "spark.ui.prometheus.enabled": "true",
+        "spark.executor.metrics.pollingInterval": "0",  # heap/GC at heartbeats, no poller
+    }
+
+
 @dataclass(frozen=True)
 class Tuning:
     """Spark confs and JVM options for one trigger mode (see ``tuning_for``)."""
@@ -31,6 +61,8 @@ class Tuning:
     sink_options: dict[str, str] = field(default_factory=dict)
     # Options of the streaming query itself (``writeStream.option``), e.g. async progress.
     query_options: dict[str, str] = field(default_factory=dict)
+    # spark-defaults for the standalone master and workers (their metrics endpoints).
+    daemon_conf: dict[str, str] = field(default_factory=spark_metrics_conf)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -61,6 +93,7 @@ def _spark_conf(jvm: str) -> dict[str, str]:
         "spark.driver.extraJavaOptions": jvm,
         "spark.executor.extraJavaOptions": jvm,
         "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
+        **spark_metrics_conf(),
     }
 
 
