@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from appliance import logs
+from appliance.checkpoint import repair as repair_checkpoint
 from appliance.config import Config, ConfigError
 from appliance.rules import Rule, RulesError, analyze_rules, load_rules
 from appliance.topics import TopicError, client_config, default_partitions, ensure_topics
@@ -133,6 +134,7 @@ class Appliance:
                    .option("startingOffsets", cfg.query.starting_offsets)
                    .options(**tuning.source_options).options(**passthrough).load())
         output = transform(records, self.rules, cfg.topics)
+        self.repair_checkpoint()
         Path(cfg.query.checkpoint_dir).mkdir(parents=True, exist_ok=True)
         self.query = (output.writeStream.format("appliance-kafka")
                       .queryName("appliance")
@@ -143,6 +145,12 @@ class Appliance:
                       .trigger(**trigger_kwargs(cfg)).start())
         log.info("query.started", id=str(self.query.id), trigger=cfg.query.trigger,
                  interval=cfg.query.interval, checkpoint=cfg.query.checkpoint_dir)
+
+    def repair_checkpoint(self) -> None:
+        """Move aside what a crash left in the checkpoint (see ``appliance.checkpoint``)."""
+        for fix in repair_checkpoint(self.config.query.checkpoint_dir):
+            log.warning("checkpoint.repaired", path=fix.path, moved_to=fix.moved_to,
+                        reason=fix.reason)
 
     def start_metrics(self) -> None:
         from appliance.metrics import ApplianceCollector, MetricsPoller, serve
