@@ -75,9 +75,15 @@ def _absent(name: str) -> Column:
 def _field_error(name: str, kind: str) -> Column:
     jtype = F.col(_type_column(name))
     wrong = (jtype != F.lit("STRING")) if kind == "string" else ~jtype.rlike(_NUMBER_TYPES)
-    return (F.when(_absent(name), F.lit(f"missing field: {name}"))
-            .when(wrong, F.concat(F.lit(f"wrong type: {name} must be a {kind}, got "),
-                                  F.lower(jtype))))
+    error = (F.when(_absent(name), F.lit(f"missing field: {name}"))
+             .when(wrong, F.concat(F.lit(f"wrong type: {name} must be a {kind}, got "),
+                                   F.lower(jtype))))
+    if kind == "number":
+        # 1e400 parses as a double infinity, which no alert could carry as JSON.
+        as_double = F.expr(f"try_variant_get(_json, '$.{name}', 'double')")
+        error = error.when(F.abs(as_double) == F.lit(float("inf")),
+                           F.lit(f"wrong type: {name} must be a finite number"))
+    return error
 
 
 def _tags_error() -> Column:
@@ -103,8 +109,14 @@ def parse_events(records: DataFrame) -> DataFrame:
         F.col("offset").alias("_offset"),
     ).withColumn("_text", F.col("_raw").cast("string"))
     raw = raw.withColumn("_utf8", F.expr("is_valid_utf8(_text)"))
+    # try_parse_json reads the first JSON value and ignores whatever follows it
+    # ('{...} x', '{...}{...}', '{...}]'): not valid JSON, so such a record must be a dead
+    # letter. Wrapped as '[<text>,0]', a record with nothing after its value is an array
+    # of exactly two elements; anything trailing breaks the parse or changes the count.
+    whole = "json_array_length(concat('[', _text, ',0]')) = 2"
     parsed = raw.select(*kafka, "_utf8",
-                        F.expr("CASE WHEN _utf8 THEN try_parse_json(_text) END").alias("_json"))
+                        F.expr(f"CASE WHEN _utf8 AND {whole} THEN try_parse_json(_text) END")
+                        .alias("_json"))
     probed = parsed.select(*kafka, "_utf8", "_json",
                            F.expr("schema_of_variant(_json)").alias("_type"), *_field_types())
     structural = (
