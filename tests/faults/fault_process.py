@@ -71,7 +71,7 @@ class ApplianceProcess:
         found = [e for e in self.events() if e.get("event") == event]
         return found[-1] if found else None
 
-    def wait_for(self, event: str, timeout: float = 240) -> dict:
+    def wait_for(self, event: str, timeout: float = 900) -> dict:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             found = self.find(event)
@@ -82,7 +82,7 @@ class ApplianceProcess:
             time.sleep(0.2)
         raise AssertionError(f"no {event} (rc={self.proc.poll()}):\n{self.text()[-4000:]}")
 
-    def wait_exit(self, timeout: float = 240) -> int:
+    def wait_exit(self, timeout: float = 600) -> int:
         try:
             return self.proc.wait(timeout=timeout)
         finally:

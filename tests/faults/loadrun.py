@@ -15,7 +15,7 @@ __all__ = ["LoadThread", "rules_yaml"]
 
 class LoadThread:
     def __init__(self, bootstrap: str, topics: dict[str, str], rate: float, duration: float,
-                 grace: float = 240.0, alert_ratio: float = 0.2, bad_ratio: float = 0.0):
+                 grace: float = 600.0, alert_ratio: float = 0.2, bad_ratio: float = 0.0):
         self.config = LoadConfig(
             bootstrap=bootstrap, rate=rate, duration=duration, grace=grace,
             alert_ratio=alert_ratio, bad_ratio=bad_ratio, events_topic=topics["events"],

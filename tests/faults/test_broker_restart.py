@@ -100,11 +100,11 @@ def test_broker_kill_9_and_restart_loses_nothing(trigger, durable_broker, tmp_pa
                 assert code == 1, procs[-1].text()[-3000:]
                 procs.append(ApplianceProcess(config, tmp_path / f"run-{len(procs)}.log"))
             time.sleep(0.5)
-        report = load.join(timeout=60)
+        report = load.join(timeout=1500)
         assert report.send_failed == 0
         expected = alerting_ids(load.factory, report.sent)
         alerts = read_alerts(durable_broker.bootstrap, topics["alerts"], load.factory.run_id,
-                             expected, 180)
+                             expected, 600)
         result = account(expected, alerts, {"broker back": back_at})
         print(result.line(f"broker kill -9 for {OUTAGE_S:g} s, {trigger} at {RATE:g}/s") +
               f"; appliance exits {exits or 'none (rode it out)'}; load re-sent "

@@ -98,11 +98,11 @@ def test_full_checkpoint_disk_fails_cleanly_and_restart_loses_nothing(
         restarted = time.time()
         procs.append(ApplianceProcess(config, tmp_path / "run-1.log"))
         procs[-1].wait_for("query.processing")
-        report = load.join(timeout=600)
+        report = load.join(timeout=1500)
         assert report.send_failed == 0
         expected = alerting_ids(load.factory, report.sent)
         alerts = read_alerts(broker.bootstrap, topics["alerts"], load.factory.run_id,
-                             expected, 180)
+                             expected, 600)
         result = account(expected, alerts, {"restart": restarted})
         print(result.line(f"disk full, {trigger} at {RATE:g}/s"))
         assert result.lost == [], result.lost[:20]

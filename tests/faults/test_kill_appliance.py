@@ -50,11 +50,11 @@ def test_kill_9_rounds_lose_nothing(trigger, broker, fault_topics, tmp_path, rng
             procs[-1].wait_for("appliance.ready")
             ready_after.append(time.time() - restarted)
         procs[-1].wait_for("query.processing")
-        report = load.join(timeout=ROUNDS * 20.0 + 400)
+        report = load.join(timeout=1500)
         assert report.send_failed == 0
         expected = alerting_ids(load.factory, report.sent)
         alerts = read_alerts(broker.bootstrap, topics["alerts"], load.factory.run_id,
-                             expected, 120)
+                             expected, 600)
         result = account(expected, alerts, recoveries)
         print(result.line(f"kill -9 x{ROUNDS} {trigger} at {RATE:g}/s") +
               f"; ready after restart {', '.join(f'{s:.1f} s' for s in ready_after)}; "
