@@ -12,13 +12,7 @@ import random
 import uuid
 
 import pytest
-
-LONG = os.environ.get("FAULTS_LONG") == "1"
-
-
-def knob(short, long):
-    """The short value in ``make test``, the long one in ``make faults``."""
-    return long if LONG else short
+from fault_knobs import LONG
 
 
 def pytest_collection_modifyitems(config, items):

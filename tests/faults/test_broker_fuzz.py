@@ -10,7 +10,7 @@ import struct
 import time
 
 import pytest
-from conftest import LONG, knob
+from fault_knobs import LONG, knob
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

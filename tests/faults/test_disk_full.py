@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
-from accounting import account, alerting_ids, read_alerts
-from conftest import knob
+from fault_accounting import account, alerting_ids, read_alerts
 from fault_kafka import wait_for_records
+from fault_knobs import knob
 from fault_process import ApplianceProcess, write_config
 from loadrun import LoadThread, rules_yaml
 

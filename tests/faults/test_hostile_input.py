@@ -17,7 +17,7 @@ import time
 import uuid
 
 import pytest
-from conftest import LONG, knob
+from fault_knobs import LONG, knob
 from hostile_oracle import RULES_YAML, SAFE_DEPTH, TOO_DEEP, as_double, error_heads, expect
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
