@@ -141,6 +141,14 @@ def repair(checkpoint_dir: str | Path) -> list[Repair]:
         if batch > newest_offsets:
             mover.move_entry(commits, batch,
                              f"commit of batch {batch}, whose offsets entry is gone")
+    metadata = root / "metadata"
+    if metadata.is_file():
+        try:
+            json.loads(metadata.read_bytes().decode("utf-8"))["id"]
+        except (ValueError, UnicodeDecodeError, KeyError, TypeError):
+            mover.move(metadata, "torn query metadata (Spark writes a new query id)")
+            if (root / ".metadata.crc").exists():
+                mover.move(root / ".metadata.crc", "checksum of torn query metadata")
     sources = root / "sources"
     if sources.is_dir():
         for source in sorted(p for p in sources.iterdir() if p.is_dir()):

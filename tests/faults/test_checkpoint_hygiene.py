@@ -94,3 +94,12 @@ def test_entry_problem_reads_spark_log_format(tmp_path):
         assert entry_problem(entry) == problem, text
     entry.write_bytes(b"v1\n\xff")
     assert entry_problem(entry) == "not UTF-8"
+
+
+def test_a_torn_metadata_file_goes(tmp_path):
+    root = checkpoint(tmp_path / "cp", {0: OFFSETS}, {0: COMMIT})
+    (root / "metadata").write_bytes(b"")
+    (root / ".metadata.crc").write_bytes(b"crc")
+    fixes = repair(root)
+    assert [f.path for f in fixes] == ["metadata", ".metadata.crc"]
+    assert {"offsets/0", "commits/0"} <= files(root)
