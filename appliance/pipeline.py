@@ -157,13 +157,27 @@ def _alert_json(matched: Column) -> Column:
     ))
 
 
+#: Kafka refuses records over ~1 MiB by default (producer ``max.request.size``, topic
+#: ``max.message.bytes``), and one refused write kills the query, whose restart replays the
+#: same record: a poison pill. So no output may come near that: a dead letter carries at
+#: most ``MAX_RAW_BYTES`` of the record (base64, worst case 4/3 of it), and an alert larger
+#: than ``MAX_ALERT_BYTES`` becomes a dead letter instead.
+MAX_RAW_BYTES = 131072
+MAX_ALERT_BYTES = 960000
+
+
 def _dead_letter_json() -> Column:
-    raw = F.when(F.col("_utf8") | F.col("_raw").isNull(), F.col("_raw").cast("string")) \
-        .otherwise(F.base64("_raw"))
-    encoding = F.when(F.col("_utf8") | F.col("_raw").isNull(), F.lit("utf8")) \
-        .otherwise(F.lit("base64"))
+    raw_bytes = F.expr("octet_length(_raw)")
+    truncated = F.coalesce(raw_bytes > F.lit(MAX_RAW_BYTES), F.lit(False))
+    as_text = (F.col("_utf8") | F.col("_raw").isNull()) & ~truncated
+    kept = F.expr(f"substring(_raw, 1, {MAX_RAW_BYTES})")
+    raw = F.when(as_text, F.col("_raw").cast("string")).otherwise(F.base64(kept))
+    encoding = F.when(as_text, F.lit("utf8")).otherwise(F.lit("base64"))
+    error = F.when(truncated, F.concat(
+        F.col("error"), F.lit(f"; raw truncated to the first {MAX_RAW_BYTES} of "),
+        raw_bytes.cast("string"), F.lit(" bytes"))).otherwise(F.col("error"))
     return F.to_json(F.struct(
-        F.col("error"), raw.alias("raw"), encoding.alias("encoding"),
+        error.alias("error"), raw.alias("raw"), encoding.alias("encoding"),
         F.col("_topic").alias("topic"), F.col("_partition").alias("partition"),
         F.col("_offset").alias("offset"),
     ), {"ignoreNullFields": "false"})
@@ -175,13 +189,20 @@ def route(events: DataFrame, rules: Sequence[Rule], topics: TopicsConfig) -> Dat
     Valid events matching no rule are dropped by the final ``where``.
     """
     with_matches = events.withColumn("_matched", _matched_rules(rules))
-    is_alert = F.col("error").isNull() & (F.size("_matched") > 0)
+    matched = F.col("error").isNull() & (F.size("_matched") > 0)
+    with_alert = with_matches.withColumn(
+        "_alert", F.when(matched, _alert_json(F.col("_matched"))))
+    alert_bytes = F.expr("octet_length(_alert)")
+    oversize = F.when(alert_bytes > F.lit(MAX_ALERT_BYTES), F.concat(
+        F.lit("alert too large: "), alert_bytes.cast("string"),
+        F.lit(f" bytes (limit {MAX_ALERT_BYTES})")))
+    checked = with_alert.withColumn("error", F.coalesce(F.col("error"), oversize))
+    is_alert = F.col("error").isNull() & F.col("_alert").isNotNull()
     topic = (F.when(F.col("error").isNotNull(), F.lit(topics.dead_letters))
              .when(is_alert, F.lit(topics.alerts)))
-    value = F.when(F.col("error").isNotNull(), _dead_letter_json()) \
-        .otherwise(_alert_json(F.col("_matched")))
+    value = F.when(F.col("error").isNotNull(), _dead_letter_json()).otherwise(F.col("_alert"))
     key = F.when(is_alert, F.col("event_id").cast("binary")).otherwise(F.col("_key"))
-    return with_matches.select(key.alias("key"), value.alias("value"), topic.alias("topic")) \
+    return checked.select(key.alias("key"), value.alias("value"), topic.alias("topic")) \
         .where(F.col("topic").isNotNull())
 
 
