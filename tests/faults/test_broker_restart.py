@@ -67,6 +67,7 @@ def test_load_generator_resends_what_a_dead_broker_did_not_acknowledge(
 
 
 @pytest.mark.spark
+@pytest.mark.timeout(2400)
 @pytest.mark.parametrize("trigger", [
     "continuous",
     pytest.param("realtime", marks=pytest.mark.faults_long),

@@ -25,7 +25,9 @@ from fault_kafka import alert_ids, has_ids, produce, read_topic
 from appliance.config import Config
 from appliance.runner import Appliance
 
-pytestmark = pytest.mark.spark
+# Several JVM starts per test: minutes each on a loaded 2-core box (the suite-wide
+# pytest timeout is 600 s).
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(2400)]
 
 RULES = ('rules:\n  - {id: hot, severity: critical, when: "metric = \'cpu\' AND value >= 90"}\n')
 INTERVALS = {"continuous": "500 milliseconds", "realtime": "5 seconds",

@@ -19,7 +19,9 @@ from loadrun import LoadThread, rules_yaml
 
 from appliance.checkpoint import LOG_DIRS, entry_problem
 
-pytestmark = pytest.mark.spark
+# Several JVM starts per test: minutes each on a loaded 2-core box (the suite-wide
+# pytest timeout is 600 s).
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(2400)]
 
 RATE = knob(200.0, 2000.0)
 

@@ -27,7 +27,9 @@ from appliance.config import Config
 from appliance.pipeline import MAX_RAW_BYTES
 from appliance.runner import Appliance
 
-pytestmark = pytest.mark.spark
+# Several JVM starts per test: minutes each on a loaded 2-core box (the suite-wide
+# pytest timeout is 600 s).
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(2400)]
 
 CONTRACT = ("event_id", "ts", "source", "metric", "value", "tags")
 BROKER_MAX_MESSAGE_BYTES = 1048588  # the embedded broker's default max.message.bytes

@@ -14,7 +14,9 @@ from fault_knobs import knob
 from fault_process import ApplianceProcess, write_config
 from loadrun import LoadThread, rules_yaml
 
-pytestmark = pytest.mark.spark
+# Several JVM starts per test: minutes each on a loaded 2-core box (the suite-wide
+# pytest timeout is 600 s).
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(2400)]
 
 RATE = knob(200.0, 2000.0)
 BROKEN = "rules:\n  - id: Not-An-Id\n    severity: loud\n    when: \"value >\"\n"
