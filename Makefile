@@ -10,7 +10,7 @@ CONNECTOR_JAR     := $(JARS)/appliance-kafka-connector.jar
 CONNECTOR_SRC     := $(shell find connector/src/main -type f 2>/dev/null)
 SPARK_JARS         = $(shell $(PY) -c 'import pyspark, os; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
 
-.PHONY: setup system-deps connector test test-fast demo bench lint clean faults-overload dashboards
+.PHONY: setup system-deps connector test test-fast faults demo bench lint clean faults-overload dashboards
 
 setup: $(VENV)/.installed $(KAFKA_CLIENTS_JAR) connector system-deps
 
@@ -44,6 +44,11 @@ system-deps:
 
 test: setup
 	$(PY) -m pytest
+
+# The long fault variants: more kill -9 rounds, a ~30 s broker outage, higher rates, every
+# trigger (tests/faults/conftest.py reads FAULTS_LONG). Needs root for the tmpfs disk test.
+faults: setup
+	FAULTS_LONG=1 $(PY) -m pytest tests/faults -s -p no:cacheprovider
 
 # The long overload variant (issue 12): 60 s at twice the sustainable rate; `make test` runs
 # the same test for 10 s. Figures and plot: reports/overload/connector_overload_60s.{json,png}.

@@ -27,7 +27,7 @@ from pyspark.sql.types import (
 
 from appliance.alert_latency import SEVERITY_HEADER, SOURCE_TIMESTAMP_HEADER
 from appliance.config import TopicsConfig
-from appliance.events import FIELD_NAMES, FIELDS, STRING, STRING_MAP, EventField
+from appliance.events import FIELD_NAMES, FIELDS, NUMBER, STRING, STRING_MAP, EventField
 from appliance.rules import SEVERITIES, Rule
 
 # The columns of the Kafka source (Spark's built-in ``kafka`` format has the same).
@@ -69,9 +69,15 @@ def _field_error(field: EventField) -> Column:
     jtype = F.col(_type_column(name))
     wrong = (jtype != F.lit("STRING")) if kind == STRING else ~jtype.rlike(_NUMBER_TYPES)
     missing = F.lit(f"missing field: {name}") if field.required else F.lit(None)
-    return (F.when(_absent(name), missing)
-            .when(wrong, F.concat(F.lit(f"wrong type: {name} must be a {kind}, got "),
-                                  F.lower(jtype))))
+    error = (F.when(_absent(name), missing)
+             .when(wrong, F.concat(F.lit(f"wrong type: {name} must be a {kind}, got "),
+                                   F.lower(jtype))))
+    if kind == NUMBER:
+        # 1e400 parses as a double infinity, which no alert could carry as JSON.
+        as_double = F.expr(f"try_variant_get(_json, '$.{name}', 'double')")
+        error = error.when(F.abs(as_double) == F.lit(float("inf")),
+                           F.lit(f"wrong type: {name} must be a finite number"))
+    return error
 
 
 def _string_map_error(name: str) -> Column:
@@ -98,8 +104,14 @@ def parse_events(records: DataFrame) -> DataFrame:
         F.col("offset").alias("_offset"), F.col("timestamp").alias("_timestamp"),
     ).withColumn("_text", F.col("_raw").cast("string"))
     raw = raw.withColumn("_utf8", F.expr("is_valid_utf8(_text)"))
+    # try_parse_json reads the first JSON value and ignores whatever follows it
+    # ('{...} x', '{...}{...}', '{...}]'): not valid JSON, so such a record must be a dead
+    # letter. Wrapped as '[<text>,0]', a record with nothing after its value is an array
+    # of exactly two elements; anything trailing breaks the parse or changes the count.
+    whole = "json_array_length(concat('[', _text, ',0]')) = 2"
     parsed = raw.select(*kafka, "_utf8",
-                        F.expr("CASE WHEN _utf8 THEN try_parse_json(_text) END").alias("_json"))
+                        F.expr(f"CASE WHEN _utf8 AND {whole} THEN try_parse_json(_text) END")
+                        .alias("_json"))
     probed = parsed.select(*kafka, "_utf8", "_json",
                            F.expr("schema_of_variant(_json)").alias("_type"), *_field_types())
     structural = (
@@ -160,13 +172,27 @@ def _alert_json(matched: Column) -> Column:
     ))
 
 
+#: Kafka refuses records over ~1 MiB by default (producer ``max.request.size``, topic
+#: ``max.message.bytes``), and one refused write kills the query, whose restart replays the
+#: same record: a poison pill. So no output may come near that: a dead letter carries at
+#: most ``MAX_RAW_BYTES`` of the record (base64, worst case 4/3 of it), and an alert larger
+#: than ``MAX_ALERT_BYTES`` becomes a dead letter instead.
+MAX_RAW_BYTES = 131072
+MAX_ALERT_BYTES = 960000
+
+
 def _dead_letter_json() -> Column:
-    raw = F.when(F.col("_utf8") | F.col("_raw").isNull(), F.col("_raw").cast("string")) \
-        .otherwise(F.base64("_raw"))
-    encoding = F.when(F.col("_utf8") | F.col("_raw").isNull(), F.lit("utf8")) \
-        .otherwise(F.lit("base64"))
+    raw_bytes = F.expr("octet_length(_raw)")
+    truncated = F.coalesce(raw_bytes > F.lit(MAX_RAW_BYTES), F.lit(False))
+    as_text = (F.col("_utf8") | F.col("_raw").isNull()) & ~truncated
+    kept = F.expr(f"substring(_raw, 1, {MAX_RAW_BYTES})")
+    raw = F.when(as_text, F.col("_raw").cast("string")).otherwise(F.base64(kept))
+    encoding = F.when(as_text, F.lit("utf8")).otherwise(F.lit("base64"))
+    error = F.when(truncated, F.concat(
+        F.col("error"), F.lit(f"; raw truncated to the first {MAX_RAW_BYTES} of "),
+        raw_bytes.cast("string"), F.lit(" bytes"))).otherwise(F.col("error"))
     return F.to_json(F.struct(
-        F.col("error"), raw.alias("raw"), encoding.alias("encoding"),
+        error.alias("error"), raw.alias("raw"), encoding.alias("encoding"),
         F.col("_topic").alias("topic"), F.col("_partition").alias("partition"),
         F.col("_offset").alias("offset"),
     ), {"ignoreNullFields": "false"})
@@ -184,16 +210,23 @@ def route(events: DataFrame, rules: Sequence[Rule], topics: TopicsConfig,
     matched = events.withColumn("_matched", _matched_rules(rules))
     # Its own projection: the severity is used by both the JSON and a header.
     with_matches = matched.withColumn("_severity", _highest_severity(F.col("_matched")))
-    is_alert = F.col("error").isNull() & (F.size("_matched") > 0)
+    has_match = F.col("error").isNull() & (F.size("_matched") > 0)
+    with_alert = with_matches.withColumn(
+        "_alert", F.when(has_match, _alert_json(F.col("_matched"))))
+    alert_bytes = F.expr("octet_length(_alert)")
+    oversize = F.when(alert_bytes > F.lit(MAX_ALERT_BYTES), F.concat(
+        F.lit("alert too large: "), alert_bytes.cast("string"),
+        F.lit(f" bytes (limit {MAX_ALERT_BYTES})")))
+    checked = with_alert.withColumn("error", F.coalesce(F.col("error"), oversize))
+    is_alert = F.col("error").isNull() & F.col("_alert").isNotNull()
     topic = (F.when(F.col("error").isNotNull(), F.lit(topics.dead_letters))
              .when(is_alert, F.lit(topics.alerts)))
-    value = F.when(F.col("error").isNotNull(), _dead_letter_json()) \
-        .otherwise(_alert_json(F.col("_matched")))
+    value = F.when(F.col("error").isNotNull(), _dead_letter_json()).otherwise(F.col("_alert"))
     key = F.when(is_alert, F.col("event_id").cast("binary")).otherwise(F.col("_key"))
     columns = [key.alias("key"), value.alias("value"), topic.alias("topic")]
     if latency_headers:
         columns.append(F.when(is_alert, _alert_headers()).alias("headers"))
-    return with_matches.select(*columns).where(F.col("topic").isNotNull())
+    return checked.select(*columns).where(F.col("topic").isNotNull())
 
 
 def transform(records: DataFrame, rules: Sequence[Rule], topics: TopicsConfig,

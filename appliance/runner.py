@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 
 from appliance import logs
+from appliance.checkpoint import repair as repair_checkpoint
 from appliance.config import Config, ConfigError
 from appliance.rules import Rule, RulesError, analyze_rules, load_rules
 from appliance.topics import (
@@ -183,6 +184,7 @@ class Appliance:
                    .options(**source).load())
         output = transform(records, self.rules, cfg.topics,
                            latency_headers=cfg.metrics.alert_latency)
+        self.repair_checkpoint()
         commits = Path(cfg.query.checkpoint_dir) / "commits"
         self.recovered = any(p.name.isdigit() for p in commits.glob("*"))
         Path(cfg.query.checkpoint_dir).mkdir(parents=True, exist_ok=True)
@@ -195,6 +197,12 @@ class Appliance:
                       .trigger(**trigger_kwargs(cfg)).start())
         log.info("query.started", id=str(self.query.id), trigger=cfg.query.trigger,
                  interval=cfg.query.interval, checkpoint=cfg.query.checkpoint_dir)
+
+    def repair_checkpoint(self) -> None:
+        """Move aside what a crash left in the checkpoint (see ``appliance.checkpoint``)."""
+        for fix in repair_checkpoint(self.config.query.checkpoint_dir):
+            log.warning("checkpoint.repaired", path=fix.path, moved_to=fix.moved_to,
+                        reason=fix.reason)
 
     def start_metrics(self) -> None:
         from appliance.alert_latency import AlertObserver, LatencyHistogram

@@ -29,6 +29,9 @@ def _common(p: argparse.ArgumentParser, d) -> None:
     p.add_argument("--partitions", type=int, default=d.topic_partitions,
                    help="partitions of created topics")
     p.add_argument("--linger-ms", type=float, default=d.linger_ms, help="producer linger.ms")
+    p.add_argument("--retry-s", type=float, default=d.retry_s,
+                   help="re-send events the broker did not acknowledge for up to this long "
+                        "after the schedule's end")
     p.add_argument("--report", default=None, help="write FILE.json, FILE.md and FILE.png")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--floor-topic", default=d.floor_topic)
@@ -75,7 +78,7 @@ def _config(args: argparse.Namespace, **extra):
         bootstrap=args.bootstrap, rate=args.rate, duration=args.duration, ramp=args.ramp,
         workers=args.workers, grace=args.grace, behind_ms=args.behind_ms,
         topic_partitions=args.partitions, linger_ms=args.linger_ms, progress=not args.quiet,
-        floor_topic=args.floor_topic, **extra,
+        floor_topic=args.floor_topic, retry_s=args.retry_s, **extra,
     )
 
 

@@ -33,6 +33,7 @@ class LoadConfig:
     metrics_port: int = 0  # 0: no Prometheus endpoint
     behind_ms: float = 100.0  # an event sent later than this after its time counts as late
     drain_s: float = 1.0  # how long after the schedule's end a behind producer keeps sending
+    retry_s: float = 120.0  # how long after the schedule unacknowledged events are re-sent
     floor_seconds: float = 0.0  # >0: measure the floor first, for this long, at `floor_rate`
     floor_rate: float | None = None  # default: the run's rate
     floor_ms: float | None = None  # a floor (p99, ms) measured elsewhere; skips measuring
@@ -55,7 +56,7 @@ class LoadConfig:
                  "plus bad-ratio must not exceed 1")
         _require(isinstance(self.workers, int) and 1 <= self.workers <= 64, "workers",
                  "must be an integer from 1 to 64")
-        for name in ("grace", "behind_ms", "drain_s", "floor_seconds", "linger_ms"):
+        for name in ("grace", "behind_ms", "drain_s", "retry_s", "floor_seconds", "linger_ms"):
             _require(getattr(self, name) >= 0, name, "must not be negative")
         _require(0 <= self.metrics_port <= 65535, "metrics_port", "must be a port (0 = off)")
         _require(self.floor_ms is None or self.floor_ms >= 0, "floor_ms", "must not be negative")

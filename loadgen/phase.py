@@ -78,6 +78,7 @@ def build_report(config: LoadConfig, phase: Phase, mode: str, floor, started_at:
         schedule_start_epoch=round(phase.t0, 6),
         latency_series=c.latency.series(), latency_curve=c.latency.curve(),
         latency_hdr=c.latency.encoded() if c.latency.count else "", notes=notes,
+        resent=sum(r.resent for r in results),
     )
     if behind["fell_behind"]:
         print(f"loadgen: WARNING {behind_note}", file=sys.stderr, flush=True)

@@ -5,6 +5,11 @@ collector) and sends the indices ``worker, worker + workers, ...``. It stamps ev
 with its *scheduled* time, sends everything that is due, sleeps until the next event is
 due, and records how far behind schedule it is instead of quietly sending slower. Events
 still unsent ``drain_s`` after the end of the schedule are given up and reported.
+
+An event the broker did not acknowledge (its delivery failed: the broker was down longer
+than ``message.timeout.ms``, or refused it) is sent again, with its original scheduled
+time, until acknowledged or ``retry_s`` after the schedule's end; only then does it count
+as failed. So a broker that restarts costs latency, never events.
 """
 
 from __future__ import annotations
@@ -36,19 +41,21 @@ class WorkerSpec:
     behind_ms: float
     drain_s: float
     linger_ms: float = 0.0
+    retry_s: float = 120.0  # how long after the schedule unacknowledged events are re-sent
 
 
 @dataclass
 class WorkerResult:
     worker: int
     sent: int  # indices handed to the client, in order: the worker's first `sent` indices
-    failed: list[int]  # indices whose delivery failed (never in the topic)
+    failed: list[int]  # indices whose delivery failed for good (never in the topic)
     unsent: int  # due but given up at the drain deadline
     max_lag_ms: float
     late_events: int  # sent more than `behind_ms` after their scheduled time
     first_late_offset_s: float | None
     finished_at: float  # epoch seconds when the send loop ended (before the final flush)
     error: str | None = None
+    resent: int = 0  # deliveries retried after the broker did not acknowledge them
 
 
 def worker_main(spec: WorkerSpec, progress, t0, ready_q, start, result_q) -> None:
@@ -57,12 +64,12 @@ def worker_main(spec: WorkerSpec, progress, t0, ready_q, start, result_q) -> Non
 
     from loadgen.kafka_config import producer_config
 
-    failed: list[int] = []
+    unacknowledged: list[int] = []
 
     def on_delivery(err, msg) -> None:  # only called for failures (delivery.report.only.error)
-        if err is not None and len(failed) < FAILED_INDICES_KEPT:
+        if err is not None:
             index = factory.index_in_raw(msg.value() or b"")
-            failed.append(-1 if index is None else index)
+            unacknowledged.append(-1 if index is None else index)
 
     factory = EventFactory(spec.run_id, spec.alert_ratio, spec.bad_ratio)
     try:
@@ -78,15 +85,56 @@ def worker_main(spec: WorkerSpec, progress, t0, ready_q, start, result_q) -> Non
     ready_q.put(("ready", spec.worker, ""))
     if not start.wait(timeout=60):
         return
-    result = _send_all(spec, factory, producer, progress, t0.value)
-    remaining = producer.flush(timeout=30)
+    resender = Resender(spec, factory, producer, unacknowledged, t0.value)
+    result = _send_all(spec, factory, producer, progress, t0.value, resender)
+    result.failed = resender.finish(result.finished_at + spec.retry_s)
+    result.resent = resender.resent
+    remaining = len(producer)
     if remaining:
         result.error = f"{remaining} events still unacknowledged after flush"
-    result.failed = failed
     result_q.put(result)
 
 
-def _send_all(spec, factory, producer, progress, t0: float) -> WorkerResult:
+class Resender:
+    """Sends again what the broker did not acknowledge, with its original scheduled time."""
+
+    def __init__(self, spec: WorkerSpec, factory: EventFactory, producer, unacknowledged,
+                 t0: float):
+        self.spec, self.factory, self.producer, self.t0 = spec, factory, producer, t0
+        self.unacknowledged = unacknowledged  # appended to by the delivery callback
+        self.resent = 0
+        self.failed: list[int] = []
+
+    def resend(self, budget: int = 1000) -> None:
+        """Re-produce up to ``budget`` unacknowledged events (called between sends)."""
+        queue = self.unacknowledged
+        while queue and budget > 0:
+            i = queue.pop()
+            if i < 0:  # not one of ours: cannot be rebuilt
+                self.failed.append(i)
+                continue
+            due = self.t0 + self.spec.schedule.offset(i)
+            try:
+                self.producer.produce(self.spec.topic, self.factory.encode(i, due * 1000.0))
+            except BufferError:
+                queue.append(i)
+                return
+            self.resent += 1
+            budget -= 1
+
+    def finish(self, deadline: float) -> list[int]:
+        """Keep re-sending until everything is acknowledged or ``deadline`` (epoch s)."""
+        while time.time() < deadline:
+            self.producer.poll(0.05)
+            self.resend()
+            if not self.unacknowledged and len(self.producer) == 0:
+                break
+        self.producer.flush(timeout=max(0.0, min(30.0, deadline - time.time())))
+        failed = self.failed + list(self.unacknowledged)
+        return failed[:FAILED_INDICES_KEPT]
+
+
+def _send_all(spec, factory, producer, progress, t0: float, resender: Resender) -> WorkerResult:
     schedule, workers, topic = spec.schedule, spec.workers, spec.topic
     base = spec.worker * SLOTS
     behind_s = spec.behind_ms / 1000.0
@@ -99,6 +147,8 @@ def _send_all(spec, factory, producer, progress, t0: float) -> WorkerResult:
         now = now_fn()
         if due > now:
             poll(0)
+            if resender.unacknowledged:
+                resender.resend()
             progress[base + SENT] = sent
             progress[base + LAG_S] = 0.0
             sleep(min(due - now, MAX_SLEEP_S))

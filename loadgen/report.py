@@ -48,6 +48,7 @@ class Report:
     latency_curve: list = field(default_factory=list)
     latency_hdr: str = ""
     notes: list[str] = field(default_factory=list)
+    resent: int = 0  # deliveries re-sent because the broker did not acknowledge them
 
     @property
     def ok(self) -> bool:

@@ -104,7 +104,8 @@ def _measure_with(config, mode, factory, schedule, produce_topic, collector, met
         for w in range(config.workers):
             spec = WorkerSpec(w, config.workers, config.bootstrap, produce_topic, schedule,
                               factory.run_id, factory.alert_ratio, factory.bad_ratio,
-                              config.behind_ms, config.drain_s, config.linger_ms)
+                              config.behind_ms, config.drain_s, config.linger_ms,
+                              config.retry_s)
             proc = ctx.Process(target=worker_main, name=f"loadgen-producer-{w}", daemon=True,
                                args=(spec, progress_arr, t0_value, ready_q, start, result_q))
             proc.start()
@@ -152,8 +153,9 @@ def _collect_while_sending(config, collector, schedule, t0, procs, progress_arr,
                            metrics, mode) -> list:
     label = "floor" if mode == FLOOR else "run"
     progress = Progress(label, schedule.rate, config.behind_ms, config.progress)
-    # Bounded: the workers give up at duration + drain, then flush within 30 s.
-    deadline = t0 + schedule.duration + config.drain_s + 45.0
+    # Bounded: the workers give up at duration + drain, re-send unacknowledged events for
+    # at most retry_s, then flush within 30 s.
+    deadline = t0 + schedule.duration + config.drain_s + config.retry_s + 45.0
     results: dict[int, object] = {}
     next_housekeeping = 0.0
     while len(results) < config.workers:

@@ -149,6 +149,12 @@ class Connection(asyncio.Protocol):
             self.server.metrics.bytes_in += len(data)
         if self.buf:  # a partial frame is pending: join once, then parse from bytes
             self.buf += data
+            if len(self.buf) >= 4:
+                size = _SIZE.unpack_from(self.buf, 0)[0]
+                if 0 <= size <= self.max_frame and len(self.buf) - 4 < size:
+                    # Still short of the pending frame: copying the whole buffer to parse
+                    # nothing would make a big frame sent in small pieces cost O(n^2).
+                    return
             data = bytes(self.buf)
             self.buf.clear()
         view = memoryview(data)  # frames are parsed in place, without copying

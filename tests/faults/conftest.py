@@ -1,0 +1,49 @@
+"""Fixtures and knobs of the fault suite.
+
+``make test`` runs every fault short (few rounds, short outages); ``make faults`` sets
+``FAULTS_LONG=1`` for the long variants (more rounds, ~30 s broker outage, higher rate)
+and runs the tests marked ``faults_long``, which ``make test`` deselects.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import uuid
+
+import pytest
+from fault_knobs import LONG
+
+
+def pytest_collection_modifyitems(config, items):
+    if LONG:
+        return
+    keep, drop = [], []
+    for item in items:
+        (drop if item.get_closest_marker("faults_long") else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+@pytest.fixture
+def rng(request):
+    """A seeded RNG per test; the seed is printed so a failing run can be replayed."""
+    seed = int(os.environ.get("FAULTS_SEED", random.randrange(1 << 30)))
+    print(f"\n{request.node.name}: FAULTS_SEED={seed}")
+    return random.Random(seed)
+
+
+@pytest.fixture
+def fault_topics(broker):
+    """``fault_topics(bootstrap_broker) -> {"events", "alerts", "dead_letters"}``, fresh."""
+
+    def make(on=broker) -> dict[str, str]:
+        tag = uuid.uuid4().hex[:8]
+        topics = {"events": f"faults-events-{tag}", "alerts": f"faults-alerts-{tag}",
+                  "dead_letters": f"faults-dlq-{tag}"}
+        on.create_topics({topics["events"]: 2, topics["alerts"]: 1,
+                          topics["dead_letters"]: 1})
+        return topics
+
+    return make

@@ -1,0 +1,106 @@
+"""Real processes of the fault suite: ``appliance run`` (its JVM in its own process group,
+so SIGKILL takes both, as a crash or the OOM killer would) and its config file."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+INTERVALS = {"continuous": "500 milliseconds", "realtime": "5 seconds",
+             "microbatch": "200 milliseconds"}
+
+
+def write_config(directory: Path, bootstrap: str, topics: dict[str, str], trigger: str,
+                 checkpoint: Path, rules: Path) -> Path:
+    config = directory / f"appliance-{trigger}.toml"
+    config.write_text(f"""
+[kafka]
+bootstrap_servers = "{bootstrap}"
+[topics]
+events = "{topics['events']}"
+alerts = "{topics['alerts']}"
+dead_letters = "{topics['dead_letters']}"
+[query]
+trigger = "{trigger}"
+interval = "{INTERVALS[trigger]}"
+checkpoint_dir = "{checkpoint}"
+[rules]
+path = "{rules}"
+[spark]
+master = "local[2]"
+[metrics]
+port = 0
+""")
+    return config
+
+
+class ApplianceProcess:
+    """One ``python -m appliance run --config FILE``; its log (stdout+stderr) in ``log``."""
+
+    def __init__(self, config: Path, log: Path):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("APPLIANCE_")}
+        env["PYTHONPATH"] = str(ROOT)
+        self.log = log
+        self.started = time.time()
+        self._log_file = log.open("ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "appliance", "run", "--config", str(config)],
+            stdout=self._log_file, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
+            start_new_session=True)
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def events(self) -> list[dict]:
+        out = []
+        for line in self.text().splitlines():
+            if line.startswith("{"):
+                try:
+                    out.append(json.loads(line))
+                except json.JSONDecodeError:
+                    pass
+        return out
+
+    def find(self, event: str) -> dict | None:
+        found = [e for e in self.events() if e.get("event") == event]
+        return found[-1] if found else None
+
+    def wait_for(self, event: str, timeout: float = 900) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = self.find(event)
+            if found:
+                return found
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.2)
+        raise AssertionError(f"no {event} (rc={self.proc.poll()}):\n{self.text()[-4000:]}")
+
+    def wait_exit(self, timeout: float = 600) -> int:
+        try:
+            return self.proc.wait(timeout=timeout)
+        finally:
+            self._log_file.close()
+
+    def kill(self) -> None:
+        """SIGKILL to the whole group: the Python process and Spark's JVM."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(timeout=30)
+        self._log_file.close()
+
+    def terminate(self, timeout: float = 120) -> int:
+        self.proc.send_signal(signal.SIGTERM)
+        return self.wait_exit(timeout)
+
+    def cleanup(self) -> None:
+        if self.proc.poll() is None:
+            self.kill()

@@ -1,0 +1,167 @@
+"""The broker's request decoder fuzzed over the wire: random, truncated and oversized
+frames for every API and version it knows (and some it does not). After each frame the
+connection is either closed or still answers a well-formed request; the broker keeps
+serving new clients, and its memory stays bounded."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+
+import pytest
+from fault_knobs import LONG, knob
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from appliance.broker import EmbeddedBroker, schemas
+
+PAIRS = sorted((s.key, v, s.flexible(v)) for s in schemas.BY_KEY.values()
+               for v in range(s.min_version, s.max_version + 1))
+MAX_FRAME = 104_857_600  # the broker's default max frame (Kafka's socket.request.max.bytes)
+API_VERSIONS_V0 = struct.pack(">hhih", 18, 0, 0x5EED, -1)  # corr 0x5EED, null client id
+
+
+@pytest.fixture(scope="module")
+def fuzz_broker(tmp_path_factory):
+    b = EmbeddedBroker(log_path=tmp_path_factory.mktemp("fuzz") / "broker.log")
+    b.start()
+    b.create_topics({"fuzz": 2})
+    stats = {"frames": 0, "closed": 0, "answered": 0}
+    b.stats = stats
+    yield b
+    print(f"\nbroker fuzz: {stats['frames']} frames, {stats['closed']} connections closed, "
+          f"{stats['answered']} still answering afterwards")
+    b.stop()
+
+
+def rss_bytes(pid: int) -> int:
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def header(api_key: int, version: int, flexible: bool, corr: int = 7,
+           client: bytes | None = b"fuzz") -> bytes:
+    out = struct.pack(">hhi", api_key, version, corr)
+    out += struct.pack(">h", -1) if client is None else struct.pack(">h", len(client)) + client
+    return out + (b"\0" if flexible else b"")
+
+
+def frame(payload: bytes) -> bytes:
+    return struct.pack(">i", len(payload)) + payload
+
+
+def read_frames(sock: socket.socket, timeout: float) -> tuple[list[int], bool]:
+    """Correlation ids of the responses read until ``timeout``; and whether it closed."""
+    sock.settimeout(timeout)
+    buf, corrs = b"", []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            chunk = sock.recv(65536)
+        except TimeoutError:
+            break
+        except ConnectionResetError:
+            return corrs, True
+        if not chunk:
+            return corrs, True
+        buf += chunk
+        while len(buf) >= 8:
+            size = struct.unpack_from(">i", buf)[0]
+            if len(buf) < 4 + size:
+                break
+            corrs.append(struct.unpack_from(">i", buf, 4)[0])
+            buf = buf[4 + size:]
+        if 0x5EED in corrs:
+            break
+    return corrs, False
+
+
+def still_serving(b: EmbeddedBroker) -> None:
+    host, port = b.bootstrap.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(frame(API_VERSIONS_V0))
+        corrs, closed = read_frames(sock, 10)
+    assert 0x5EED in corrs and not closed, "the broker stopped serving new connections"
+
+
+def throw(b: EmbeddedBroker, data: bytes, then_close: bool = False) -> None:
+    """Send ``data``; unless told to hang up, follow with ApiVersions v0: the connection
+    must then be closed, or answer it."""
+    host, port = b.bootstrap.rsplit(":", 1)
+    b.stats["frames"] += 1
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        try:
+            sock.sendall(data)
+            if then_close:
+                return
+            sock.sendall(frame(API_VERSIONS_V0))
+        except (BrokenPipeError, ConnectionResetError):
+            b.stats["closed"] += 1
+            return
+        corrs, closed = read_frames(sock, 15)
+    if closed:
+        b.stats["closed"] += 1
+    else:
+        assert 0x5EED in corrs, f"neither closed nor answering after {data[:64]!r}"
+        b.stats["answered"] += 1
+
+
+def test_every_api_and_version_survives_empty_cut_and_random_bodies(fuzz_broker):
+    before = rss_bytes(fuzz_broker.proc.pid)
+    for api_key, version, flexible in PAIRS:
+        h = header(api_key, version, flexible)
+        throw(fuzz_broker, frame(h))  # header only, no body
+        throw(fuzz_broker, frame(h + b"\xff" * 16))  # negative lengths everywhere
+        throw(fuzz_broker, frame(h + b"\x7f" * 16))  # huge lengths everywhere
+        throw(fuzz_broker, frame(h + b"\0" * 8)[:-3], then_close=True)  # cut mid-frame
+        throw(fuzz_broker, frame(h[:5]))  # cut inside the header
+    for size in (-1, -(2**31), MAX_FRAME + 1, 2**31 - 1):  # oversized / negative sizes
+        throw(fuzz_broker, struct.pack(">i", size) + b"\0" * 64)
+    throw(fuzz_broker, frame(header(999, 0, False)))  # unknown api
+    throw(fuzz_broker, frame(header(3, 999, False)))  # unknown version
+    still_serving(fuzz_broker)
+    grown = rss_bytes(fuzz_broker.proc.pid) - before
+    print(f"\n{len(PAIRS)} api/version pairs; broker RSS grew {grown / 2**20:.1f} MiB")
+    assert grown < 200 * 2**20
+
+
+def test_a_huge_frame_sent_slowly_is_buffered_once_and_freed(fuzz_broker):
+    """A client may announce a big (allowed) frame and dribble it: the broker buffers it
+    (bounded by the max frame size) and frees it when the client goes away."""
+    host, port = fuzz_broker.bootstrap.rsplit(":", 1)
+    before = rss_bytes(fuzz_broker.proc.pid)
+    announced = 64 * 2**20
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(struct.pack(">i", announced) + header(0, 9, True))
+        chunk = b"\0" * 65536
+        started = time.monotonic()
+        for _ in range(256):  # 16 MiB of the 64 announced, in small pieces
+            sock.sendall(chunk)
+        dribble_s = time.monotonic() - started
+    still_serving(fuzz_broker)
+    time.sleep(1.0)
+    grown = rss_bytes(fuzz_broker.proc.pid) - before
+    print(f"\n16 MiB dribbled in {dribble_s:.1f} s; RSS grew {grown / 2**20:.1f} MiB after close")
+    assert grown < 200 * 2**20
+
+
+@settings(max_examples=knob(300, 5000), deadline=None, derandomize=not LONG, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(pair=st.sampled_from(PAIRS), body=st.binary(max_size=512),
+       client=st.one_of(st.none(), st.binary(max_size=20)),
+       cut=st.one_of(st.none(), st.integers(min_value=0, max_value=600)))
+def test_random_bodies_for_every_api_and_version(fuzz_broker, pair, body, client, cut):
+    api_key, version, flexible = pair
+    data = frame(header(api_key, version, flexible, client=client) + body)
+    if cut is not None and cut < len(data):
+        throw(fuzz_broker, data[:cut], then_close=True)
+    else:
+        throw(fuzz_broker, data)
+
+
+def test_broker_still_serves_after_the_fuzzing(fuzz_broker):
+    still_serving(fuzz_broker)
+    assert fuzz_broker.is_running()
