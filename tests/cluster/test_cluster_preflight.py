@@ -13,7 +13,7 @@ from appliance_mix import MIX_RULES
 from cluster_config import write_cluster_config
 from test_appliance_process import ApplianceProcess
 
-pytestmark = [pytest.mark.spark, pytest.mark.cluster]
+pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.timeout(1800)]
 
 
 @pytest.mark.parametrize("partitions, spark, granted", [
@@ -30,7 +30,7 @@ def test_too_few_cores_exits_2_naming_partitions_and_granted_cores(
     started = time.monotonic()
     proc = ApplianceProcess(config, tmp_path / "run.log")
     try:
-        code = proc.proc.wait(timeout=300)
+        code = proc.proc.wait(timeout=900)
     finally:
         proc.cleanup()
     elapsed = time.monotonic() - started
