@@ -137,7 +137,7 @@ def latency_run(broker, directory: Path, master: str, trigger: str, args) -> dic
     try:
         appliance.wait_for("appliance.ready", 600)
         report = run_load(_load(broker.bootstrap, topics, args.rate, args.seconds,
-                                args.workers, args.floor_seconds, 30.0))
+                                args.workers, args.floor_seconds, 120.0))
     finally:
         appliance.stop()
     lat = report.latency_ms or {}
