@@ -69,6 +69,7 @@ bench: setup
 
 lint: setup
 	$(VENV)/bin/ruff check appliance loadgen tests bench scripts
+	$(VENV)/bin/lint-imports
 
 clean:
 	rm -rf build dist reports var .pytest_cache $(JARS)
