@@ -159,7 +159,7 @@ def recovery_run(broker, cluster, directory: Path, trigger: str, args) -> dict:
         runs[0].wait_for("query.processing", 900)
         app_id = runs[0].wait_for("spark.ready", 5)["app_id"]
         load = _load(broker.bootstrap, topics, args.recovery_rate, args.recovery_seconds, 1,
-                     0.0, 300.0)
+                     0.0, 900.0)
         with ArrivalClock(broker.bootstrap, topics["alerts"]) as clock:
             thread = threading.Thread(target=lambda: outcome.update(report=run_load(load)),
                                       daemon=True)
