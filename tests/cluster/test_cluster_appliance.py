@@ -98,9 +98,9 @@ def test_known_mix_gives_exactly_the_expected_alerts_and_dead_letters(
     mix = make_mix(f"cluster-{cluster_run.trigger}")
     produce(broker.bootstrap, cluster_run.topics["events"], mix.records)
     alerts = consume(broker.bootstrap, cluster_run.topics["alerts"],
-                     has_all("alert_id", mix.alerts), 180)
+                     has_all("alert_id", mix.alerts), 240)
     dead = consume(broker.bootstrap, cluster_run.topics["dead_letters"],
-                   has_all("raw", mix.dead_letters), 60)
+                   has_all("raw", mix.dead_letters), 240)
     ours = [(k, v) for k, v in alerts if not LOADGEN_ID.match(json.loads(v)["alert_id"])]
     check_outputs(mix, ours, dead)
     assert cluster_run.proc.proc.poll() is None
