@@ -19,7 +19,7 @@ import org.apache.spark.sql.connector.write.WriterCommitMessage;
  * is only committed once every record is acknowledged by the broker (at-least-once).
  */
 final class KafkaDataWriter implements DataWriter<InternalRow> {
-  private final KafkaOptions options;
+  private final SinkOptions options;
   private final SinkColumns cols;
   private final ProducerCache.Entry lease;
   private final KafkaProducer<byte[], byte[]> producer;
@@ -33,7 +33,7 @@ final class KafkaDataWriter implements DataWriter<InternalRow> {
   private boolean released;
   private long written;
 
-  KafkaDataWriter(KafkaOptions options, SinkColumns cols) {
+  KafkaDataWriter(SinkOptions options, SinkColumns cols) {
     this.options = options;
     this.cols = cols;
     this.lease = ProducerCache.acquire(options);
@@ -79,8 +79,9 @@ final class KafkaDataWriter implements DataWriter<InternalRow> {
       if (items.isNullAt(i)) {
         continue;
       }
-      InternalRow h = items.getStruct(i, 2);
-      out.add(new RecordHeader(h.getUTF8String(0).toString(), h.isNullAt(1) ? null : h.getBinary(1)));
+      InternalRow h = items.getStruct(i, RecordRows.HEADER_FIELD_COUNT);
+      out.add(new RecordHeader(h.getUTF8String(RecordRows.HEADER_KEY).toString(),
+          h.isNullAt(RecordRows.HEADER_VALUE) ? null : h.getBinary(RecordRows.HEADER_VALUE)));
     }
     return out;
   }
