@@ -15,7 +15,7 @@ SPARK_JARS         = $(shell $(PY) -c 'import pyspark, os; print(os.path.join(os
 VERSION            = $(shell $(PY) -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])')
 WHEEL              = dist/appliance-$(VERSION)-py3-none-any.whl
 
-.PHONY: setup system-deps connector dist test test-fast demo bench lint clean faults-overload
+.PHONY: setup system-deps connector dist test test-fast demo bench lint clean faults-overload dashboards
 
 setup: $(VENV)/.installed $(KAFKA_CLIENTS_JAR) connector system-deps
 
@@ -73,8 +73,12 @@ bench: setup
 	$(PY) -m bench
 
 lint: setup
-	$(VENV)/bin/ruff check appliance loadgen tests bench scripts
+	$(VENV)/bin/ruff check appliance loadgen tests bench scripts dashboards
 	$(VENV)/bin/lint-imports
+
+# Regenerate dashboards/json from dashboards/build.py (commit the result).
+dashboards: setup
+	$(PY) -m dashboards.build
 
 clean:
 	rm -rf build dist reports var .pytest_cache $(JARS)

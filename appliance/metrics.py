@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +19,19 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from appliance.topics import end_offsets
+
+
+def last_commit_time(checkpoint_dir: str | Path) -> float | None:
+    """Unix time of the newest ``commits/<id>`` file: when the last batch/epoch finished."""
+    newest = None
+    for path in (Path(checkpoint_dir) / "commits").glob("[0-9]*"):
+        if path.name.isdigit():
+            try:
+                mtime = path.stat().st_mtime
+            except OSError:
+                continue
+            newest = mtime if newest is None else max(newest, mtime)
+    return newest
 
 
 def committed_offsets(checkpoint_dir: str | Path) -> dict[str, dict[int, int]]:
@@ -60,14 +74,20 @@ class Snapshot:
     dead_letters_written: int = 0
     lag: dict[tuple[str, int], int] = field(default_factory=dict)
     committed: dict[tuple[str, int], int] = field(default_factory=dict)
+    # Seconds since the query last made progress (batch or epoch); None before the first.
+    progress_age_s: float | None = None
 
 
 class ApplianceCollector:
     """prometheus-client collector over the latest ``Snapshot``."""
 
-    def __init__(self, trigger: str, rules: int):
+    def __init__(self, trigger: str, rules: int, recovered: bool = False):
         self.trigger = trigger
         self.rules = rules
+        # 1 when this process resumed the query from an existing checkpoint (a restart
+        # after a stop or crash); Prometheus' increase() sums it across process restarts.
+        self.recoveries = 1 if recovered else 0
+        self.started = time.time()
         self.snapshot = Snapshot()
 
     def collect(self):
@@ -82,6 +102,19 @@ class ApplianceCollector:
         rules = GaugeMetricFamily("appliance_rules", "number of loaded alert rules")
         rules.add_metric([], float(self.rules))
         yield rules
+        recoveries = CounterMetricFamily(
+            "appliance_recoveries", "query starts that resumed from an existing checkpoint")
+        recoveries.add_metric([], float(self.recoveries))
+        yield recoveries
+        started = GaugeMetricFamily("appliance_start_time_seconds",
+                                    "unix time this appliance process started its query")
+        started.add_metric([], self.started)
+        yield started
+        if snap.progress_age_s is not None:
+            age = GaugeMetricFamily("appliance_query_last_progress_age_seconds",
+                                    "seconds since the query last committed a batch or epoch")
+            age.add_metric([], snap.progress_age_s)
+            yield age
         for name, value, text in (
                 ("appliance_events_read", snap.events_read,
                  "input records committed by the query since start"),
@@ -107,7 +140,10 @@ class MetricsPoller:
     """Refreshes the collector's snapshot every ``period`` seconds on a daemon thread."""
 
     def __init__(self, collector: ApplianceCollector, client_config: dict, topics,
-                 checkpoint_dir: str, is_up, period: float = 1.0):
+                 checkpoint_dir: str, is_up, period: float = 1.0, last_progress=None):
+        """``last_progress``: optional callable giving the unix time of the query's last
+        progress report (micro-batch reports idle progress too; continuous reports none,
+        so the newest checkpoint commit is used as well)."""
         self.collector = collector
         self.client_config = client_config
         self.topics = topics
@@ -118,6 +154,7 @@ class MetricsPoller:
         self._thread: threading.Thread | None = None
         self._consumer: KafkaConsumer | None = None
         self._baseline: dict[str, int] | None = None
+        self.last_progress = last_progress
 
     def _totals(self) -> tuple[dict[str, dict[int, int]], dict[str, int]]:
         ends = end_offsets(self._consumer, (self.topics.events, self.topics.alerts,
@@ -133,6 +170,9 @@ class MetricsPoller:
         if self._baseline is None:
             self._baseline = dict(totals, read=read_total)
         events_ends = ends[self.topics.events]
+        progress = [t for t in (last_commit_time(self.checkpoint_dir),
+                                self.last_progress() if self.last_progress else None)
+                    if t is not None]
         self.collector.snapshot = Snapshot(
             query_up=bool(self.is_up()),
             events_read=max(0, read_total - self._baseline["read"]),
@@ -143,6 +183,7 @@ class MetricsPoller:
             lag={(self.topics.events, p): max(0, end - committed.get(p, 0))
                  for p, end in events_ends.items()},
             committed={(self.topics.events, p): off for p, off in committed.items()},
+            progress_age_s=max(0.0, time.time() - max(progress)) if progress else None,
         )
 
     def _loop(self) -> None:
@@ -165,9 +206,11 @@ class MetricsPoller:
             self._consumer.close()
 
 
-def serve(collector: ApplianceCollector, host: str, port: int):
+def serve(collector: ApplianceCollector, host: str, port: int, *more_collectors):
     """Start the HTTP endpoint; returns (server, bound port). Port 0 picks a free port."""
     registry = CollectorRegistry()
     registry.register(collector)
+    for extra in more_collectors:
+        registry.register(extra)
     server, _thread = start_http_server(port, addr=host, registry=registry)
     return server, server.server_port

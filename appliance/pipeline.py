@@ -25,6 +25,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from appliance.alert_latency import SEVERITY_HEADER, SOURCE_TIMESTAMP_HEADER
 from appliance.config import TopicsConfig
 from appliance.events import FIELD_NAMES, FIELDS, STRING, STRING_MAP, EventField
 from appliance.rules import SEVERITIES, Rule
@@ -90,11 +91,11 @@ def parse_events(records: DataFrame) -> DataFrame:
     Each step is its own projection so that no expensive expression (JSON parse, type
     probe) is evaluated twice for a record.
     """
-    kafka = ["_key", "_raw", "_topic", "_partition", "_offset"]
+    kafka = ["_key", "_raw", "_topic", "_partition", "_offset", "_timestamp"]
     raw = records.select(
         F.col("key").alias("_key"), F.col("value").alias("_raw"),
         F.col("topic").alias("_topic"), F.col("partition").alias("_partition"),
-        F.col("offset").alias("_offset"),
+        F.col("offset").alias("_offset"), F.col("timestamp").alias("_timestamp"),
     ).withColumn("_text", F.col("_raw").cast("string"))
     raw = raw.withColumn("_utf8", F.expr("is_valid_utf8(_text)"))
     parsed = raw.select(*kafka, "_utf8",
@@ -133,15 +134,29 @@ def _matched_rules(rules: Sequence[Rule]) -> Column:
     return F.filter(F.array(*candidates), lambda r: r.isNotNull())
 
 
-def _alert_json(matched: Column) -> Column:
+def _highest_severity(matched: Column) -> Column:
     names = F.array(*[F.lit(s) for s in SEVERITIES])
-    highest = F.element_at(names, F.array_max(F.transform(matched, lambda r: r["ordinal"])))
+    return F.element_at(names, F.array_max(F.transform(matched, lambda r: r["ordinal"])))
+
+
+def _alert_headers() -> Column:
+    """The alert record's headers for the appliance's in-band latency observer: the source
+    event record's Kafka timestamp (epoch ms, ASCII decimal) and the alert's severity."""
+    source_ms = F.expr("unix_millis(_timestamp)").cast("string").cast("binary")
+    return F.array(
+        F.struct(F.lit(SOURCE_TIMESTAMP_HEADER).alias("key"), source_ms.alias("value")),
+        F.struct(F.lit(SEVERITY_HEADER).alias("key"),
+                 F.col("_severity").cast("binary").alias("value")),
+    )
+
+
+def _alert_json(matched: Column) -> Column:
     listed = F.transform(matched, lambda r: F.struct(r["id"].alias("id"),
                                                      r["severity"].alias("severity"),
                                                      r["message"].alias("message")))
     return F.to_json(F.struct(
         F.col("event_id").alias("alert_id"), "event_id", "source", "metric", "value", "ts",
-        highest.alias("severity"), listed.alias("rules"),
+        F.col("_severity").alias("severity"), listed.alias("rules"),
     ))
 
 
@@ -157,22 +172,31 @@ def _dead_letter_json() -> Column:
     ), {"ignoreNullFields": "false"})
 
 
-def route(events: DataFrame, rules: Sequence[Rule], topics: TopicsConfig) -> DataFrame:
-    """Parsed events -> rows ``key, value, topic`` for the Kafka sink (one per record at most).
+def route(events: DataFrame, rules: Sequence[Rule], topics: TopicsConfig,
+          latency_headers: bool = True) -> DataFrame:
+    """Parsed events -> rows ``key, value, topic[, headers]`` for the Kafka sink (one per
+    record at most).
 
-    Valid events matching no rule are dropped by the final ``where``.
+    Valid events matching no rule are dropped by the final ``where``. With
+    ``latency_headers`` each alert carries the headers the in-band latency metric reads
+    (``appliance.alert_latency``); dead letters carry none.
     """
-    with_matches = events.withColumn("_matched", _matched_rules(rules))
+    matched = events.withColumn("_matched", _matched_rules(rules))
+    # Its own projection: the severity is used by both the JSON and a header.
+    with_matches = matched.withColumn("_severity", _highest_severity(F.col("_matched")))
     is_alert = F.col("error").isNull() & (F.size("_matched") > 0)
     topic = (F.when(F.col("error").isNotNull(), F.lit(topics.dead_letters))
              .when(is_alert, F.lit(topics.alerts)))
     value = F.when(F.col("error").isNotNull(), _dead_letter_json()) \
         .otherwise(_alert_json(F.col("_matched")))
     key = F.when(is_alert, F.col("event_id").cast("binary")).otherwise(F.col("_key"))
-    return with_matches.select(key.alias("key"), value.alias("value"), topic.alias("topic")) \
-        .where(F.col("topic").isNotNull())
+    columns = [key.alias("key"), value.alias("value"), topic.alias("topic")]
+    if latency_headers:
+        columns.append(F.when(is_alert, _alert_headers()).alias("headers"))
+    return with_matches.select(*columns).where(F.col("topic").isNotNull())
 
 
-def transform(records: DataFrame, rules: Sequence[Rule], topics: TopicsConfig) -> DataFrame:
-    """Kafka read schema in, Kafka write schema (``key, value, topic``) out."""
-    return route(parse_events(records), rules, topics)
+def transform(records: DataFrame, rules: Sequence[Rule], topics: TopicsConfig,
+              latency_headers: bool = True) -> DataFrame:
+    """Kafka read schema in, Kafka write schema (``key, value, topic[, headers]``) out."""
+    return route(parse_events(records), rules, topics, latency_headers)

@@ -14,16 +14,28 @@ import signal
 import sys
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 
 from appliance import logs
 from appliance.config import Config, ConfigError
 from appliance.rules import Rule, RulesError, analyze_rules, load_rules
 from appliance.slots import wait_for_slots
-from appliance.topics import TopicError, client_config, default_partitions, ensure_topics
+from appliance.topics import (
+    TopicError,
+    client_config,
+    default_partitions,
+    ensure_topics,
+    partition_counts,
+)
 from appliance.tuning import tuning_for
 
 SLOT_TRIGGERS = ("continuous", "realtime")  # one long-running task per input partition
+# How long ``start()`` waits for the query to really run before it gives up (exit 1): a
+# bound, not an expectation (a fresh query runs within seconds; a machine shared with much
+# other work has been seen to need minutes).
+READY_TIMEOUT_S = 600.0
+PROGRESS_LOG_S = 10.0
 
 
 class PreflightError(Exception):
@@ -93,7 +105,13 @@ class Appliance:
         self.metrics_port: int | None = None
         self._metrics_server = None
         self._poller = None
+        self._observer = None
         self._processing = False
+        self.recovered = False  # the query resumed from an existing checkpoint
+        self._partitions = 0
+        self._next_progress_log = 0.0
+        self._commits_at_start: set[str] = set()
+        self.warmup = None  # appliance.warmup.WarmupResult once warmed
 
     # -- checks that need no JVM -------------------------------------------------------
     def load_rules(self) -> list[Rule]:
@@ -113,6 +131,20 @@ class Appliance:
                                create=self.broker is not None)
         log.info("topics.ready", partitions=counts)
         return counts
+
+    def warmup_topic(self) -> str | None:
+        """The warm-up topic if usable: created on the embedded broker; on an external
+        cluster only if it exists (creating topics there is the operator's call)."""
+        if not self.config.query.warmup:
+            return None
+        name = self.config.topics.warmup
+        if self.broker is not None:
+            ensure_topics(self.client_config(), {name: 2}, create=True)
+            return name
+        try:
+            return name if partition_counts(self.client_config(), [name])[name] else None
+        except Exception:  # noqa: BLE001 - no warm-up topic only means a plan-only warm-up
+            return None
 
     def client_config(self) -> dict:
         return client_config(self.config.kafka, self.bootstrap)
@@ -136,38 +168,78 @@ class Appliance:
         log.info("spark.ready", master=self.spark.sparkContext.master,
                  version=self.spark.version, app_id=self.spark.sparkContext.applicationId)
 
+    def connector_options(self) -> tuple[dict[str, str], dict[str, str]]:
+        """The source's and the sink's connector options (bootstrap, tuning, pass-through):
+        one definition for the query and its warm-up, so both share the cached producer."""
+        cfg = self.config
+        tuning = tuning_for(cfg.query.trigger, cfg.query.async_progress)
+        passthrough = {f"kafka.{k}": v for k, v in cfg.kafka.properties.items()}
+        bootstrap = {"kafka.bootstrap.servers": self.bootstrap}
+        return ({**bootstrap, **tuning.source_options, **passthrough},
+                {**bootstrap, **tuning.sink_options, **passthrough})
+
+    def warm_up(self) -> None:
+        """Run the query's plan on synthetic records (appliance.warmup) before ``ready``."""
+        from appliance.warmup import warm_up
+
+        source, sink = self.connector_options()
+        self.warmup = warm_up(self.spark, self.rules, self.warmup_topic(),
+                              self.client_config(), source, sink)
+
     def start_query(self) -> None:
         from appliance.pipeline import transform
 
-        cfg, kafka = self.config, self.config.kafka
-        tuning = tuning_for(cfg.query.trigger)
-        passthrough = {f"kafka.{k}": v for k, v in kafka.properties.items()}
+        cfg = self.config
+        tuning = tuning_for(cfg.query.trigger, cfg.query.async_progress)
+        source, sink = self.connector_options()
         records = (self.spark.readStream.format("appliance-kafka")
-                   .option("kafka.bootstrap.servers", self.bootstrap)
                    .option("subscribe", cfg.topics.events)
                    .option("startingOffsets", cfg.query.starting_offsets)
-                   .options(**tuning.source_options).options(**passthrough).load())
-        output = transform(records, self.rules, cfg.topics)
+                   .options(**source).load())
+        output = transform(records, self.rules, cfg.topics,
+                           latency_headers=cfg.metrics.alert_latency)
+        commits = Path(cfg.query.checkpoint_dir) / "commits"
+        self.recovered = any(p.name.isdigit() for p in commits.glob("*"))
         Path(cfg.query.checkpoint_dir).mkdir(parents=True, exist_ok=True)
+        self._commits_at_start = self._commits()
         self.query = (output.writeStream.format("appliance-kafka")
                       .queryName("appliance")
-                      .option("kafka.bootstrap.servers", self.bootstrap)
                       .option("checkpointLocation", cfg.query.checkpoint_dir)
-                      .options(**tuning.sink_options).options(**passthrough)
+                      .options(**sink).options(**tuning.query_options)
                       .outputMode(output_mode(cfg.query.trigger))
                       .trigger(**trigger_kwargs(cfg)).start())
         log.info("query.started", id=str(self.query.id), trigger=cfg.query.trigger,
                  interval=cfg.query.interval, checkpoint=cfg.query.checkpoint_dir)
 
     def start_metrics(self) -> None:
+        from appliance.alert_latency import AlertObserver, LatencyHistogram
         from appliance.metrics import ApplianceCollector, MetricsPoller, serve
 
-        collector = ApplianceCollector(self.config.query.trigger, len(self.rules))
+        collector = ApplianceCollector(self.config.query.trigger, len(self.rules),
+                                       recovered=self.recovered)
         self._poller = MetricsPoller(collector, self.client_config(), self.config.topics,
-                                     self.config.query.checkpoint_dir, self.query_active)
+                                     self.config.query.checkpoint_dir, self.query_active,
+                                     last_progress=self.last_progress_time)
         self._poller.start()
+        extra = []
+        if self.config.metrics.alert_latency:
+            histogram = LatencyHistogram()
+            self._observer = AlertObserver(histogram, self.client_config(),
+                                           self.config.topics.alerts)
+            self._observer.start()
+            extra.append(histogram)
         self._metrics_server, self.metrics_port = serve(
-            collector, self.config.metrics.host, self.config.metrics.port)
+            collector, self.config.metrics.host, self.config.metrics.port, *extra)
+
+    def last_progress_time(self) -> float | None:
+        """Unix time of the query's last progress report (None in continuous mode)."""
+        try:
+            progress = self.query.lastProgress if self.query is not None else None
+        except Exception:
+            return None
+        if not progress or not progress.get("timestamp"):
+            return None
+        return datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00")).timestamp()
 
     def query_active(self) -> bool:
         try:
@@ -180,8 +252,9 @@ class Appliance:
         """Everything up to a running query; raises Config/Rules/Topic/PreflightError."""
         cfg = self.config
         self.load_rules()
+        started = time.monotonic()
         counts = self.start_kafka()
-        partitions = counts[cfg.topics.events]
+        partitions = self._partitions = counts[cfg.topics.events]
         master = self.spark.sparkContext.master if self.spark is not None else cfg.spark.master
         slots = local_slots(master)
         if slots is not None:
@@ -190,18 +263,25 @@ class Appliance:
         analyze_rules(self.spark, self.rules, cfg.rules.path)
         if slots is None:
             check_cluster_slots(self.spark, cfg.query.trigger, partitions)
+        if cfg.query.warmup:
+            self.warm_up()
         self.start_query()
         self.start_metrics()
+        # ``ready`` means "able to meet the latency targets", not "Spark accepted the
+        # query": a continuous query's tasks start seconds after start() returns, and events
+        # sent before that waited for them (a 60 s run counted from the old ``ready`` had a
+        # p99 of 6.6 s). So wait until the tasks run (see _running).
+        if not self.wait_until_processing(READY_TIMEOUT_S):
+            raise RuntimeError("query did not start processing within "
+                               f"{READY_TIMEOUT_S:.0f} s: {self.failure() or 'timeout'}")
         log.info("appliance.ready", bootstrap=self.bootstrap, trigger=cfg.query.trigger,
                  rules=len(self.rules), metrics_port=self.metrics_port,
-                 topics=cfg.topics.model_dump())
+                 topics=cfg.topics.model_dump(), startup_s=round(time.monotonic() - started, 2),
+                 warmup_s=self.warmup.seconds if self.warmup else 0.0)
 
     def wait_until_processing(self, timeout: float = 60.0) -> bool:
-        """True once the query committed its first batch/epoch, i.e. its tasks really run.
-
-        ``start()`` returns when Spark accepted the query; continuous tasks may need a few
-        more seconds to start, which a latency measurement must not count.
-        """
+        """True once the query's tasks really run (see ``_running``); False if it ended or
+        ``timeout`` passed first."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._log_processing():
@@ -210,11 +290,47 @@ class Appliance:
                 return False
         return False
 
+    def _commits(self) -> set[str]:
+        commits = Path(self.config.query.checkpoint_dir) / "commits"
+        return {p.name for p in commits.glob("*") if p.name.isdigit()}
+
+    def _tasks_running(self) -> int:
+        """Running tasks, once this query's run has a running job (Spark files its jobs
+        under the run id as job group). The tasks are counted over all active stages:
+        PySpark hands a job's stage ids over as an opaque Java object, and the appliance's
+        session runs no other job while its query runs."""
+        tracker = self.spark.sparkContext.statusTracker()
+        jobs = [tracker.getJobInfo(j) for j in tracker.getJobIdsForGroup(str(self.query.runId))]
+        if not any(job is not None and job.status == "RUNNING" for job in jobs):
+            return 0
+        stages = [tracker.getStageInfo(s) for s in tracker.getActiveStageIds()]
+        return sum(stage.numActiveTasks for stage in stages if stage is not None)
+
+    def _running(self) -> bool:
+        """Whether the query processes events as they come, per trigger:
+
+        - continuous: a task per partition runs AND an epoch was committed in this run
+          (the write path has completed once; epochs commit with or without data);
+        - real-time: a task per partition runs (a batch commits only at its end, minutes
+          away);
+        - micro-batch: a trigger completed in this run (no-data triggers report progress
+          too; nothing commits before data arrives).
+        """
+        trigger = self.config.query.trigger
+        if trigger == "microbatch":
+            return self.query.lastProgress is not None
+        tasks = self._tasks_running() >= max(self._partitions, 1)
+        if trigger == "realtime":
+            return tasks
+        return tasks and bool(self._commits() - self._commits_at_start)
+
     def _log_processing(self) -> bool:
-        """Log ``query.processing`` once, when the first batch/epoch is committed."""
-        if not self._processing:
-            commits = Path(self.config.query.checkpoint_dir) / "commits"
-            self._processing = any(p.name.isdigit() for p in commits.glob("*"))
+        """Log ``query.processing`` once, when the query is running (``_running``)."""
+        if not self._processing and self.query is not None:
+            try:
+                self._processing = self._running()
+            except Exception:  # noqa: BLE001 - the JVM went away: not running
+                self._processing = False
             if self._processing:
                 log.info("query.processing", trigger=self.config.query.trigger)
         return self._processing
@@ -236,10 +352,27 @@ class Appliance:
         cause = str(error).split("=== Streaming Query ===")[0]  # drop the plan dump
         return " ".join(cause.split())[:2000]
 
+    def _log_progress(self) -> None:
+        """Log where a micro-batch/real-time batch spent its time (``durationMs`` per
+        phase of Spark's last progress), at most every PROGRESS_LOG_S: the bench reads it."""
+        now = time.monotonic()
+        if self.config.query.trigger == "continuous" or now < self._next_progress_log:
+            return
+        self._next_progress_log = now + PROGRESS_LOG_S
+        try:
+            progress = self.query.lastProgress
+        except Exception:  # noqa: BLE001 - the JVM went away; serve() reports that
+            return
+        if progress:
+            log.info("query.progress", batch_id=progress.get("batchId"),
+                     input_rows=progress.get("numInputRows"),
+                     durationMs=progress.get("durationMs"))
+
     def serve(self, stop: threading.Event) -> int:
         """Block until ``stop`` is set (0) or the query dies (1)."""
         while not stop.is_set():
             self._log_processing()
+            self._log_progress()
             if self._terminated(0.5):
                 if stop.is_set():
                     # SIGTERM to the whole process group (``timeout``, systemd) also stops
@@ -263,12 +396,14 @@ class Appliance:
         by its own hook, and the remaining steps must still release ports and the broker.
         """
         query, poller, server = self.query, self._poller, self._metrics_server
-        self._poller = self._metrics_server = None
+        observer = self._observer
+        self._poller = self._metrics_server = self._observer = None
         spark = self.spark if self._own_spark else None
         broker, self.broker = self.broker, None
         steps = [
             ("query", query.stop if query is not None else None),
             ("metrics", poller.stop if poller is not None else None),
+            ("alert_latency", observer.stop if observer is not None else None),
             ("metrics_server", (lambda: (server.shutdown(), server.server_close()))
              if server is not None else None),
             ("spark", spark.stop if spark is not None else None),

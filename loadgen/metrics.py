@@ -36,6 +36,9 @@ class RunMetrics:
         self.latency = Histogram("loadgen_end_to_end_latency_seconds",
                                  "Scheduled send time to alert consumed",
                                  buckets=LATENCY_BUCKETS_S, registry=r)
+        self.floor = Gauge("loadgen_floor_latency_seconds",
+                           "The instrument's own latency (produce -> consume, no appliance), "
+                           "measured before the run", ["quantile"], registry=r)
         self._server = None
         self._totals = {"sent": 0, "received": 0, "dead_letters": 0, "duplicates": 0}
 
@@ -54,6 +57,14 @@ class RunMetrics:
         """Start the HTTP endpoint; returns the bound port (useful with port 0)."""
         self._server, _thread = start_http_server(port, addr=host, registry=self.registry)
         return self._server.server_port
+
+    def set_floor(self, floor_ms: dict | None) -> None:
+        """Publish the floor's percentiles (``p50``, ``p99``... in ms) as quantile gauges."""
+        quantiles = {"p50": "0.5", "p90": "0.9", "p99": "0.99", "p999": "0.999"}
+        for key, quantile in quantiles.items():
+            value = (floor_ms or {}).get(key)
+            if value is not None:
+                self.floor.labels(quantile).set(value / 1000.0)
 
     def observe_latency_ms(self, latency_ms: float) -> None:
         self.latency.observe(latency_ms / 1000.0)

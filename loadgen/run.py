@@ -41,6 +41,7 @@ def run_load(config: LoadConfig) -> Report:
         metrics.serve(config.metrics_port)
     try:
         metrics.target_rate.set(config.rate)
+        metrics.set_floor(floor)
         factory = EventFactory(config.run_id, config.alert_ratio, config.bad_ratio)
         phase = _measure(config, ALERTS, factory, config.schedule(), config.events_topic,
                          config.alerts_topic, config.dlq_topic, metrics)

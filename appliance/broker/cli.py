@@ -11,6 +11,7 @@ from appliance.broker.config import FLUSH_POLICIES, BrokerConfig, parse_topics
 from appliance.logs import configure, get_logger
 
 READY_PREFIX = "broker ready bootstrap="
+METRICS_PREFIX = "broker metrics url="  # printed before the ready line with --metrics-port
 
 
 def _install_uvloop() -> str:
@@ -56,6 +57,9 @@ def add_broker_options(parser: argparse.ArgumentParser) -> None:
                              "produce; interval: fsync every --flush-interval-ms")
     parser.add_argument("--flush-interval-ms", type=_non_negative, default=1000)
     parser.add_argument("--segment-bytes", type=_non_negative, default=64 * 1024 * 1024)
+    parser.add_argument("--metrics-port", type=_non_negative, default=None,
+                        help="serve Prometheus broker_* metrics on --host:PORT "
+                             "(0: any free port, printed as 'broker metrics url=...')")
     parser.set_defaults(func=run_from_args)
 
 
@@ -67,17 +71,20 @@ def run_from_args(args: argparse.Namespace) -> int:
                "segment_bytes": max(args.segment_bytes, 1)}
     if args.max_message_bytes is not None:
         options["max_message_bytes"] = args.max_message_bytes
-    return run_broker(args.host, args.port, args.data_dir, **options)
+    return run_broker(args.host, args.port, args.data_dir, metrics_port=args.metrics_port,
+                      **options)
 
 
-async def _serve(config: BrokerConfig, loop_name: str) -> int:
+async def _serve(config: BrokerConfig, loop_name: str, metrics_port: int | None = None) -> int:
+    from appliance.broker.metrics import BrokerMetrics
+    from appliance.broker.metrics import serve as serve_metrics
     from appliance.broker.server import BrokerServer
 
     log = get_logger("appliance.broker")
     from appliance.broker.topics import TopicError
 
     try:
-        server = BrokerServer(config)
+        server = BrokerServer(config, BrokerMetrics() if metrics_port is not None else None)
     except OSError as exc:
         log.error("broker.data_dir_unusable", data_dir=config.data_dir, error=str(exc))
         print(f"broker: --data-dir {config.data_dir}: {exc}", file=sys.stderr)
@@ -92,6 +99,18 @@ async def _serve(config: BrokerConfig, loop_name: str) -> int:
         log.error("broker.bind_failed", host=config.host, port=config.port, error=str(exc))
         print(f"broker: cannot listen on {config.host}:{config.port}: {exc}", file=sys.stderr)
         return 1
+    http = None
+    if metrics_port is not None:
+        try:
+            http, bound = serve_metrics(server, config.host, metrics_port)
+        except OSError as exc:
+            log.error("broker.metrics_bind_failed", port=metrics_port, error=str(exc))
+            print(f"broker: --metrics-port {metrics_port}: {exc}", file=sys.stderr)
+            await server.stop()
+            return 1
+        url = f"http://{config.host}:{bound}/metrics"
+        log.info("broker.metrics", url=url)
+        print(f"{METRICS_PREFIX}{url}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -103,14 +122,17 @@ async def _serve(config: BrokerConfig, loop_name: str) -> int:
     await stop.wait()
     log.info("broker.stopping", bootstrap=bootstrap)
     await server.stop()
+    if http is not None:
+        http.shutdown()
+        http.server_close()
     log.info("broker.stopped", bootstrap=bootstrap)
     return 0
 
 
 def run_broker(host: str = "127.0.0.1", port: int = 9092, data_dir: str | None = None,
-               **options) -> int:
+               metrics_port: int | None = None, **options) -> int:
     """Run until a signal; 0 on a clean stop, 1 if the broker cannot start."""
     configure()
     config = BrokerConfig(host=host, port=port, data_dir=data_dir, **options)
     loop_name = _install_uvloop()
-    return asyncio.run(_serve(config, loop_name))
+    return asyncio.run(_serve(config, loop_name, metrics_port))

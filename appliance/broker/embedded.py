@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from appliance.broker.cli import READY_PREFIX
+from appliance.broker.cli import METRICS_PREFIX, READY_PREFIX
 from appliance.broker.wire_client import create_topics as _create_topics
 
 _PROJECT_ROOT = str(Path(__file__).resolve().parents[2])
@@ -54,6 +54,7 @@ class EmbeddedBroker:
         self.log_path = Path(log_path)
         self.proc: subprocess.Popen | None = None
         self.bootstrap: str | None = None
+        self.metrics_url: str | None = None  # with extra_args ["--metrics-port", "N"]
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -91,6 +92,8 @@ class EmbeddedBroker:
                     break
                 buf += chunk
                 for line in buf.decode(errors="replace").splitlines():
+                    if line.startswith(METRICS_PREFIX):
+                        self.metrics_url = line[len(METRICS_PREFIX):].strip()
                     if line.startswith(READY_PREFIX):
                         return line
         finally:

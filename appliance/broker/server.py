@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
+import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,7 @@ from appliance.broker.apis import Apis
 from appliance.broker.codec import DecodeError, Reader, Schema, Writer
 from appliance.broker.codegen import decode_struct, encode_struct, strict_from_env
 from appliance.broker.config import BrokerConfig
+from appliance.broker.metrics import BrokerMetrics
 from appliance.broker.segments import Storage
 from appliance.broker.topics import TopicRegistry
 from appliance.logs import get_logger
@@ -40,8 +42,9 @@ class PendingResponse:
 
 
 class BrokerServer:
-    def __init__(self, config: BrokerConfig) -> None:
+    def __init__(self, config: BrokerConfig, metrics: BrokerMetrics | None = None) -> None:
         self.config = config
+        self.metrics = metrics  # counters for --metrics-port; None: nothing counted
         self.storage = Storage(config) if config.data_dir else None
         self.registry = TopicRegistry(config, self.storage)
         self.registry.recover()
@@ -118,6 +121,8 @@ class Connection(asyncio.Protocol):
                 pass
         self.peer = transport.get_extra_info("peername")
         self.server.connections.add(self)
+        if self.server.metrics is not None:
+            self.server.metrics.connections_opened += 1
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -140,6 +145,8 @@ class Connection(asyncio.Protocol):
             self.transport.resume_reading()
 
     def data_received(self, data: bytes) -> None:
+        if self.server.metrics is not None:
+            self.server.metrics.bytes_in += len(data)
         if self.buf:  # a partial frame is pending: join once, then parse from bytes
             self.buf += data
             data = bytes(self.buf)
@@ -223,12 +230,16 @@ class Connection(asyncio.Protocol):
             self.close("malformed request", api=schema.name, api_version=version,
                        error=str(exc))
             return
+        metrics = self.server.metrics
+        started = time.perf_counter() if metrics is not None else 0.0
         try:
             result = self.apis.handlers[api_key](version, req)
         except Exception as exc:
             log.exception("broker.handler_failed", api=schema.name, api_version=version)
             self.close("handler failed", error=repr(exc))
             return
+        if metrics is not None and result is not None:
+            metrics.request_done(api_key, started, result)
         if result is None:
             return  # acks=0 produce: no response by protocol
         self._respond(schemas.response_header_flexible(api_key, version), corr, schema,
@@ -278,6 +289,8 @@ class Connection(asyncio.Protocol):
                       schema.name + "Response", self.strict)
         w.parts[0] = _SIZE.pack(sum(map(len, w.parts)) - 4)
         data = b"".join(w.parts)
+        if self.server.metrics is not None:
+            self.server.metrics.bytes_out += len(data)
         if self._corked is not None:
             self._corked.append(data)
         elif self.transport is not None and not self.closed:

@@ -1,0 +1,85 @@
+"""The committed dashboards, as data: names, panels, their PromQL, the datasource uid.
+
+Shared by ``publish`` (uploads the JSON), ``render`` (queries each panel's expressions)
+and the tests (every panel's queries must return data from a real Prometheus).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+DATASOURCE_UID = "appliance-prometheus"
+DATASOURCE_TYPE = "prometheus"
+FOLDER_UID = "appliance"
+FOLDER_TITLE = "Appliance"
+PACKAGE_DIR = Path(str(resources.files("dashboards")))
+JSON_DIR = PACKAGE_DIR / "json"
+PROMETHEUS_DIR = PACKAGE_DIR / "prometheus"
+PROVISIONING_DIR = PACKAGE_DIR / "grafana" / "provisioning"
+# Grafana's query variables, expanded the way Grafana would for a given step.
+_VARIABLE = re.compile(r"\$__(rate_interval|interval|range)\b"
+                       r"|\$\{__(rate_interval|interval|range)\}")
+
+
+@dataclass(frozen=True)
+class Target:
+    ref_id: str
+    expr: str
+    legend: str
+
+
+@dataclass(frozen=True)
+class Panel:
+    title: str
+    kind: str  # timeseries | heatmap | stat
+    unit: str
+    targets: tuple[Target, ...]
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    uid: str
+    title: str
+    path: Path
+    panels: tuple[Panel, ...]
+
+    def model(self) -> dict:
+        return json.loads(self.path.read_text(encoding="utf-8"))
+
+
+def load(json_dir: Path = JSON_DIR) -> list[Dashboard]:
+    """Every dashboard in ``json_dir``, in file-name order."""
+    out = []
+    for path in sorted(json_dir.glob("*.json")):
+        model = json.loads(path.read_text(encoding="utf-8"))
+        panels = []
+        for panel in model.get("panels", []):
+            if panel.get("type") == "row":
+                continue
+            targets = tuple(Target(t.get("refId", ""), t["expr"], t.get("legendFormat", ""))
+                            for t in panel.get("targets", []) if t.get("expr"))
+            unit = panel.get("fieldConfig", {}).get("defaults", {}).get("unit", "")
+            panels.append(Panel(panel["title"], panel["type"], unit, targets))
+        out.append(Dashboard(model["uid"], model["title"], path, tuple(panels)))
+    return out
+
+
+def expand(expr: str, step_s: float, range_s: float) -> str:
+    """Replace Grafana's ``$__rate_interval``/``$__interval``/``$__range`` for Prometheus.
+
+    ``$__rate_interval`` becomes max(4 x step, 15 s): like Grafana's rule (at least four
+    scrape intervals), so that every rate window holds several samples.
+    """
+    rate = max(4 * step_s, 15.0)
+
+    def repl(match: re.Match) -> str:
+        name = match.group(1) or match.group(2)
+        seconds = {"rate_interval": rate, "interval": max(step_s, 1.0),
+                   "range": max(range_s, rate)}[name]
+        return f"{int(round(seconds))}s"
+
+    return _VARIABLE.sub(repl, expr)

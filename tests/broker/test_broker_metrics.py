@@ -1,0 +1,61 @@
+"""``appliance broker --metrics-port``: broker_* metrics count what clients really did."""
+
+from __future__ import annotations
+
+import urllib.request
+
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from prometheus_client.parser import text_string_to_metric_families
+
+from appliance.broker import EmbeddedBroker, schemas
+from appliance.broker.wire_client import WireClient
+
+
+def _samples(url: str) -> dict[tuple[str, tuple], float]:
+    with urllib.request.urlopen(url, timeout=10) as r:
+        text = r.read().decode()
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def test_metrics_count_requests_errors_bytes_latency_and_offsets(tmp_path):
+    with EmbeddedBroker(extra_args=["--metrics-port", "0"], topics={"m-events": 2},
+                        log_path=tmp_path / "broker.log", start_timeout=300) as broker:
+        assert broker.metrics_url and broker.metrics_url.startswith("http://127.0.0.1:")
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks=1, linger_ms=0)
+        for i in range(5):
+            producer.send("m-events", value=b"x" * 10, partition=i % 2).get(timeout=30)
+        producer.close()
+        consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=None,
+                                 enable_auto_commit=False, auto_offset_reset="earliest")
+        consumer.assign([TopicPartition("m-events", 0)])
+        got = consumer.poll(timeout_ms=5000)
+        assert sum(len(v) for v in got.values()) >= 1
+        with WireClient(broker.bootstrap) as client:  # a Metadata request that fails
+            meta = client.request(schemas.METADATA, 9, {
+                "topics": [{"name": "no-such-topic"}], "allow_auto_topic_creation": False})
+        assert meta["topics"][0]["error_code"] == 3
+        samples = _samples(broker.metrics_url)
+        consumer.close()
+    requests = {labels: v for (name, labels), v in samples.items()
+                if name == "broker_requests_total"}
+    assert requests[(("api", "Produce"), ("error", "NONE"))] == 5
+    assert requests.get((("api", "Fetch"), ("error", "NONE")), 0) >= 1
+    assert any(dict(labels).get("error") == "UNKNOWN_TOPIC_OR_PARTITION"
+               for labels in requests), requests
+    produce_count = samples[("broker_request_latency_seconds_count", (("api", "Produce"),))]
+    assert produce_count == 5
+    assert samples[("broker_request_latency_seconds_bucket",
+                    (("api", "Produce"), ("le", "+Inf")))] == 5
+    assert samples[("broker_bytes_in_total", ())] > 50
+    assert samples[("broker_bytes_out_total", ())] > 50
+    assert samples[("broker_connections_opened_total", ())] >= 2
+    assert samples[("broker_connections", ())] >= 1
+    ends = {dict(labels)["partition"]: v for (name, labels), v in samples.items()
+            if name == "broker_log_end_offset" and dict(labels)["topic"] == "m-events"}
+    assert ends == {"0": 3.0, "1": 2.0}
+
+
+def test_no_metrics_port_serves_nothing_and_prints_no_url(tmp_path):
+    with EmbeddedBroker(log_path=tmp_path / "broker.log", start_timeout=300) as broker:
+        assert broker.metrics_url is None

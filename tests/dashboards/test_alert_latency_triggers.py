@@ -1,0 +1,66 @@
+"""The in-band alert latency histogram agrees with loadgen's end-to-end p99 in every trigger.
+
+Continuous mode is checked by test_dashboards_live.py (``appliance run`` as its own
+process, scraped by Prometheus); real-time and micro-batch here, in one shared
+SparkSession: per trigger a fresh query on fresh topics, driven by loadgen's
+Python API (floor phase included), exactly like ``appliance demo``. The tolerance and its
+reasons are in ``agreement.py``. The histogram is read from the running appliance's
+``/metrics`` endpoint (what Prometheus scrapes), not from its internals.
+"""
+
+from __future__ import annotations
+
+import urllib.request
+import uuid
+
+import pytest
+from agreement import agreement
+
+from appliance.alert_latency import bucket_counts
+from appliance.config import TopicsConfig
+from appliance.runner import Appliance
+from appliance.topics import default_partitions
+from loadgen.config import LoadConfig
+from loadgen.demo import demo_config
+from loadgen.run import run_load
+
+# Generous bounds for a shared, slow machine (each wait inside is bounded too).
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(2400)]
+
+
+def scrape_buckets(port: int) -> list[int]:
+    """Per-bucket counts (all severities, +Inf last) from the appliance's /metrics text."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        return bucket_counts(r.read().decode())
+
+
+@pytest.mark.parametrize("trigger", ["realtime", "microbatch"])
+def test_in_band_p99_agrees_with_loadgen(trigger, spark, broker, tmp_path):
+    run = uuid.uuid4().hex[:6]
+    topics = TopicsConfig(events=f"lat-{run}-events", alerts=f"lat-{run}-alerts",
+                          dead_letters=f"lat-{run}-dlq")
+    config = demo_config(trigger, str(tmp_path / "cp"), broker.bootstrap) \
+        .model_copy(update={"topics": topics})
+    broker.create_topics(default_partitions(topics))
+    appliance = Appliance(config, spark=spark)
+    try:
+        appliance.start()
+        # A generous, bounded wait for the first commit: the machine may be shared.
+        assert appliance.wait_until_processing(timeout=900), appliance.failure()
+        # loadgen as the demo drives it, with a long (bounded) grace for a busy machine.
+        report = run_load(LoadConfig(
+            bootstrap=broker.bootstrap, rate=200, duration=8, grace=90,
+            events_topic=topics.events, alerts_topic=topics.alerts,
+            dlq_topic=topics.dead_letters, floor_seconds=2, progress=False))
+        counts = scrape_buckets(appliance.metrics_port)
+    finally:
+        appliance.stop()
+    assert report.ok, f"loadgen lost alerts: {report.lost}"
+    assert report.floor_ms and report.floor_ms.get("p99") is not None
+    # Every alert loadgen received was observed in-band too (duplicates may add more).
+    assert sum(counts) >= report.received_alerts > 0
+    result = agreement(counts, report)
+    print(f"agreement {trigger}: {result}")  # the numbers for the notes (pytest -s / -rA)
+    assert result.ok, (f"{trigger}: in-band p99 in [{result.inband_lower_ms}, "
+                       f"{result.inband_upper_ms}] ms vs loadgen p99 "
+                       f"{result.loadgen_p99_ms} ms (slack {result.slack_ms} ms)")
