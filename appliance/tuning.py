@@ -137,6 +137,13 @@ def tuning_for(trigger: str, async_progress: bool = True) -> Tuning:
         "kafka.compression.type": "none",
     }
     conf = _spark_conf(jvm)
+    if trigger == "continuous":
+        # Continuous mode cannot retry a task (a retry fails at once: "Continuous
+        # execution does not support task retry"), so when an executor dies, Spark's
+        # default 4 attempts only delay the query's failure by seconds. Fail at the first
+        # one: the appliance exits 1 and its supervisor restarts it on the checkpoint.
+        # Micro-batch and real-time keep Spark's retries: they recover by themselves.
+        conf["spark.task.maxFailures"] = "1"
     query = dict(ASYNC_PROGRESS) if async_progress and trigger != "continuous" else {}
     return Tuning(spark_conf=conf, source_options=source, sink_options=sink,
                   query_options=query)

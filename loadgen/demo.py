@@ -27,13 +27,12 @@ from appliance.config import (
     RulesConfig,
     SparkConfig,
 )
+from appliance.rules import EXAMPLE_RULES
 from appliance.runner import Appliance
 from loadgen.config import LoadConfig
 from loadgen.report import Report, write_reports
 from loadgen.run import run_load
 from loadgen.steady import split_warmup
-
-EXAMPLE_RULES = Path(__file__).resolve().parent.parent / "examples" / "rules.yml"
 
 log = logs.get_logger("appliance.demo")
 

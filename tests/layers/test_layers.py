@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 LINT = Path(sys.executable).with_name("lint-imports")
-PACKAGES = ("appliance", "loadgen", "bench")
+PACKAGES = ("appliance", "loadgen", "bench", "dashboards")
 
 
 def _lint(tree: Path) -> subprocess.CompletedProcess:
