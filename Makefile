@@ -10,7 +10,7 @@ CONNECTOR_JAR     := $(JARS)/appliance-kafka-connector.jar
 CONNECTOR_SRC     := $(shell find connector/src/main -type f 2>/dev/null)
 SPARK_JARS         = $(shell $(PY) -c 'import pyspark, os; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
 
-.PHONY: setup system-deps connector test test-fast demo bench lint clean
+.PHONY: setup system-deps connector test test-fast demo bench lint clean testbed testbed-down
 
 setup: $(VENV)/.installed $(KAFKA_CLIENTS_JAR) connector system-deps
 
@@ -53,6 +53,15 @@ bench: setup
 
 lint: setup
 	$(VENV)/bin/ruff check appliance loadgen tests bench scripts
+	cd ansible && ../$(VENV)/bin/ansible-lint --profile production --strict
+
+# The multi-host test bed for the Ansible deploy (scripts/testbed/bed.py says what it
+# makes). Root only; idempotent; `testbed-down` removes all of it but the cached rootfs.
+testbed: setup
+	$(PY) scripts/testbed up
+
+testbed-down:
+	$(PYTHON) scripts/testbed down
 
 clean:
 	rm -rf build reports var .pytest_cache
