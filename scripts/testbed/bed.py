@@ -44,8 +44,13 @@ CGROUP_NAME = "appliance-testbed"
 SUITE = "bookworm"
 PACKAGES = ("systemd", "systemd-sysv", "dbus", "openssh-server", "python3", "iproute2",
             "procps")
+# Also in the cached image: the JRE and venv support the deploy's common role installs
+# with apt. Unpacking a JRE takes minutes per host under a loaded sandbox's syscall layer;
+# baked in once, the role's apt task finds them present (and still installs anything
+# else, like Prometheus, through the proxy). A real host gets them from its apt source.
+PRESEEDED = ("openjdk-17-jre-headless", "python3-venv")
 # Bump when the root filesystem's recipe changes: the cached one is then rebuilt.
-ROOTFS_RECIPE = 1
+ROOTFS_RECIPE = 2
 BOOT_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 30.0
 
@@ -123,7 +128,8 @@ def alive(pidfile: Path) -> int | None:
 # -- root filesystem --------------------------------------------------------------------
 
 def rootfs_key(mirror: aptsource.Mirror) -> str:
-    text = json.dumps([ROOTFS_RECIPE, SUITE, PACKAGES, mirror.uris], sort_keys=True)
+    text = json.dumps([ROOTFS_RECIPE, SUITE, PACKAGES, PRESEEDED, mirror.uris],
+                      sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -138,21 +144,28 @@ def build_rootfs(mirror: aptsource.Mirror) -> Path:
         shutil.rmtree(tmp)
     log(f"building the {SUITE} root filesystem with mmdebstrap (once; ~1-3 min)")
     started = time.monotonic()
-    argv = ["mmdebstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}",
+    argv = ["mmdebstrap", "--variant=minbase", f"--include={','.join(PACKAGES + PRESEEDED)}",
             *(f"--aptopt={opt}" for opt in mirror.apt_options()),
             # Hosts identify themselves: an empty machine-id is filled in at boot.
             "--customize-hook=echo -n > \"$1/etc/machine-id\"",
             "--customize-hook=rm -f \"$1/var/lib/dbus/machine-id\"",
+            # Throw-away hosts: dpkg need not fsync every file it unpacks.
+            "--customize-hook=echo force-unsafe-io > \"$1/etc/dpkg/dpkg.cfg.d/testbed\"",
             SUITE, str(tmp), *mirror.sources_lines()]
     env = dict(os.environ, **mirror.proxy_env())
     subprocess.run(argv, check=True, env=env)
     (tmp / ".complete").write_text(f"{key}\n")
     tmp.rename(rootfs)
     log(f"root filesystem ready in {time.monotonic() - started:.0f} s: {rootfs}")
-    for old in STATE.glob("rootfs-*"):
-        if old != rootfs and not old.name.endswith(".tmp"):
-            shutil.rmtree(old, ignore_errors=True)
     return rootfs
+
+
+def prune_rootfs(mirror: aptsource.Mirror) -> None:
+    """Drop root filesystems of older recipes (only when no host uses one)."""
+    keep = STATE / f"rootfs-{rootfs_key(mirror)}"
+    for old in STATE.glob("rootfs-*"):
+        if old != keep:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 # -- ssh key, secret --------------------------------------------------------------------
@@ -428,6 +441,7 @@ def down() -> int:
     for root in CGROUP_ROOTS:
         remove_cgroup(root / CGROUP_NAME)
     kill_tree(STATE / "run" / "proxy.pid", 5.0)
+    prune_rootfs(aptsource.detect())
     if exists("ip", "link", "show", BRIDGE):
         run("ip", "link", "del", BRIDGE)
     INVENTORY.unlink(missing_ok=True)
