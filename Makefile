@@ -4,13 +4,18 @@
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
-JARS   := build/jars
+# The jars are package data of `appliance` (git-ignored): found there by
+# appliance.connector in a checkout, and packed into the wheel by `make dist`.
+JARS   := appliance/jars
 KAFKA_CLIENTS_JAR := $(JARS)/kafka-clients-3.9.1.jar
 CONNECTOR_JAR     := $(JARS)/appliance-kafka-connector.jar
 CONNECTOR_SRC     := $(shell find connector/src/main -type f 2>/dev/null)
 SPARK_JARS         = $(shell $(PY) -c 'import pyspark, os; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
 
-.PHONY: setup system-deps connector test test-fast demo bench lint clean testbed testbed-down
+VERSION            = $(shell $(PY) -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])')
+WHEEL              = dist/appliance-$(VERSION)-py3-none-any.whl
+
+.PHONY: setup system-deps connector dist test test-fast demo bench lint clean testbed testbed-down
 
 setup: $(VENV)/.installed $(KAFKA_CLIENTS_JAR) connector system-deps
 
@@ -36,6 +41,17 @@ $(CONNECTOR_JAR): $(CONNECTOR_SRC) $(KAFKA_CLIENTS_JAR) | $(VENV)/.installed
 	jar --create --file $@.tmp -C build/connector-classes .; \
 	mv -f $@.tmp $@; \
 	echo "connector: built $@"
+
+# One wheel with the jars inside (package data). setuptools copies packages through
+# build/lib, which it never prunes: start from an empty one so no deleted module ships.
+dist: $(KAFKA_CLIENTS_JAR) connector
+	rm -rf build/lib build/bdist.* dist/appliance-*.whl
+	$(VENV)/bin/pip wheel --quiet --no-deps --wheel-dir dist .
+	@$(PY) -c 'import sys, zipfile; names = zipfile.ZipFile(sys.argv[1]).namelist(); \
+	  missing = [j for j in sys.argv[2:] if j not in names]; \
+	  sys.exit(f"dist: {missing} not in {sys.argv[1]}" if missing else 0)' \
+	  $(WHEEL) $(CONNECTOR_JAR) $(KAFKA_CLIENTS_JAR)
+	@echo "dist: built $(WHEEL)"
 
 # Debian packages the tests talk to as real, independent peers (kcat) or servers
 # (prometheus). Installed only when missing and when we may (root); else we say so.
@@ -64,4 +80,4 @@ testbed-down:
 	$(PYTHON) scripts/testbed down
 
 clean:
-	rm -rf build reports var .pytest_cache
+	rm -rf build dist reports var .pytest_cache $(JARS)

@@ -110,11 +110,41 @@ class RulesConfig(_Section):
     path: str = "rules.yml"
 
 
+#: The driver's network settings on a cluster: named keys of ``[spark]`` -> Spark confs.
+#: Executors connect back to the driver, so on a cluster ``driver_host`` must be an
+#: address the workers can reach; fixed ports let a firewall allow exactly those.
+DRIVER_CONF_KEYS = {
+    "driver_host": "spark.driver.host",
+    "driver_bind_address": "spark.driver.bindAddress",
+    "driver_port": "spark.driver.port",
+    "block_manager_port": "spark.driver.blockManager.port",
+}
+
+
 class SparkConfig(BaseModel):
-    """``master`` plus any ``spark.*`` key, which overrides the tuning defaults."""
+    """``master``, the driver's network settings, and any ``spark.*`` key, which
+    overrides the tuning defaults."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
     master: str = "local[2]"
+    driver_host: str | None = None
+    driver_bind_address: str | None = None
+    driver_port: int | None = None
+    block_manager_port: int | None = None
+
+    @field_validator("driver_host", "driver_bind_address")
+    @classmethod
+    def _address(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^[A-Za-z0-9.:_-]+$", value):
+            raise ValueError(f"must be a host name or IP address (got {value!r})")
+        return value
+
+    @field_validator("driver_port", "block_manager_port")
+    @classmethod
+    def _port(cls, value: int | None) -> int | None:
+        if value is not None and not 0 <= value <= 65535:
+            raise ValueError(f"must be 0..65535, 0 = any free port (got {value!r})")
+        return value
 
     @field_validator("master")
     @classmethod
@@ -126,7 +156,14 @@ class SparkConfig(BaseModel):
 
     @property
     def conf(self) -> dict[str, str]:
+        """The ``spark.*`` keys given literally (they win over everything else)."""
         return {k: str(v) for k, v in (self.model_extra or {}).items()}
+
+    @property
+    def driver_conf(self) -> dict[str, str]:
+        """The Spark confs of the named driver keys that are set."""
+        return {spark_key: str(getattr(self, key)) for key, spark_key in DRIVER_CONF_KEYS.items()
+                if getattr(self, key) is not None}
 
 
 class ConnectorOptions(BaseModel):
@@ -168,7 +205,11 @@ class Config(_Section):
     def _spark_keys(cls, value: SparkConfig) -> SparkConfig:
         for key in value.conf:
             if not key.startswith("spark."):
-                raise ValueError(f"unknown key {key!r} (only master and spark.* keys)")
+                raise ValueError(f"unknown key {key!r} (only master, "
+                                 f"{', '.join(DRIVER_CONF_KEYS)} and spark.* keys)")
+        for key, spark_key in DRIVER_CONF_KEYS.items():
+            if getattr(value, key) is not None and spark_key in value.conf:
+                raise ValueError(f"{key} and {spark_key!r} both set: keep one")
         return value
 
     @model_validator(mode="after")

@@ -3,14 +3,17 @@
 Spark's own ``spark-sql-kafka`` cannot be installed here, so every SparkSession the product
 creates loads the ``appliance-kafka`` connector (built by ``make connector``) plus the
 ``kafka-clients`` jar it links against. This module is the one place that knows those paths.
+
+The jars are package data (``appliance/jars/``): ``make setup`` puts them there in a
+checkout, and ``make dist`` packs them into the wheel, so the same lookup next to this file
+works in an editable checkout and in an installed wheel alike.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-JARS_DIR = REPO_ROOT / "build" / "jars"
+JARS_DIR = Path(__file__).resolve().parent / "jars"
 CONNECTOR_JAR = JARS_DIR / "appliance-kafka-connector.jar"
 KAFKA_CLIENTS_JAR = JARS_DIR / "kafka-clients-3.9.1.jar"
 
@@ -41,7 +44,9 @@ def jars() -> list[str]:
     missing = [p for p in (CONNECTOR_JAR, KAFKA_CLIENTS_JAR) if not p.is_file()]
     if missing:
         names = ", ".join(str(p) for p in missing)
-        raise ConnectorJarsMissing(f"connector jars not found ({names}): run `make setup`")
+        raise ConnectorJarsMissing(
+            f"connector jars not found ({names}): run `make setup` in a checkout, or "
+            f"install the wheel built by `make dist`")
     return [str(CONNECTOR_JAR), str(KAFKA_CLIENTS_JAR)]
 
 

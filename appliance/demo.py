@@ -12,9 +12,9 @@ from pathlib import Path
 
 from appliance.config import Config, MetricsConfig, QueryConfig, RulesConfig, SparkConfig
 from appliance.logs import get_logger
+from appliance.rules import EXAMPLE_RULES
 from appliance.runner import Appliance
 
-EXAMPLE_RULES = Path(__file__).resolve().parent.parent / "examples" / "rules.yml"
 DEMO_INTERVAL = {"continuous": "1 second", "realtime": "5 seconds",
                  "microbatch": "0 seconds"}
 

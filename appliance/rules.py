@@ -21,6 +21,9 @@ import yaml
 from sqlglot import exp
 
 SEVERITIES = ("info", "warning", "critical")  # ascending: position + 1 is the ordinal
+#: The example rules shipped as package data (``appliance demo``, loadgen's event mix):
+#: found next to this module in a checkout and in an installed wheel alike.
+EXAMPLE_RULES = Path(__file__).resolve().parent / "examples" / "rules.yml"
 EVENT_FIELDS = ("event_id", "ts", "source", "metric", "value", "tags")
 RULE_KEYS = ("id", "severity", "when", "message")
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")

@@ -19,6 +19,7 @@ from pathlib import Path
 from appliance import logs
 from appliance.config import Config, ConfigError
 from appliance.rules import Rule, RulesError, analyze_rules, load_rules
+from appliance.slots import wait_for_slots
 from appliance.topics import TopicError, client_config, default_partitions, ensure_topics
 from appliance.tuning import tuning_for
 
@@ -42,13 +43,27 @@ def local_slots(master: str) -> int | None:
     return os.cpu_count() or 1 if match.group(1) == "*" else int(match.group(1))
 
 
-def check_slots(trigger: str, partitions: int, slots: int, where: str) -> None:
+def check_slots(trigger: str, partitions: int, slots: int, where: str,
+                fix: str | None = None) -> None:
     """Continuous and real-time queries hang (never fail) without a slot per partition."""
     if trigger in SLOT_TRIGGERS and slots < partitions:
+        fix = fix or f'e.g. spark.master = "local[{partitions}]"'
         raise PreflightError(
             f"query.trigger={trigger} needs one task slot per input partition: the events "
             f"topic has {partitions} partitions but {where} gives {slots} slots; "
-            f"use at least {partitions} (e.g. spark.master = \"local[{partitions}]\")")
+            f"use at least {partitions} ({fix})")
+
+
+def check_cluster_slots(spark, trigger: str, partitions: int) -> None:
+    """On a cluster: wait (bounded) for this application's executors, then check slots."""
+    if trigger not in SLOT_TRIGGERS:
+        return
+    sc = spark.sparkContext
+    slots, waited = wait_for_slots(sc, partitions)
+    log.info("spark.executors", slots=slots, needed=partitions, waited_s=round(waited, 1))
+    check_slots(trigger, partitions, slots,
+                f"{sc.master} (cores granted to this application)",
+                fix="more workers or cores, a higher spark.cores.max, or fewer partitions")
 
 
 def trigger_kwargs(config: Config) -> dict[str, str]:
@@ -119,7 +134,7 @@ class Appliance:
                     except Exception:  # static confs only apply to a new SparkContext
                         pass
         log.info("spark.ready", master=self.spark.sparkContext.master,
-                 version=self.spark.version)
+                 version=self.spark.version, app_id=self.spark.sparkContext.applicationId)
 
     def start_query(self) -> None:
         from appliance.pipeline import transform
@@ -176,9 +191,7 @@ class Appliance:
         self.start_spark()
         analyze_rules(self.spark, self.rules, cfg.rules.path)
         if slots is None:
-            check_slots(cfg.query.trigger, partitions,
-                        self.spark.sparkContext.defaultParallelism,
-                        "the cluster's default parallelism")
+            check_cluster_slots(self.spark, cfg.query.trigger, partitions)
         self.start_query()
         self.start_metrics()
         log.info("appliance.ready", bootstrap=self.bootstrap, trigger=cfg.query.trigger,

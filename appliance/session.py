@@ -18,9 +18,12 @@ def spark_conf(config: Config) -> dict[str, str]:
     conf = dict(tuning_for(config.query.trigger).spark_conf)
     conf.update(spark_jars_conf())
     if config.spark.master.startswith("local"):
-        # Local runs talk over loopback only, whatever the host name resolves to.
+        # Local runs talk over loopback only, whatever the host name resolves to. On a
+        # cluster the executors must reach the driver: there Spark's own defaults (the
+        # host name, random ports) apply unless [spark] driver_host etc. say otherwise.
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"
+    conf.update(config.spark.driver_conf)
     conf.update(config.spark.conf)
     return conf
 

@@ -81,7 +81,15 @@ def tuning_for(trigger: str) -> Tuning:
         "kafka.max.in.flight.requests.per.connection": "5",
         "kafka.compression.type": "none",
     }
-    return Tuning(spark_conf=_spark_conf(jvm), source_options=source, sink_options=sink)
+    spark_conf = _spark_conf(jvm)
+    if trigger == "continuous":
+        # Continuous mode cannot retry a task (a retry fails at once: "Continuous
+        # execution does not support task retry"), so when an executor dies, Spark's
+        # default 4 attempts only delay the query's failure by seconds. Fail at the first
+        # one: the appliance exits 1 and its supervisor restarts it on the checkpoint.
+        # Micro-batch and real-time keep Spark's retries: they recover by themselves.
+        spark_conf["spark.task.maxFailures"] = "1"
+    return Tuning(spark_conf=spark_conf, source_options=source, sink_options=sink)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -59,5 +59,5 @@ def fetch(dest_dir: Path) -> Path:
 
 
 if __name__ == "__main__":
-    out = fetch(Path(sys.argv[1] if len(sys.argv) > 1 else "build/jars"))
+    out = fetch(Path(sys.argv[1] if len(sys.argv) > 1 else "appliance/jars"))
     print(f"kafka-clients jar: {out}")

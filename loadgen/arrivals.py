@@ -1,0 +1,62 @@
+"""When alerts arrive: a background reader that stamps every alert with its arrival time.
+
+Recovery after a fault is "how long until alerts flow again": the first alert of an event
+stamped after the fault, counted from the fault. The collector answers "was anything
+lost"; this answers "when did it come back", without slowing the collector's hot loop.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+from loadgen.collector import end_offsets
+from loadgen.kafka_config import consumer_config
+
+
+class ArrivalClock:
+    """Reads ``topic`` from its current end in a thread; ``first_after`` answers from it."""
+
+    def __init__(self, bootstrap: str, topic: str):
+        from confluent_kafka import Consumer
+
+        self.arrivals: list[tuple[float, float]] = []  # (arrival epoch s, event ts epoch ms)
+        self._stop = threading.Event()
+        self._consumer = Consumer(consumer_config(bootstrap))
+        try:
+            self._consumer.assign(end_offsets(self._consumer, [topic], bootstrap))
+        except Exception:
+            self._consumer.close()
+            raise
+        self._thread = threading.Thread(target=self._run, name="arrival-clock", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            message = self._consumer.poll(0.2)
+            if message is None or message.error() is not None:
+                continue
+            arrived = time.time()
+            try:
+                ts = float(json.loads(message.value())["ts"])
+            except (ValueError, KeyError, TypeError):
+                continue
+            self.arrivals.append((arrived, ts))
+
+    def first_after(self, epoch_s: float) -> float | None:
+        """Seconds from ``epoch_s`` to the first arrival of an alert whose event was
+        stamped after it; None if none arrived (yet)."""
+        later = [arrived for arrived, ts in list(self.arrivals) if ts / 1000.0 > epoch_s]
+        return min(later) - epoch_s if later else None
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self._consumer.close()
+
+    def __enter__(self) -> ArrivalClock:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

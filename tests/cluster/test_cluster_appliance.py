@@ -1,0 +1,161 @@
+"""The appliance as the driver of a real standalone cluster, in each trigger mode.
+
+Per trigger, one ``appliance run`` process drives the session's 2-worker cluster with
+``spark.cores.max = 2``: the master spreads that over both workers, so each of the two
+input partitions is read by an executor JVM of its own. First the known event mix must
+give exactly the expected alerts and dead letters. Then, under a steady open-loop load
+from ``loadgen run``, one executor JVM is killed with SIGKILL: no alert may be lost. Where
+Spark cannot recover by itself (continuous mode never retries a task), the appliance must
+exit 1 with ``query.failed`` and its cause, and is restarted on the same checkpoint as
+systemd's ``Restart=on-failure`` would; where Spark can, it must recover unaided.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from appliance_mix import MIX_RULES, check_outputs, make_mix
+from cluster_config import write_cluster_config
+from test_appliance_process import ApplianceProcess, has_all
+from test_appliance_streaming import consume, produce
+
+from loadgen.arrivals import ArrivalClock
+from loadgen.events import rules_yaml
+
+pytestmark = [pytest.mark.spark, pytest.mark.cluster]
+
+TRIGGERS = ("continuous", "realtime", "microbatch")
+#: What happens when an executor dies mid-stream (docs/appliance.md, "Executor loss").
+RECOVERY = {"continuous": "restart", "realtime": "unaided", "microbatch": "unaided"}
+#: The mix's rules plus the example rules loadgen's events are built to match.
+RULES = MIX_RULES + rules_yaml().split("\n", 1)[1]
+LOADGEN_ID = re.compile(r"^lg[0-9a-f]+-\d+$")
+RATE, LOAD_S, KILL_AFTER_S = 200, 25, 8
+
+
+@dataclass
+class ClusterRun:
+    """One trigger's appliance on the cluster; ``restart`` reuses config and checkpoint."""
+
+    trigger: str
+    config: Path
+    topics: dict[str, str]
+    directory: Path
+    processes: list[ApplianceProcess] = field(default_factory=list)
+
+    @property
+    def proc(self) -> ApplianceProcess:
+        return self.processes[-1]
+
+    def start(self) -> ApplianceProcess:
+        proc = ApplianceProcess(self.config, self.directory / f"run-{len(self.processes)}.log")
+        self.processes.append(proc)
+        proc.wait_for("appliance.ready", timeout=420)
+        proc.wait_for("query.processing", timeout=240)
+        return proc
+
+    def app_id(self) -> str:
+        return self.proc.wait_for("spark.ready")["app_id"]
+
+    def cleanup(self) -> None:
+        for proc in self.processes:
+            proc.cleanup()
+
+
+@pytest.fixture(scope="module", params=TRIGGERS)
+def cluster_run(request, spark_cluster, broker, tmp_path_factory):
+    trigger = request.param
+    run = f"cluster-{trigger}-{uuid.uuid4().hex[:6]}"
+    topics = {"events": f"{run}-events", "alerts": f"{run}-alerts",
+              "dead_letters": f"{run}-dlq"}
+    broker.create_topics({topics["events"]: 2, topics["alerts"]: 1, topics["dead_letters"]: 1})
+    directory = tmp_path_factory.mktemp(run)
+    config = write_cluster_config(directory, spark_cluster, broker.bootstrap, topics, trigger,
+                                  RULES, spark={"spark.cores.max": "2"})
+    cluster_run = ClusterRun(trigger, config, topics, directory)
+    try:
+        cluster_run.start()
+        yield cluster_run
+    finally:
+        cluster_run.cleanup()
+
+
+def test_known_mix_gives_exactly_the_expected_alerts_and_dead_letters(
+        cluster_run, spark_cluster, broker):
+    executors = spark_cluster.executors(cluster_run.app_id())
+    assert len(executors) == 2 and len({e.worker for e in executors}) == 2, executors
+    mix = make_mix(f"cluster-{cluster_run.trigger}")
+    produce(broker.bootstrap, cluster_run.topics["events"], mix.records)
+    alerts = consume(broker.bootstrap, cluster_run.topics["alerts"],
+                     has_all("alert_id", mix.alerts), 180)
+    dead = consume(broker.bootstrap, cluster_run.topics["dead_letters"],
+                   has_all("raw", mix.dead_letters), 60)
+    ours = [(k, v) for k, v in alerts if not LOADGEN_ID.match(json.loads(v)["alert_id"])]
+    check_outputs(mix, ours, dead)
+    assert cluster_run.proc.proc.poll() is None
+
+
+def test_executor_kill_mid_stream_loses_no_alert(cluster_run, spark_cluster, broker):
+    trigger, topics = cluster_run.trigger, cluster_run.topics
+    report_path = cluster_run.directory / "load.json"
+    load_log = (cluster_run.directory / "load.log").open("wb")
+    clock = ArrivalClock(broker.bootstrap, topics["alerts"])
+    load = subprocess.Popen(
+        [sys.executable, "-m", "loadgen", "run", "--bootstrap", broker.bootstrap,
+         "--rate", str(RATE), "--duration", str(LOAD_S), "--alert-ratio", "0.2",
+         "--events-topic", topics["events"], "--alerts-topic", topics["alerts"],
+         "--dlq-topic", topics["dead_letters"], "--floor-seconds", "0", "--grace", "300",
+         "--quiet", "--report", str(report_path)],
+        stdout=load_log, stderr=subprocess.STDOUT, start_new_session=True)
+    restarts: list[dict] = []
+    try:
+        time.sleep(KILL_AFTER_S)  # steady load, alerts flowing
+        victim = spark_cluster.executors(cluster_run.app_id())[0]
+        killed_at = time.time()
+        os.kill(victim.pid, signal.SIGKILL)
+        # Supervise as systemd's Restart=on-failure would until the load is accounted for.
+        deadline = time.monotonic() + LOAD_S + 300 + 120
+        while load.poll() is None and time.monotonic() < deadline:
+            code = cluster_run.proc.proc.poll()
+            if code is not None:
+                assert code == 1, cluster_run.proc.log.read_text()[-4000:]
+                failed = cluster_run.proc.wait_for("query.failed", timeout=5)
+                restarts.append({"exited_after_s": round(time.time() - killed_at, 1),
+                                 "cause": failed["cause"][:300]})
+                assert len(restarts) <= 3, restarts
+                cluster_run.start()
+            time.sleep(0.5)
+        assert load.poll() is not None, "loadgen did not finish in time"
+    finally:
+        if load.poll() is None:
+            os.killpg(load.pid, signal.SIGKILL)
+            load.wait(timeout=30)
+        load_log.close()
+        clock.close()
+    report = json.loads(report_path.read_text())
+    first_alert_s = clock.first_after(killed_at)
+    print(f"\nexecutor loss ({trigger}): killed executor {victim.executor_id} "
+          f"(pid {victim.pid}, {victim.worker}); restarts {restarts}; "
+          f"alerts {report['received_alerts']}/{report['expected_alerts']}, "
+          f"lost {report['lost']}, duplicates {report['duplicates']}; first alert of an "
+          f"event sent after the kill {first_alert_s and round(first_alert_s, 1)} s after it")
+    assert report["sent"] > 0 and report["expected_alerts"] > 0
+    assert report["lost"] == 0 and report["dlq_lost"] == 0, report
+    assert report["unexpected_alerts"] == 0
+    assert first_alert_s is not None
+    if RECOVERY[trigger] == "restart":
+        assert len(restarts) == 1, restarts
+        assert "task" in restarts[0]["cause"].lower(), restarts
+    else:
+        assert restarts == [], restarts
+        assert cluster_run.proc.proc.poll() is None
