@@ -156,6 +156,7 @@ def test_driver_without_the_secret_cannot_register(testbed, deployed):
         "     .config('spark.driver.bindAddress', '10.213.0.1')\n"
         "     .config('spark.ui.enabled', 'false').getOrCreate())\n"
         "time.sleep(120)\n")
+    since = testbed.ssh(master, "date +%s").stdout.strip()
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     try:
@@ -169,7 +170,10 @@ def test_driver_without_the_secret_cannot_register(testbed, deployed):
         proc.kill()
         output = proc.communicate(timeout=30)[0]
     assert name not in seen, "a driver without the secret registered an application"
-    assert "Connect" in output or "auth" in output.lower() or "SASL" in output, output[-2000:]
+    assert "failed to connect to master" in output.lower(), output[-3000:]
+    # ...and it is the master's authentication that turned it away.
+    master_log = testbed.ssh(master, f"journalctl -u spark-master --since @{since} -o cat").stdout
+    assert "sasl" in master_log.lower(), master_log[-3000:]
 
 
 def test_worker_reboot_mid_stream_loses_no_alert(testbed, kafka):
