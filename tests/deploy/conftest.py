@@ -14,9 +14,8 @@ import shutil
 import subprocess
 import time
 
-import pytest
-
 import deploy_bed as bed
+import pytest
 
 TIMINGS = bed.REPO / "build" / "testbed" / "timings.json"
 
