@@ -97,7 +97,7 @@ class Proxy:
             body = f"refused by the test bed's proxy: {exc}\n".encode()
             writer.write(b"HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Length: "
                          + str(len(body)).encode() + b"\r\n\r\n" + body)
-        except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError,
+        except (TimeoutError, OSError, asyncio.IncompleteReadError,
                 asyncio.LimitOverrunError) as exc:
             print(f"proxy: error: {type(exc).__name__}: {exc}", flush=True)
         finally:
