@@ -15,7 +15,7 @@ SPARK_JARS         = $(shell $(PY) -c 'import pyspark, os; print(os.path.join(os
 VERSION            = $(shell $(PY) -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])')
 WHEEL              = dist/appliance-$(VERSION)-py3-none-any.whl
 
-.PHONY: setup system-deps connector dist test test-fast faults demo bench lint clean faults-overload dashboards
+.PHONY: setup system-deps connector dist test test-fast test-deploy faults demo bench lint clean faults-overload dashboards testbed testbed-down
 
 setup: $(VENV)/.installed $(KAFKA_CLIENTS_JAR) connector system-deps
 
@@ -59,7 +59,11 @@ system-deps:
 	@$(PY) scripts/system_deps.py
 
 test: setup
-	$(PY) -m pytest
+	$(PY) -m pytest -m "not deploy"
+
+# The end-to-end Ansible deploy onto the multi-host test bed (root; builds the bed).
+test-deploy: setup
+	$(PY) -m pytest -m deploy tests/deploy -s
 
 # The long fault variants: more kill -9 rounds, a ~30 s broker outage, higher rates, every
 # trigger (tests/faults/conftest.py reads FAULTS_LONG). Needs root for the tmpfs disk test.
@@ -80,6 +84,15 @@ bench: setup
 lint: setup
 	$(VENV)/bin/ruff check appliance loadgen tests bench scripts dashboards
 	$(VENV)/bin/lint-imports
+	cd ansible && ../$(VENV)/bin/ansible-lint --profile production --strict
+
+# The multi-host test bed for the Ansible deploy (scripts/testbed/bed.py says what it
+# makes). Root only; idempotent; `testbed-down` removes all of it but the cached rootfs.
+testbed: setup
+	$(PY) scripts/testbed up
+
+testbed-down:
+	$(PYTHON) scripts/testbed down
 
 # Regenerate dashboards/json from dashboards/build.py (commit the result).
 dashboards: setup

@@ -193,6 +193,18 @@ class SparkConfig(BaseModel):
                 if getattr(self, key) is not None}
 
 
+class ConnectorOptions(BaseModel):
+    """``[source]`` / ``[sink]``: options of the Kafka reader / writer (``kafka.*`` client
+    properties, ``maxOffsetsPerTrigger``...). They win over ``tuning.py``'s, so a deploy
+    can state (and an operator override) the exact reader and writer settings in use."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    @property
+    def options(self) -> dict[str, str]:
+        return {k: str(v) for k, v in (self.model_extra or {}).items()}
+
+
 class MetricsConfig(_Section):
     port: int = 9464
     host: str = "127.0.0.1"
@@ -213,6 +225,8 @@ class Config(_Section):
     query: QueryConfig = QueryConfig()
     rules: RulesConfig = RulesConfig()
     spark: SparkConfig = SparkConfig()
+    source: ConnectorOptions = ConnectorOptions()
+    sink: ConnectorOptions = ConnectorOptions()
     metrics: MetricsConfig = MetricsConfig()
 
     @field_validator("spark")
@@ -274,7 +288,7 @@ def _env_overrides(environ: dict[str, str]) -> dict[str, dict[str, str]]:
         if section not in sections or not key:
             continue
         model = Config.model_fields[section].annotation
-        if key not in model.model_fields and section in ("kafka", "spark"):
+        if key not in model.model_fields and section in ("kafka", "spark", "source", "sink"):
             key = key.replace("_", ".")
         out.setdefault(section, {})[key] = value
     return out

@@ -176,8 +176,10 @@ class Appliance:
         tuning = tuning_for(cfg.query.trigger, cfg.query.async_progress)
         passthrough = {f"kafka.{k}": v for k, v in cfg.kafka.properties.items()}
         bootstrap = {"kafka.bootstrap.servers": self.bootstrap}
-        return ({**bootstrap, **tuning.source_options, **passthrough},
-                {**bootstrap, **tuning.sink_options, **passthrough})
+        # [source]/[sink] (an operator's or the deploy's reader/writer settings) override
+        # the tuning; [kafka] client properties apply to both.
+        return ({**bootstrap, **tuning.source_options, **cfg.source.options, **passthrough},
+                {**bootstrap, **tuning.sink_options, **cfg.sink.options, **passthrough})
 
     def warm_up(self) -> None:
         """Run the query's plan on synthetic records (appliance.warmup) before ``ready``."""

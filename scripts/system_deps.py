@@ -1,7 +1,9 @@
 """Install the Debian packages the test suite uses as real peers, when missing.
 
 kcat is an independent librdkafka command-line client used to check the broker;
-prometheus is a real server scraping the appliance's metrics. We install them with
+prometheus is a real server scraping the appliance's metrics (promtool checks the
+deployed rule files); systemd-nspawn (systemd-container), mmdebstrap, ssh and ssh-keygen
+(openssh-client) build and reach the Ansible test bed's hosts. We install them with
 apt-get when we are root; otherwise we print the one command a user must run.
 """
 
@@ -12,11 +14,13 @@ import shutil
 import subprocess
 import sys
 
-PACKAGES = {"kcat": "kcat", "prometheus": "prometheus"}
+PACKAGES = {"kcat": "kcat", "prometheus": "prometheus", "promtool": "prometheus",
+            "systemd-nspawn": "systemd-container", "mmdebstrap": "mmdebstrap",
+            "ssh": "openssh-client", "ssh-keygen": "openssh-client", "ip": "iproute2"}
 
 
 def missing() -> list[str]:
-    return [pkg for binary, pkg in PACKAGES.items() if shutil.which(binary) is None]
+    return sorted({pkg for binary, pkg in PACKAGES.items() if shutil.which(binary) is None})
 
 
 def main() -> int:

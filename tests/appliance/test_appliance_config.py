@@ -159,3 +159,21 @@ def test_bad_env_override_names_the_variable(tmp_path, monkeypatch):
 def test_explicit_missing_file_is_an_error(tmp_path):
     with pytest.raises(ConfigError, match="nope.toml: file not found"):
         load_config(tmp_path / "nope.toml", environ={})
+
+
+def test_source_and_sink_options_from_file_and_env(tmp_path):
+    """[source] / [sink] hold Kafka reader / writer options (what the deploy renders from
+    appliance.tuning); env overrides map underscores to dots like [kafka]."""
+    path = write(tmp_path, """
+[source]
+"kafka.fetch.max.wait.ms" = "7"
+maxOffsetsPerTrigger = 1000
+[sink]
+"kafka.linger.ms" = "1"
+""")
+    config = load_config(path, environ={"APPLIANCE_SOURCE_KAFKA_FETCH_MIN_BYTES": "2"})
+    assert config.source.options == {"kafka.fetch.max.wait.ms": "7",
+                                     "maxOffsetsPerTrigger": "1000",
+                                     "kafka.fetch.min.bytes": "2"}
+    assert config.sink.options == {"kafka.linger.ms": "1"}
+    assert load_config(write(tmp_path, ""), environ={}).source.options == {}

@@ -1,0 +1,85 @@
+"""Fixtures of the deploy suite: a test bed of real hosts, the built wheel, a deployed site.
+
+The test bed (scripts/testbed) is booted once per session and torn down at its end;
+``deployed`` runs the playbook twice (converge, then idempotence) and hands the results
+to every test. Set-up, the two runs and tear-down are timed into
+build/testbed/timings.json (the figures the issue asks to report).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+
+import deploy_bed as bed
+import pytest
+
+TIMINGS = bed.REPO / "build" / "testbed" / "timings.json"
+
+
+def _record(key: str, seconds: float) -> None:
+    TIMINGS.parent.mkdir(parents=True, exist_ok=True)
+    data = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
+    data[key] = round(seconds, 1)
+    TIMINGS.write_text(json.dumps(data, indent=2) + "\n")
+
+
+def _needs_root() -> None:
+    missing = [t for t in ("systemd-nspawn", "mmdebstrap", "ssh") if shutil.which(t) is None]
+    if os.geteuid() != 0 or missing:
+        # The deploy runs on real hosts the test bed boots: namespaces, mounts and cgroups
+        # need root. CI runs `make test` as root, where this never skips.
+        pytest.skip(f"the deploy test bed needs root and {', '.join(missing) or 'its tools'}"
+                    " (run `make setup` then `make test` as root)")
+
+
+@pytest.fixture(scope="session")
+def wheel():
+    """The appliance wheel (`make dist`, jars inside) the deploy installs on the hosts."""
+    _needs_root()
+    subprocess.run(["make", "-s", "dist"], cwd=bed.REPO, check=True, timeout=900)
+    wheels = sorted((bed.REPO / "dist").glob("appliance-*.whl"))
+    assert len(wheels) == 1, f"make dist left {wheels}"
+    return wheels[0]
+
+
+@pytest.fixture(scope="session")
+def testbed(wheel):
+    """A freshly booted test bed; torn down (everything it made) after the session."""
+    subprocess.run([*bed.TESTBED, "down"], check=True, timeout=300)  # leftovers of a crash
+    started = time.monotonic()
+    subprocess.run([*bed.TESTBED, "up"], check=True, timeout=1200)
+    _record("testbed_up_s", time.monotonic() - started)
+    yield bed.Inventory()
+    started = time.monotonic()
+    subprocess.run([*bed.TESTBED, "down"], check=True, timeout=300)
+    _record("testbed_down_s", time.monotonic() - started)
+
+
+@pytest.fixture(scope="session")
+def bad_variable_run(testbed):
+    """A run with a negative worker memory, on the fresh hosts, before any deploy."""
+    return bed.run_playbook("-e", "spark_worker_memory=-1g", label="bad-variable",
+                            timeout=900)
+
+
+@pytest.fixture(scope="session")
+def deployed(testbed, bad_variable_run):
+    """The site deployed: (first run, second run) results."""
+    first = bed.run_playbook(label="first")
+    _record("first_run_s", first.seconds)
+    assert first.rc == 0, f"first run failed (rc={first.rc}), see {first.log}"
+    second = bed.run_playbook(label="second")
+    _record("second_run_s", second.seconds)
+    return first, second
+
+
+@pytest.fixture(scope="session")
+def kafka(testbed, deployed):
+    broker = testbed.one("kafka")
+    client = bed.Kafka(f"{broker.address}:9092")
+    yield client
+    client.close()

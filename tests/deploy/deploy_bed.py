@@ -1,0 +1,175 @@
+"""Driving the test bed and the playbook from the deploy tests (no assertions here).
+
+Everything runs against the hosts ``make testbed`` boots (scripts/testbed): playbook
+runs, ssh commands, the master's JSON status, and Kafka traffic to the broker host. Kafka
+traffic only ever goes to the test bed's own addresses (10.213.0.0/24).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+REPO = Path(__file__).resolve().parents[2]
+ANSIBLE_DIR = REPO / "ansible"
+INVENTORY = ANSIBLE_DIR / "inventories" / "testbed" / "hosts.yml"
+TESTBED = [sys.executable, str(REPO / "scripts" / "testbed")]
+LOG_DIR = REPO / "build" / "testbed" / "logs"
+VENV_BIN = Path(sys.executable).parent
+
+_RECAP = re.compile(r"^(?P<host>\S+)\s+:\s+ok=(?P<ok>\d+)\s+changed=(?P<changed>\d+)\s+"
+                    r"unreachable=(?P<unreachable>\d+)\s+failed=(?P<failed>\d+)", re.M)
+
+
+@dataclass
+class PlayResult:
+    rc: int
+    output: str
+    seconds: float
+    recap: dict[str, dict[str, int]]
+    log: Path
+
+    def changed(self) -> dict[str, int]:
+        return {host: r["changed"] for host, r in self.recap.items()}
+
+
+def run_playbook(*args: str, label: str, timeout: float = 1800) -> PlayResult:
+    """``ansible-playbook -i inventories/testbed site.yml ARGS``; output kept in a log."""
+    LOG_DIR.mkdir(parents=True, exist_ok=True)
+    log = LOG_DIR / f"play-{label}.log"
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ANSIBLE_DIR / "ansible.cfg"),
+               ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
+               PATH=f"{VENV_BIN}:{os.environ.get('PATH', '')}")
+    started = time.monotonic()
+    proc = subprocess.run([str(VENV_BIN / "ansible-playbook"), "-i", str(INVENTORY.parent),
+                           "site.yml", *args], cwd=ANSIBLE_DIR, env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
+    seconds = time.monotonic() - started
+    log.write_text(proc.stdout)
+    recap = {m["host"]: {k: int(m[k]) for k in ("ok", "changed", "unreachable", "failed")}
+             for m in _RECAP.finditer(proc.stdout)}
+    return PlayResult(proc.returncode, proc.stdout, seconds, recap, log)
+
+
+@dataclass(frozen=True)
+class Host:
+    name: str
+    address: str
+    groups: tuple[str, ...]
+
+
+class Inventory:
+    def __init__(self, path: Path = INVENTORY) -> None:
+        data = yaml.safe_load(path.read_text())
+        self.vars = data["all"]["vars"]
+        children = data["all"]["children"]
+        self.hosts = {
+            name: Host(name, spec["ansible_host"],
+                       tuple(g for g, members in children.items()
+                             if name in (members.get("hosts") or {})))
+            for name, spec in data["all"]["hosts"].items()}
+
+    def group(self, group: str) -> list[Host]:
+        return [h for h in self.hosts.values() if group in h.groups]
+
+    def one(self, group: str) -> Host:
+        return self.group(group)[0]
+
+    def ssh(self, host: Host, command: str, timeout: float = 120,
+            check: bool = True) -> subprocess.CompletedProcess:
+        argv = ["ssh", "-i", self.vars["ansible_ssh_private_key_file"], "-o", "BatchMode=yes",
+                "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+                "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=5", f"root@{host.address}",
+                command]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                              check=check, stdin=subprocess.DEVNULL)
+
+
+def master_status(address: str, port: int = 8080) -> dict:
+    with urllib.request.urlopen(f"http://{address}:{port}/json/", timeout=10) as resp:
+        return json.load(resp)
+
+
+def alive_workers(address: str) -> dict[str, int]:
+    """host -> cores of every worker the master lists ALIVE."""
+    try:
+        status = master_status(address)
+    except OSError:
+        return {}
+    return {w["host"]: w["cores"] for w in status.get("workers", []) if w["state"] == "ALIVE"}
+
+
+def wait_for(predicate, timeout: float, interval: float = 2.0):
+    """Poll ``predicate`` until it returns something truthy or ``timeout`` s pass."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value or time.monotonic() >= deadline:
+            return value
+        time.sleep(interval)
+
+
+# -- Kafka traffic ----------------------------------------------------------------------
+
+def make_events(prefix: str, count: int, metric: str = "cpu.util",
+                value: float = 99.0) -> list[dict]:
+    now = time.time() * 1000
+    return [{"event_id": f"{prefix}-{i}", "ts": now, "source": f"host-{i % 5}",
+             "metric": metric, "value": value} for i in range(count)]
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+class Kafka:
+    """Producer and alerts reader against the broker host."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+        self.producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5,
+                                      value_serializer=lambda v: json.dumps(v).encode(),
+                                      key_serializer=lambda k: k.encode())
+        self.consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                                      consumer_timeout_ms=1000)
+        partitions = self.consumer.partitions_for_topic("alerts") or {0}
+        self.alert_partitions = [TopicPartition("alerts", p) for p in sorted(partitions)]
+        self.consumer.assign(self.alert_partitions)
+        self.consumer.seek_to_beginning(*self.alert_partitions)
+        self.alerts: dict[str, dict] = {}
+
+    def produce(self, events: list[dict]) -> None:
+        for event in events:
+            self.producer.send("events", key=event["event_id"], value=event)
+        self.producer.flush(timeout=60)
+
+    def poll_alerts(self) -> dict[str, dict]:
+        for records in self.consumer.poll(timeout_ms=1000, max_records=10000).values():
+            for record in records:
+                alert = json.loads(record.value)
+                self.alerts[alert["alert_id"]] = alert
+        return self.alerts
+
+    def wait_alerts(self, ids: set[str], timeout: float) -> set[str]:
+        """Poll until every id in ``ids`` has an alert or ``timeout``; the missing ids."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            missing = ids - self.poll_alerts().keys()
+            if not missing:
+                return set()
+        return ids - self.poll_alerts().keys()
+
+    def close(self) -> None:
+        self.producer.close(timeout=10)
+        self.consumer.close()

@@ -1,0 +1,274 @@
+"""`ansible-playbook site.yml` on real hosts (the test bed): the issue's acceptance.
+
+The tests run in file order on one deployed site: validation failures first (on fresh
+hosts), then the deploy and its idempotence, then traffic, a rogue driver, a worker
+reboot mid-stream, and last the rules updates (they change the deployed rules).
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+import threading
+import time
+import tomllib
+
+import deploy_bed as bed
+import pytest
+import yaml
+
+from appliance.tuning import tuning_for
+
+# The end-to-end deploy builds the test bed and runs ansible-playbook several times: its
+# own target, `make test-deploy` (not yet measured within `make test`'s time budget).
+pytestmark = pytest.mark.deploy
+
+TRIGGER = "continuous"
+ALERT_TIMEOUT_S = 300      # a restarted appliance: JVM, executors, first epoch
+REJOIN_TIMEOUT_S = 180
+EXAMPLE_RULES = bed.REPO / "examples" / "rules.yml"
+
+
+def _host_file(testbed, host, path: str) -> str:
+    return testbed.ssh(host, f"cat {shlex.quote(path)}").stdout
+
+
+def _invocation(testbed, host) -> str:
+    return testbed.ssh(host, "systemctl show -P InvocationID appliance").stdout.strip()
+
+
+def _rules_sha(testbed, host) -> str:
+    return testbed.ssh(host, "sha256sum /etc/appliance/rules.yml").stdout.split()[0]
+
+
+# -- before anything is deployed --------------------------------------------------------
+
+def test_bad_inventory_variable_fails_argument_validation(testbed, bad_variable_run):
+    run = bad_variable_run
+    assert run.rc != 0, f"a negative worker memory was accepted, see {run.log}"
+    assert "Validation of arguments failed" in run.output, run.log
+    assert "spark_worker_memory" in run.output, run.log
+    assert all(r["changed"] == 0 for r in run.recap.values()), run.recap
+    for host in testbed.hosts.values():  # nothing was installed anywhere
+        probe = testbed.ssh(host, "test -e /opt/appliance || test -e /etc/spark", check=False)
+        assert probe.returncode != 0, f"{host.name} was changed by a run that failed validation"
+
+
+# -- the deploy -------------------------------------------------------------------------
+
+def test_first_run_converges_and_second_changes_nothing(testbed, deployed):
+    first, second = deployed
+    assert set(first.recap) == set(testbed.hosts), first.recap
+    assert all(r["failed"] == 0 and r["unreachable"] == 0 for r in first.recap.values())
+    assert second.rc == 0, f"second run failed, see {second.log}"
+    assert set(second.recap) == set(testbed.hosts), second.recap
+    assert second.changed() == {h: 0 for h in testbed.hosts}, \
+        f"second run changed something, see {second.log}"
+
+
+def test_master_lists_both_workers_alive_with_cores(testbed, deployed):
+    master = testbed.one("spark_master")
+    workers = testbed.group("spark_workers")
+    alive = bed.alive_workers(master.address)
+    assert set(alive) == {w.address for w in workers}, alive
+    for worker in workers:
+        nproc = int(testbed.ssh(worker, "nproc").stdout)
+        assert alive[worker.address] == nproc, (worker.name, alive)
+
+
+def test_rendered_files_carry_the_tuning(testbed, deployed):
+    """spark-defaults.conf, spark-env.sh and appliance.toml hold appliance.tuning's values
+    (nothing written by hand: compared with the module itself)."""
+    tuning = tuning_for(TRIGGER)
+    appliance = testbed.one("appliance")
+    defaults = {}
+    for line in _host_file(testbed, appliance, "/etc/spark/spark-defaults.conf").splitlines():
+        if line.strip() and not line.startswith("#"):
+            key, _, value = line.strip().partition(" ")
+            defaults[key] = value.strip()
+    for key, value in tuning.spark_conf.items():
+        if key.endswith("extraJavaOptions"):
+            assert defaults[key].startswith(value + " -Xlog:gc*:file="), (key, defaults[key])
+            assert "filecount=" in defaults[key] and "filesize=" in defaults[key]
+        else:
+            assert defaults[key] == value, key
+    assert defaults["spark.authenticate"] == "true"
+
+    env = _host_file(testbed, testbed.group("spark_workers")[0], "/etc/spark/spark-env.sh")
+    daemon_opts = next(line for line in env.splitlines()
+                       if line.startswith("SPARK_DAEMON_JAVA_OPTS="))
+    assert " ".join(tuning.jvm_options) in daemon_opts
+    assert "-Xlog:gc*:file=/var/log/spark/gc-" in daemon_opts
+
+    toml = tomllib.loads(_host_file(testbed, appliance, "/etc/appliance/appliance.toml"))
+    assert toml["source"] == tuning.source_options
+    assert toml["sink"] == tuning.sink_options
+    for key, value in tuning.spark_conf.items():
+        assert toml["spark"][key].startswith(value), key
+    assert toml["query"]["trigger"] == TRIGGER
+
+
+def test_secret_stays_out_of_argv_and_logs(testbed, deployed):
+    secret = testbed.vars["spark_auth_secret"]
+    for host in testbed.hosts.values():
+        argv = testbed.ssh(host, "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '").stdout
+        assert secret not in argv, f"the Spark secret is in a command line on {host.name}"
+        logs = testbed.ssh(host, "journalctl --no-pager -o cat; cat /var/log/spark/* 2>/dev/null",
+                           check=False).stdout
+        assert secret not in logs, f"the Spark secret is in a log on {host.name}"
+    for run in deployed:
+        assert secret not in run.output
+
+
+def test_services_bind_to_the_cluster_address(testbed, deployed):
+    for host in testbed.hosts.values():
+        listeners = testbed.ssh(host, "ss -Hltnp").stdout.splitlines()
+        services = [line for line in listeners if "sshd" not in line]
+        assert services, f"no services on {host.name}?"
+        for line in services:
+            local = line.split()[3]
+            assert local.startswith((host.address + ":", "127.0.0.1:", "[::ffff:"
+                                     + host.address + "]:")), (host.name, line)
+
+
+# -- traffic ----------------------------------------------------------------------------
+
+def test_events_come_back_as_exact_alerts(testbed, kafka):
+    prefix = bed.unique("e2e")
+    hits = bed.make_events(f"{prefix}-hit", 40, metric="cpu.util", value=99.0)
+    misses = bed.make_events(f"{prefix}-miss", 40, metric="cpu.util", value=10.0)
+    kafka.produce(hits + misses)
+    expected = {e["event_id"] for e in hits}
+    missing = kafka.wait_alerts(expected, ALERT_TIMEOUT_S)
+    assert not missing, f"{len(missing)} alerts missing, e.g. {sorted(missing)[:5]}"
+    time.sleep(3)  # a miss would have arrived with the hits
+    got = {a for a in kafka.poll_alerts() if a.startswith(prefix)}
+    assert got == expected
+    alert = kafka.alerts[hits[0]["event_id"]]
+    assert alert["severity"] == "critical" and alert["rules"][0]["id"] == "cpu-critical"
+
+
+def test_driver_without_the_secret_cannot_register(testbed, deployed):
+    master = testbed.one("spark_master")
+    assert "appliance" in {a["name"] for a in bed.master_status(master.address)["activeapps"]}
+    name = bed.unique("rogue")
+    script = (
+        "import time\n"
+        "from pyspark.sql import SparkSession\n"
+        f"s = (SparkSession.builder.master('spark://{master.address}:7077').appName('{name}')\n"
+        "     .config('spark.driver.host', '10.213.0.1')\n"
+        "     .config('spark.driver.bindAddress', '10.213.0.1')\n"
+        "     .config('spark.ui.enabled', 'false').getOrCreate())\n"
+        "time.sleep(120)\n")
+    since = testbed.ssh(master, "date +%s").stdout.strip()
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        seen = []
+        deadline = time.monotonic() + 45  # two registration attempts (20 s apart)
+        while time.monotonic() < deadline and proc.poll() is None:
+            status = bed.master_status(master.address)
+            seen += [a["name"] for a in status["activeapps"] + status["completedapps"]]
+            time.sleep(2)
+    finally:
+        proc.kill()
+        output = proc.communicate(timeout=30)[0]
+    assert name not in seen, "a driver without the secret registered an application"
+    assert "failed to connect to master" in output.lower(), output[-3000:]
+    # ...and it is the master's authentication that turned it away.
+    master_log = testbed.ssh(master, f"journalctl -u spark-master --since @{since} -o cat").stdout
+    assert "sasl" in master_log.lower(), master_log[-3000:]
+
+
+def test_worker_reboot_mid_stream_loses_no_alert(testbed, kafka):
+    master = testbed.one("spark_master")
+    worker = testbed.group("spark_workers")[-1]
+    prefix = bed.unique("reboot")
+    batches = [bed.make_events(f"{prefix}-{n}", 20) for n in range(30)]
+    stop = threading.Event()
+
+    def produce():
+        for batch in batches:  # bounded: 30 batches of 20 events, one per second
+            if stop.is_set():
+                return
+            kafka.produce(batch)
+            time.sleep(1.0)
+
+    producer = threading.Thread(target=produce)
+    producer.start()
+    try:
+        time.sleep(8)
+        testbed.ssh(worker, "systemctl reboot", check=False)
+        gone = bed.wait_for(lambda: worker.address not in bed.alive_workers(master.address),
+                            timeout=60, interval=0.5)
+        assert gone, "the master never noticed the worker going away"
+        back = bed.wait_for(lambda: worker.address in bed.alive_workers(master.address),
+                            timeout=REJOIN_TIMEOUT_S)
+        assert back, f"{worker.name} did not rejoin the master within {REJOIN_TIMEOUT_S} s"
+    finally:
+        producer.join(timeout=120)
+        stop.set()
+    expected = {e["event_id"] for batch in batches for e in batch}
+    missing = kafka.wait_alerts(expected, ALERT_TIMEOUT_S)
+    assert not missing, f"{len(missing)} alerts lost across the reboot, e.g. {sorted(missing)[:5]}"
+    assert testbed.ssh(worker, "systemctl is-active spark-worker").stdout.strip() == "active"
+
+
+# -- rules updates ----------------------------------------------------------------------
+
+def test_bad_rules_fail_before_any_host_changes(testbed, deployed, tmp_path):
+    appliance = testbed.one("appliance")
+    before = (_rules_sha(testbed, appliance), _invocation(testbed, appliance))
+    bad = tmp_path / "rules.yml"
+    bad.write_text("rules:\n  - id: broken\n    severity: critical\n"
+                   "    when: \"no_such_column > 1\"\n")
+    run = bed.run_playbook("--tags", "rules", "-e", f"appliance_rules_file={bad}",
+                           label="bad-rules", timeout=900)
+    assert run.rc != 0, f"a bad rules file was accepted, see {run.log}"
+    assert "appliance rules check" in run.output or "rules check" in run.output
+    assert str(bad) in run.output and "no_such_column" in run.output, run.log
+    assert all(r["changed"] == 0 for r in run.recap.values()), run.recap
+    assert (_rules_sha(testbed, appliance), _invocation(testbed, appliance)) == before
+
+
+def test_new_rule_rolls_out_without_losing_alerts(testbed, kafka, tmp_path):
+    appliance = testbed.one("appliance")
+    rules = yaml.safe_load(EXAMPLE_RULES.read_text())
+    rules["rules"].append({"id": "net-errors", "severity": "warning",
+                           "when": "metric = 'net.errors' AND value > 10",
+                           "message": "network errors"})
+    new = tmp_path / "rules.yml"
+    new.write_text(yaml.safe_dump(rules))
+    before = _invocation(testbed, appliance)
+    prefix = bed.unique("roll")
+    old_rule = [bed.make_events(f"{prefix}-old-{n}", 10) for n in range(40)]
+    stop = threading.Event()
+
+    def produce():
+        for batch in old_rule:  # bounded: 40 batches, one per second, across the update
+            if stop.is_set():
+                return
+            kafka.produce(batch)
+            time.sleep(1.0)
+
+    producer = threading.Thread(target=produce)
+    producer.start()
+    try:
+        run = bed.run_playbook("--tags", "rules", "-e", f"appliance_rules_file={new}",
+                               label="new-rule", timeout=900)
+    finally:
+        producer.join(timeout=120)
+        stop.set()
+    assert run.rc == 0, f"rules update failed, see {run.log}"
+    assert run.changed()[appliance.name] > 0
+    assert _invocation(testbed, appliance) != before, "the appliance was not restarted"
+    new_rule = bed.make_events(f"{prefix}-new", 20, metric="net.errors", value=50.0)
+    kafka.produce(new_rule)
+    expected = {e["event_id"] for batch in old_rule for e in batch}
+    expected |= {e["event_id"] for e in new_rule}
+    missing = kafka.wait_alerts(expected, ALERT_TIMEOUT_S)
+    assert not missing, f"{len(missing)} alerts missing, e.g. {sorted(missing)[:5]}"
+    assert kafka.alerts[new_rule[0]["event_id"]]["rules"][0]["id"] == "net-errors"
+    checkpoint = _host_file(testbed, appliance, "/etc/appliance/appliance.toml")
+    assert "/var/lib/appliance/checkpoints" in checkpoint  # same checkpoint as before
