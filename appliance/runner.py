@@ -126,7 +126,7 @@ class Appliance:
 
         cfg, kafka = self.config, self.config.kafka
         tuning = tuning_for(cfg.query.trigger)
-        passthrough = {f"kafka.{k}": v for k, v in kafka.properties.items()}
+        passthrough = {f"kafka.{k}": v for k, v in kafka.java_properties.items()}
         records = (self.spark.readStream.format("appliance-kafka")
                    .option("kafka.bootstrap.servers", self.bootstrap)
                    .option("subscribe", cfg.topics.events)

@@ -1,0 +1,100 @@
+"""Test-time TLS material and broker users for the security tests.
+
+Certificates are made fresh for every test session (``cryptography``): a throw-away CA and
+a broker certificate for ``localhost`` / ``127.0.0.1`` signed by it. No private key is
+ever committed; keys are written with mode 0600, as the broker demands.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from appliance.broker.credentials import add_user
+
+# The user the clients log in as. The password is random per session and distinctive, so
+# the secret-leak test can search for it anywhere.
+USER = "appliance-client"
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    ca: Path  # CA certificate (PEM): the clients' truststore
+    cert: Path  # broker certificate (PEM)
+    key: Path  # broker private key (PEM, 0600)
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+
+
+def make_tls(directory: Path) -> TlsFiles:
+    now = dt.datetime.now(dt.timezone.utc)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "appliance test CA")])
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
+          .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
+          .not_valid_before(now - dt.timedelta(minutes=5))
+          .not_valid_after(now + dt.timedelta(days=2))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+          .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True,
+                                       crl_sign=True, content_commitment=False,
+                                       key_encipherment=False, data_encipherment=False,
+                                       key_agreement=False, encipher_only=False,
+                                       decipher_only=False), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")]))
+            .issuer_name(ca_name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(now + dt.timedelta(days=2))
+            .add_extension(x509.SubjectAlternativeName([
+                x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                critical=False)
+            .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]),
+                           critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    directory.mkdir(parents=True, exist_ok=True)
+    files = TlsFiles(ca=directory / "ca.pem", cert=directory / "broker.pem",
+                     key=directory / "broker.key")
+    files.ca.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    files.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    _write_private(files.key, key.private_bytes(serialization.Encoding.PEM,
+                                                serialization.PrivateFormat.PKCS8,
+                                                serialization.NoEncryption()))
+    return files
+
+
+def new_password() -> str:
+    return "pw-" + secrets.token_hex(12)
+
+
+def make_users(path: Path, password: str, user: str = USER) -> Path:
+    add_user(path, user, password)
+    return path
+
+
+def broker_args(protocol: str, tls: TlsFiles | None = None, users: Path | None = None,
+                mechanisms: str | None = None) -> list[str]:
+    """``appliance broker`` flags for a secured listener (paths only, no secrets)."""
+    args = ["--security-protocol", protocol]
+    if tls is not None:
+        args += ["--ssl-certfile", str(tls.cert), "--ssl-keyfile", str(tls.key)]
+    if users is not None:
+        args += ["--sasl-users", str(users)]
+    if mechanisms:
+        args += ["--sasl-mechanisms", mechanisms]
+    return args
