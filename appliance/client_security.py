@@ -8,7 +8,8 @@ environment variables), as Java client properties - the connector's own language
 bootstrap_servers = "broker:9093"
 "security.protocol" = "SASL_SSL"
 "sasl.mechanism" = "SCRAM-SHA-512"
-"sasl.jaas.config" = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="appliance" password="...";'
+"sasl.username" = "appliance"         # or sasl.jaas.config, as for any Java client
+"sasl.password" = "..."               # better: APPLIANCE_KAFKA_SASL_PASSWORD in the env
 "ssl.truststore.type" = "PEM"
 "ssl.truststore.location" = "/etc/appliance/ca.pem"
 ```

@@ -40,7 +40,7 @@ def _write_private(path: Path, data: bytes) -> None:
 
 
 def make_tls(directory: Path) -> TlsFiles:
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "appliance test CA")])
     ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)

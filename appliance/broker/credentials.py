@@ -31,8 +31,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from appliance.broker.scram import (DEFAULT_ITERATIONS, MECHANISMS, MIN_ITERATIONS,
-                                    ScramCredential)
+from appliance.broker.scram import DEFAULT_ITERATIONS, MECHANISMS, MIN_ITERATIONS, ScramCredential
 
 _CREDENTIAL_KEYS = ("salt", "iterations", "stored_key", "server_key")
 

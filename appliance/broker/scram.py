@@ -195,7 +195,7 @@ class ScramServer:
         if cred is None or len(proof) != m.digest_size:
             raise ScramError("invalid credentials")
         signature = m.hmac(cred.stored_key, auth_message)
-        client_key = bytes(a ^ b for a, b in zip(proof, signature))
+        client_key = bytes(a ^ b for a, b in zip(proof, signature, strict=True))
         if not hmac.compare_digest(m.h(client_key), cred.stored_key):
             raise ScramError("invalid credentials")
         self.user = self._claimed

@@ -148,8 +148,8 @@ def _scram_client(c: WireClient, mech: scram.Mechanism, user: str, password: str
     client_key = mech.hmac(salted, b"Client Key")
     without_proof = f"c=biws,r={attrs['r']}"
     auth_message = f"{first_bare},{server_first},{without_proof}".encode()
-    proof = bytes(a ^ b for a, b in zip(client_key, mech.hmac(mech.h(client_key),
-                                                                auth_message)))
+    signature = mech.hmac(mech.h(client_key), auth_message)
+    proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
     final = f"{without_proof},p={base64.b64encode(proof).decode()}"
     resp = _authenticate(c, final.encode())
     server_key = mech.hmac(salted, b"Server Key")
