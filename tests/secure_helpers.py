@@ -98,3 +98,107 @@ def broker_args(protocol: str, tls: TlsFiles | None = None, users: Path | None =
     if mechanisms:
         args += ["--sasl-mechanisms", mechanisms]
     return args
+
+
+# -- audits ---------------------------------------------------------------------------------
+
+def process_tree(root_pid: int) -> set[int]:
+    """``root_pid`` and all its descendants (from /proc/*/stat)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rpartition(")")[2].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = set(), [root_pid]
+    while todo:
+        pid = todo.pop()
+        if pid not in out:
+            out.add(pid)
+            todo.extend(children.get(pid, []))
+    return out
+
+
+def _listen_inodes() -> dict[int, str]:
+    """Socket inode -> "address:port" of every listening TCP socket on this host."""
+    out = {}
+    for table, v6 in (("/proc/net/tcp", False), ("/proc/net/tcp6", True)):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if fields[3] != "0A":  # TCP_LISTEN
+                continue
+            hex_addr, hex_port = fields[1].split(":")
+            raw = bytes.fromhex(hex_addr)
+            if v6:  # four little-endian 32-bit words
+                raw = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+                addr = ipaddress.IPv6Address(raw)
+                addr = addr.ipv4_mapped or addr
+            else:
+                addr = ipaddress.IPv4Address(raw[::-1])
+            out[int(fields[9])] = f"{addr}:{int(hex_port, 16)}"
+    return out
+
+
+def listening_addresses(pids: set[int]) -> dict[int, list[str]]:
+    """pid -> the addresses its listening TCP sockets are bound to."""
+    inodes = _listen_inodes()
+    out: dict[int, list[str]] = {}
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inode = int(target[8:-1])
+                if inode in inodes:
+                    out.setdefault(pid, []).append(inodes[inode])
+    return out
+
+
+def is_loopback(address: str) -> bool:
+    return ipaddress.ip_address(address.rpartition(":")[0]).is_loopback
+
+
+def cmdlines_containing(secret: str) -> list[str]:
+    """Command lines of any process on this host that contain ``secret``."""
+    hits = []
+    needle = secret.encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            raw = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if needle in raw:
+            shown = raw.replace(b"\0", b" ")[:200]
+            hits.append(f"{entry}: {shown!r}")
+    return hits
+
+
+def files_containing(secret: str, *roots: Path) -> list[str]:
+    """Files under ``roots`` (recursively) whose bytes contain ``secret``."""
+    needle = secret.encode()
+    hits = []
+    for root in roots:
+        paths = [root] if root.is_file() else [p for p in root.rglob("*") if p.is_file()]
+        for path in paths:
+            try:
+                if needle in path.read_bytes():
+                    hits.append(str(path))
+            except OSError:
+                continue
+    return hits
