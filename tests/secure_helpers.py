@@ -31,6 +31,8 @@ class TlsFiles:
     ca: Path  # CA certificate (PEM): the clients' truststore
     cert: Path  # broker certificate (PEM)
     key: Path  # broker private key (PEM, 0600)
+    client_cert: Path  # a client certificate signed by the same CA (mutual TLS)
+    client_key: Path
 
 
 def _write_private(path: Path, data: bytes) -> None:
@@ -67,9 +69,24 @@ def make_tls(directory: Path) -> TlsFiles:
             .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]),
                            critical=False)
             .sign(ca_key, hashes.SHA256()))
+    client_key = ec.generate_private_key(ec.SECP256R1())
+    client = (x509.CertificateBuilder()
+              .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "client")]))
+              .issuer_name(ca_name).public_key(client_key.public_key())
+              .serial_number(x509.random_serial_number())
+              .not_valid_before(now - dt.timedelta(minutes=5))
+              .not_valid_after(now + dt.timedelta(days=2))
+              .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]),
+                             critical=False)
+              .sign(ca_key, hashes.SHA256()))
     directory.mkdir(parents=True, exist_ok=True)
     files = TlsFiles(ca=directory / "ca.pem", cert=directory / "broker.pem",
-                     key=directory / "broker.key")
+                     key=directory / "broker.key", client_cert=directory / "client.pem",
+                     client_key=directory / "client.key")
+    files.client_cert.write_bytes(client.public_bytes(serialization.Encoding.PEM))
+    _write_private(files.client_key, client_key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()))
     files.ca.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     files.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     _write_private(files.key, key.private_bytes(serialization.Encoding.PEM,

@@ -193,6 +193,22 @@ def test_librdkafka_over_tls_only(ssl_only, tls):
     assert _rd_round_trip(_rd(ssl_only.bootstrap, tls, "SSL"), b"librdkafka-ssl")
 
 
+def test_mutual_tls_requires_a_client_certificate(tmp_path, tls):
+    b = EmbeddedBroker(extra_args=broker_args("SSL", tls) + ["--ssl-client-ca", str(tls.ca),
+                                                             "--topics", f"{TOPIC}:1"],
+                       log_path=tmp_path / "broker.log").start()
+    try:
+        with_cert = {**_rd(b.bootstrap, tls, "SSL"),
+                     "ssl.certificate.location": str(tls.client_cert),
+                     "ssl.key.location": str(tls.client_key)}
+        assert _rd_round_trip(with_cert, b"librdkafka-mtls")
+        errs = _rd_refused(_with_errors(b.bootstrap, tls, "SSL"))  # no certificate
+        assert any(e.code() in (KafkaError._SSL, KafkaError._TRANSPORT,
+                                KafkaError._ALL_BROKERS_DOWN) for e in errs), errs
+    finally:
+        b.stop()
+
+
 # -- Java kafka-clients -----------------------------------------------------------------
 
 def _java_scenario(path, name: str, bootstrap: str, tls, protocol: str,

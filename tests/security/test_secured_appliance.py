@@ -224,7 +224,8 @@ def test_appliance_loadgen_and_locust_over_sasl_ssl_leak_no_secret(tmp_path):
             watcher.watch(lg.pid)
             lg_code = lg.wait(timeout=400)
         summary = json.loads(lg_out.read_text())
-        assert lg_code == 0, lg_err.read_text()[-3000:]
+        assert lg_code == 0, (lg_err.read_text()[-2000:] + "\n--- appliance log tail:\n"
+                              + app_log.read_text(errors="replace")[-6000:])
         print(f"secured run: {summary['sent']} events, {summary['received_alerts']} of "
               f"{summary['expected_alerts']} alerts, {summary['dlq_received']} of "
               f"{summary['dlq_expected']} dead letters, {summary['duplicates']} duplicates")
