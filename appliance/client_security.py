@@ -95,6 +95,12 @@ class ClientSecurity:
     def sasl(self) -> bool:
         return self.protocol.startswith("SASL_")
 
+    @property
+    def credentials(self) -> bool:
+        """A PLAIN/SCRAM username and password this module can hand to every client."""
+        return (self.sasl and self.mechanism in MECHANISMS and self.username is not None
+                and self.password is not None)
+
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> ClientSecurity:
         protocol = str(props.get("security.protocol", "PLAINTEXT")).upper()
@@ -104,18 +110,18 @@ class ClientSecurity:
         mechanism = None
         username = password = None
         if protocol.startswith("SASL_"):
+            # Other mechanisms (GSSAPI, OAUTHBEARER) and JAAS from a system-wide file are
+            # left to the clients' own pass-through settings; only PLAIN and SCRAM
+            # credentials are translated here.
             mechanism = str(props.get("sasl.mechanism", "GSSAPI")).upper()
-            if mechanism not in MECHANISMS:
-                raise SecuritySettingsError(f"sasl.mechanism: must be one of "
-                                            f"{', '.join(MECHANISMS)}")
             jaas = str(props.get("sasl.jaas.config", ""))
             username = props.get("sasl.username") or _jaas_value(jaas, "username")
             secret = props.get("sasl.password") or _jaas_value(jaas, "password")
-            if not username or not secret:
+            if mechanism in MECHANISMS and bool(username) != bool(secret):
                 raise SecuritySettingsError(
-                    "sasl.jaas.config: needs username=\"...\" and password=\"...\" "
-                    "(or set sasl.username and sasl.password)")
-            password = Secret(str(secret))
+                    "sasl.jaas.config: needs both username=\"...\" and password=\"...\" "
+                    "(or set both sasl.username and sasl.password)")
+            password = Secret(str(secret)) if secret else None
         ca_file = props.get("ssl.ca.location")
         if ca_file is None and str(props.get("ssl.truststore.type", "")).upper() == "PEM":
             ca_file = props.get("ssl.truststore.location")
@@ -129,7 +135,7 @@ class ClientSecurity:
     def java(self, props: Mapping[str, str]) -> dict[str, str]:
         """Java kafka-clients properties: ``props`` with librdkafka spellings translated."""
         out = {k: str(v) for k, v in props.items() if k not in _RDKAFKA_ONLY}
-        if self.sasl and "sasl.jaas.config" not in out:
+        if self.credentials and "sasl.jaas.config" not in out:
             out["sasl.jaas.config"] = (
                 f"{_LOGIN_MODULES[self.mechanism]} required "
                 f"username={_jaas_quote(self.username)} "
@@ -145,7 +151,9 @@ class ClientSecurity:
         if self.protocol != "PLAINTEXT":
             out["security_protocol"] = self.protocol
         if self.sasl:
-            out.update(sasl_mechanism=self.mechanism, sasl_plain_username=self.username,
+            out["sasl_mechanism"] = self.mechanism
+        if self.credentials:
+            out.update(sasl_plain_username=self.username,
                        sasl_plain_password=self.password.reveal())
         if self.tls:
             if self.ca_file:
@@ -160,8 +168,9 @@ class ClientSecurity:
         if self.protocol != "PLAINTEXT":
             out["security.protocol"] = self.protocol.lower()
         if self.sasl:
-            out.update({"sasl.mechanism": self.mechanism, "sasl.username": self.username,
-                        "sasl.password": self.password.reveal()})
+            out["sasl.mechanism"] = self.mechanism
+        if self.credentials:
+            out.update({"sasl.username": self.username, "sasl.password": self.password.reveal()})
         if self.tls:
             if self.ca_file:
                 out["ssl.ca.location"] = self.ca_file
