@@ -34,7 +34,7 @@ class BrokerConfig:
     ssl_client_ca: str | None = None  # require client certificates signed by this CA
     sasl_users_file: str | None = None  # users.toml, mode 0600 (credentials.py)
     sasl_mechanisms: tuple[str, ...] | None = None  # None: the protocol's defaults
-    auth_timeout_ms: int = 10_000  # TLS + SASL must finish within this, or the
+    auth_timeout_ms: int = 60_000  # TLS, then SASL, must each finish within this, or the
     # connection is closed
 
 

@@ -216,13 +216,13 @@ def test_appliance_loadgen_and_locust_over_sasl_ssl_leak_no_secret(tmp_path):
             lg = subprocess.Popen(
                 [sys.executable, "-m", "loadgen", "run", "--bootstrap", broker.bootstrap,
                  "--rate", "200", "--duration", "6", "--alert-ratio", "0.2",
-                 "--bad-ratio", "0.05", "--floor-seconds", "0", "--grace", "90",
+                 "--bad-ratio", "0.05", "--floor-seconds", "0", "--grace", "400",
                  "--metrics-port", str(lg_port), "--kafka-config", str(lg_settings),
                  "--quiet", "--report", str(report)],
                 stdout=out, stderr=err, cwd=tmp_path, env=_env())
             procs.append(lg)
             watcher.watch(lg.pid)
-            lg_code = lg.wait(timeout=400)
+            lg_code = lg.wait(timeout=600)
         summary = json.loads(lg_out.read_text())
         assert lg_code == 0, (lg_err.read_text()[-2000:] + "\n--- appliance log tail:\n"
                               + app_log.read_text(errors="replace")[-6000:])
