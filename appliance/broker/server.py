@@ -27,6 +27,7 @@ _HEADER = struct.Struct(">hhi")  # api_key, api_version, correlation_id
 class BrokerServer:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
+        self.security = listener.from_config(config)  # ListenerError: unusable TLS/SASL
         self.storage = None
         if config.data_dir:
             from appliance.broker.segments import Storage
@@ -39,7 +40,6 @@ class BrokerServer:
             if name not in self.registry.topics:
                 self.registry.create(name, count)
         self.apis = Apis(config, self.registry, self.storage)
-        self.security = listener.from_config(config)  # ListenerError: unusable TLS/SASL
         self._server: asyncio.base_events.Server | None = None
         self._retention_timer: asyncio.TimerHandle | None = None
         self.connections: set[Connection] = set()
