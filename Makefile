@@ -53,6 +53,7 @@ bench: setup
 
 lint: setup
 	$(VENV)/bin/ruff check appliance loadgen tests bench scripts
+	$(VENV)/bin/lint-imports
 
 clean:
 	rm -rf build reports var .pytest_cache

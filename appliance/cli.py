@@ -1,15 +1,27 @@
-"""The ``appliance`` command line: ``run``, ``demo``, ``broker`` and ``rules check``.
+"""The ``appliance`` command line: ``run``, ``broker`` and ``rules check``, plus plugins.
 
 Exit codes: 0 success; 2 bad usage, config or rules (one line naming the file and field);
 1 a runtime failure. argparse already exits 2 on bad usage.
+
+Commands that need more than the appliance (``demo`` needs the load generator,
+``dashboards`` the dashboards package) are plugins: each installed entry point of the
+group ``appliance.commands`` names a ``register(subparsers)`` that adds its subcommand.
+So the CLI offers them without the appliance package importing the layers above it.
+
+Heavy modules (pyspark, the runner) are imported inside the command that needs them, so
+``appliance --help`` and ``appliance rules check --no-spark`` answer without them.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from importlib.metadata import entry_points
 
+from appliance.broker.cli import add_broker_options
 from appliance.config import TRIGGERS
+
+PLUGIN_GROUP = "appliance.commands"
 
 
 def _fail(lines: str) -> int:
@@ -32,20 +44,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from appliance.runner import run
 
     return run(config)
-
-
-def _cmd_demo(args: argparse.Namespace) -> int:
-    from appliance import logs
-
-    logs.configure()
-    from appliance.config import ConfigError
-    from appliance.demo import run_demo
-
-    try:
-        return run_demo(seconds=args.seconds, rate=args.rate, trigger=args.trigger,
-                        report=args.report)
-    except ConfigError as exc:
-        return _fail(str(exc))
 
 
 def _cmd_rules_check(args: argparse.Namespace) -> int:
@@ -88,15 +86,6 @@ def build_parser() -> argparse.ArgumentParser:
                      help="override [query] trigger")
     run.set_defaults(func=_cmd_run)
 
-    demo = sub.add_parser("demo", help="embedded broker + appliance + load, latency report")
-    demo.add_argument("--seconds", type=float, default=20.0)
-    demo.add_argument("--rate", type=float, default=500.0, help="events per second")
-    demo.add_argument("--trigger", choices=TRIGGERS, default="continuous")
-    demo.add_argument("--report", default="reports/demo.json", help="JSON report path")
-    demo.set_defaults(func=_cmd_demo)
-
-    from appliance.broker.cli import add_broker_options
-
     broker = sub.add_parser("broker", help="run the embedded Kafka-protocol broker")
     add_broker_options(broker)  # flags documented in appliance/broker/cli.py
 
@@ -107,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--no-spark", dest="spark", action="store_false",
                        help="structural checks only (no JVM; skips type/function checks)")
     check.set_defaults(func=_cmd_rules_check)
+
+    for plugin in sorted(entry_points(group=PLUGIN_GROUP), key=lambda ep: ep.name):
+        plugin.load()(sub)
     return parser
 
 

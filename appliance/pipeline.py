@@ -17,10 +17,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     BinaryType,
-    DoubleType,
     IntegerType,
     LongType,
-    MapType,
     StringType,
     StructField,
     StructType,
@@ -28,16 +26,8 @@ from pyspark.sql.types import (
 )
 
 from appliance.config import TopicsConfig
+from appliance.events import FIELD_NAMES, FIELDS, STRING, STRING_MAP, EventField
 from appliance.rules import SEVERITIES, Rule
-
-EVENT_SCHEMA = StructType([
-    StructField("event_id", StringType()),
-    StructField("ts", DoubleType()),
-    StructField("source", StringType()),
-    StructField("metric", StringType()),
-    StructField("value", DoubleType()),
-    StructField("tags", MapType(StringType(), StringType())),
-])
 
 # The columns of the Kafka source (Spark's built-in ``kafka`` format has the same).
 KAFKA_READ_SCHEMA = StructType([
@@ -50,8 +40,6 @@ KAFKA_READ_SCHEMA = StructType([
     StructField("timestampType", IntegerType()),
 ])
 
-REQUIRED_FIELDS = {"event_id": "string", "ts": "number", "source": "string",
-                   "metric": "string", "value": "number"}
 _NUMBER_TYPES = "^(TINYINT|SMALLINT|INT|BIGINT|FLOAT|DOUBLE|DECIMAL)"
 
 
@@ -64,7 +52,7 @@ def _field_types() -> list[Column]:
     ``BIGINT``, ``DECIMAL(3,1)``, ``OBJECT<...>``, ``VOID`` for JSON null; SQL null if
     absent), computed once per record in its own projection and referenced below."""
     return [F.expr(f"schema_of_variant(variant_get(_json, '$.{f.name}'))")
-            .alias(_type_column(f.name)) for f in EVENT_SCHEMA.fields]
+            .alias(_type_column(f.name)) for f in FIELDS]
 
 
 def _absent(name: str) -> Column:
@@ -72,20 +60,26 @@ def _absent(name: str) -> Column:
     return jtype.isNull() | (jtype == F.lit("VOID"))
 
 
-def _field_error(name: str, kind: str) -> Column:
+def _field_error(field: EventField) -> Column:
+    """The reason ``field`` is invalid in this record, or null."""
+    if field.json_type == STRING_MAP:
+        return _string_map_error(field.name)
+    name, kind = field.name, field.json_type
     jtype = F.col(_type_column(name))
-    wrong = (jtype != F.lit("STRING")) if kind == "string" else ~jtype.rlike(_NUMBER_TYPES)
-    return (F.when(_absent(name), F.lit(f"missing field: {name}"))
+    wrong = (jtype != F.lit("STRING")) if kind == STRING else ~jtype.rlike(_NUMBER_TYPES)
+    missing = F.lit(f"missing field: {name}") if field.required else F.lit(None)
+    return (F.when(_absent(name), missing)
             .when(wrong, F.concat(F.lit(f"wrong type: {name} must be a {kind}, got "),
                                   F.lower(jtype))))
 
 
-def _tags_error() -> Column:
-    values_ok = F.expr("forall(map_values(try_variant_get(_json, '$.tags', "
+def _string_map_error(name: str) -> Column:
+    """A field that, when present, must be a JSON object of string to string (``tags``)."""
+    values_ok = F.expr(f"forall(map_values(try_variant_get(_json, '$.{name}', "
                        "'map<string, variant>')), x -> schema_of_variant(x) = 'STRING')")
-    not_object = ~F.col(_type_column("tags")).startswith("OBJECT")
-    return F.when(~_absent("tags") & (not_object | ~values_ok),
-                  F.lit("wrong type: tags must be an object of string to string"))
+    not_object = ~F.col(_type_column(name)).startswith("OBJECT")
+    return F.when(~_absent(name) & (not_object | ~values_ok),
+                  F.lit(f"wrong type: {name} must be an object of string to string"))
 
 
 def parse_events(records: DataFrame) -> DataFrame:
@@ -113,17 +107,17 @@ def parse_events(records: DataFrame) -> DataFrame:
         .when(F.col("_json").isNull(), F.lit("malformed JSON"))
         .when(~F.col("_type").startswith("OBJECT"), F.lit("not a JSON object"))
     )
-    field_errors = [_field_error(n, k) for n, k in REQUIRED_FIELDS.items()] + [_tags_error()]
+    field_errors = [_field_error(f) for f in FIELDS]
     typed = [
-        F.expr(f"try_variant_get(_json, '$.{f.name}', '{f.dataType.simpleString()}')")
-        .alias(f.name) for f in EVENT_SCHEMA.fields
+        F.expr(f"try_variant_get(_json, '$.{f.name}', '{f.spark_type}')").alias(f.name)
+        for f in FIELDS
     ]
     checked = probed.select(*kafka, "_utf8", structural.alias("_structural"),
                             F.concat_ws("; ", *field_errors).alias("_fields"), *typed)
     error = F.coalesce(F.col("_structural"),
                        F.when(F.col("_fields") != F.lit(""), F.col("_fields")))
     return checked.select(*kafka, "_utf8", error.alias("error"),
-                          *[f.name for f in EVENT_SCHEMA.fields])
+                          *FIELD_NAMES)
 
 
 def _matched_rules(rules: Sequence[Rule]) -> Column:

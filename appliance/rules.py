@@ -20,8 +20,9 @@ import sqlglot
 import yaml
 from sqlglot import exp
 
+from appliance.events import EVENT_DDL, FIELD_NAMES
+
 SEVERITIES = ("info", "warning", "critical")  # ascending: position + 1 is the ordinal
-EVENT_FIELDS = ("event_id", "ts", "source", "metric", "value", "tags")
 RULE_KEYS = ("id", "severity", "when", "message")
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
@@ -98,9 +99,9 @@ def expression_problems(when: str) -> list[str]:
             problems.append(f"must be deterministic ({name} is not)")
         elif isinstance(node, exp.Column):
             field = (node.table or node.name).lower()
-            if field not in EVENT_FIELDS and field not in lambda_params:
+            if field not in FIELD_NAMES and field not in lambda_params:
                 problems.append(f"unknown field {field!r} (event fields: "
-                                f"{', '.join(EVENT_FIELDS)})")
+                                f"{', '.join(FIELD_NAMES)})")
     if isinstance(tree, _NON_BOOLEAN_TOPS) and not (
             isinstance(tree, exp.Literal) and tree.this.lower() in ("true", "false")):
         problems.append("must be a boolean expression")
@@ -212,15 +213,13 @@ def _first_line(message: str) -> str:
 
 def analyze_rules(spark: Any, rules: list[Rule], source: str = "rules.yml") -> None:
     """Second pass with Spark's analyzer; raise RulesError listing every problem."""
-    from appliance.pipeline import EVENT_SCHEMA
-
     problems = []
     # pyspark logs every analysis error at ERROR with a stack trace; here they are expected.
     quiet = logging.getLogger("SQLQueryContextLogger")
     level = quiet.level
     quiet.setLevel(logging.CRITICAL)
     try:
-        events = spark.createDataFrame([], EVENT_SCHEMA)
+        events = spark.createDataFrame([], EVENT_DDL)
         found = [(rule, _spark_problem(spark, events, rule.when)) for rule in rules]
     finally:
         quiet.setLevel(level)

@@ -27,7 +27,7 @@ OUT = Path("reports/bench/appliance_latency.json")
 def _config(trigger: str, bootstrap: str, checkpoint: str):
     """The demo's config (example rules, same intervals) on topics of its own."""
     from appliance.config import TopicsConfig
-    from appliance.demo import demo_config
+    from loadgen.demo import demo_config
 
     run = uuid.uuid4().hex[:6]
     topics = TopicsConfig(events=f"bench-{run}-events", alerts=f"bench-{run}-alerts",
@@ -36,9 +36,9 @@ def _config(trigger: str, bootstrap: str, checkpoint: str):
 
 
 def measure_one(spark, broker, trigger: str, rate: float, seconds: float) -> dict:
-    from appliance.demo import measure
     from appliance.runner import Appliance
     from appliance.topics import default_partitions
+    from loadgen.demo import measure
 
     with tempfile.TemporaryDirectory(prefix="bench-appliance-") as tmp:
         config = _config(trigger, broker.bootstrap, str(Path(tmp) / "cp"))

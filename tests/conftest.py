@@ -6,12 +6,19 @@ session, and a factory for unique topic names so tests never see each other's re
 
 from __future__ import annotations
 
+import os
 import re
 import uuid
 
 import pytest
 
 from appliance.broker import EmbeddedBroker
+from appliance.broker.codegen import STRICT_ENV
+
+# Every broker the suite starts (in-process or as a subprocess, which inherits this) encodes
+# responses strictly: a handler's misspelt or missing response key fails the test instead of
+# going out as a silent default.
+os.environ[STRICT_ENV] = "1"
 
 
 @pytest.fixture(scope="session")
@@ -37,7 +44,7 @@ def new_topic(broker, request):
     return make
 
 
-# --- Spark fixture (owned by the connector engineer) ------------------------------------
+# --- Spark fixture ------------------------------------
 # One SparkSession (one JVM) per pytest process: every suite that needs Spark shares it.
 
 

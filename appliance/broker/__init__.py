@@ -1,9 +1,11 @@
 """The embedded single-node Kafka-protocol broker (``appliance broker``).
 
-Why our own: Apache Kafka is not installable here and the one Kafka-protocol broker that
-is was measured unfit (see DESIGN.md). This one speaks exactly what the appliance's
-clients need - Java kafka-clients 3.9 (the Spark connector), kafka-python, librdkafka -
-and puts produce->consume latency first: a waiting fetch is woken by the produce itself.
+Why our own: Apache Kafka is not installable here, and the one Kafka-protocol broker that
+is (Tansu) was measured unfit: its fetch waits out ``fetch.max.wait.ms`` even when data is
+ready, and its high watermark under-reports after multi-record batches. This one speaks
+exactly what the appliance's clients need - Java kafka-clients 3.9 (the Spark connector),
+kafka-python, librdkafka - and puts produce->consume latency first: a waiting fetch is
+woken by the produce itself.
 
 APIs (advertised versions): Produce 3-9, Fetch 4-12 (topics by name), ListOffsets 1-6,
 Metadata 1-12, OffsetCommit 0-7, OffsetFetch 0-5, FindCoordinator 0-4 (groups only),

@@ -119,7 +119,7 @@ class Apis:
         for t in req["topic_data"]:
             name = t["name"]
             topic = self.registry.maybe_auto_create(name)
-            max_msg = self.registry.limits(topic)[2] if topic is not None else 0
+            max_msg = self.registry.limits(topic).max_message_bytes if topic is not None else 0
             parts = []
             for pd in t["partition_data"]:
                 index = pd["index"]
@@ -183,7 +183,8 @@ class Apis:
                     parts.append({"partition_index": index,
                                   "error_code": errors.UNKNOWN_TOPIC_OR_PARTITION,
                                   "high_watermark": -1, "last_stable_offset": -1,
-                                  "log_start_offset": -1, "records": b""})
+                                  "log_start_offset": -1, "aborted_transactions": None,
+                                  "records": b""})
                     continue
                 limit = min(max(p["partition_max_bytes"], 0), max(budget - total, 0))
                 err, batches, n = partition.read(p["fetch_offset"], limit,

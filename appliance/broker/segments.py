@@ -15,20 +15,45 @@ import shutil
 import struct
 import uuid
 import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 
 from appliance.broker.config import BrokerConfig
-from appliance.broker.records import BatchError, base_offset_of, read_header
+from appliance.broker.records import BatchError, BatchHeader, base_offset_of, read_header
 from appliance.logs import get_logger
-
-if TYPE_CHECKING:
-    from appliance.broker.topics import Topic, TopicRegistry
 
 log = get_logger("appliance.broker")
 _FRAME = struct.Struct(">II")
 SUFFIX = ".log"
 START_CHECKPOINT = "log-start-offset"
+
+
+class RecoveredBatch(NamedTuple):
+    """One intact batch read back from a segment file."""
+
+    batch: bytes
+    header: BatchHeader
+    base_offset: int
+    written_ms: int  # the segment file's mtime: no batch in it is newer
+
+
+@dataclass(frozen=True)
+class RecoveredPartition:
+    index: int
+    segments: PartitionSegments
+    log_start: int  # checkpointed log start offset (retention), 0 if none
+
+
+@dataclass(frozen=True)
+class RecoveredTopic:
+    """What the data directory says of one topic; the registry rebuilds it from this."""
+
+    name: str
+    topic_id: bytes
+    configs: dict[str, str]
+    partitions: list[RecoveredPartition]
 
 
 def _segment_name(base: int) -> str:
@@ -96,8 +121,8 @@ class PartitionSegments:
             os.close(self._fd)
             self._fd = None
 
-    def recover(self):
-        """Yield (batch, header, base, written_ms) of every intact frame; cut torn tails off.
+    def recover(self) -> Iterator[RecoveredBatch]:
+        """Yield every intact frame's batch in offset order; cut torn tails off.
 
         ``written_ms`` is the segment file's mtime: no batch in it is newer, so time
         retention after a restart errs on the side of keeping data.
@@ -127,7 +152,7 @@ class PartitionSegments:
                     good = False
                     break
                 expected = offset + header.last_offset_delta + 1
-                yield batch, header, offset, written_ms
+                yield RecoveredBatch(batch, header, offset, written_ms)
                 pos += _FRAME.size + length
             if not good:
                 log.warning("broker.recovery_truncated", segment=str(path),
@@ -154,13 +179,13 @@ class Storage:
 
     # -- topics ---------------------------------------------------------------------------
 
-    def save_topic(self, topic: Topic) -> None:
-        d = self.root / topic.name
+    def save_topic(self, name: str, topic_id: bytes, partitions: int,
+                   configs: dict[str, str]) -> None:
+        d = self.root / name
         d.mkdir(parents=True, exist_ok=True)
         tmp = d / "topic.json.tmp"
-        tmp.write_text(json.dumps({"name": topic.name, "topic_id": topic.topic_id.hex(),
-                                   "partitions": len(topic.partitions),
-                                   "configs": topic.configs}))
+        tmp.write_text(json.dumps({"name": name, "topic_id": topic_id.hex(),
+                                   "partitions": partitions, "configs": configs}))
         os.replace(tmp, d / "topic.json")
 
     def open_partition(self, topic: str, index: int) -> PartitionSegments:
@@ -180,30 +205,22 @@ class Storage:
         os.replace(d, gone)  # atomic: a crash never leaves a half-deleted topic behind
         shutil.rmtree(gone, ignore_errors=True)
 
-    def recover(self, registry: TopicRegistry) -> None:
-        from appliance.broker.partition import PartitionLog
-        from appliance.broker.topics import Topic
+    def recover(self) -> Iterator[RecoveredTopic]:
+        """Every topic in the data directory, its partitions' segment files opened.
 
+        Only reads: building topics and partition logs from this is the registry's job
+        (``TopicRegistry.recover``); a topic deleted mid-way by a crash is cleaned up here.
+        """
         for leftover in self.root.parent.glob("deleted-*"):
             shutil.rmtree(leftover, ignore_errors=True)
         for meta_path in sorted(self.root.glob("*/topic.json")):
             meta = json.loads(meta_path.read_text())
-            topic = Topic(meta["name"], bytes.fromhex(meta["topic_id"]),
-                          configs=meta.get("configs", {}))
-            batches = 0
+            partitions = []
             for index in range(meta["partitions"]):
-                segs = self.open_partition(topic.name, index)
-                part = PartitionLog(topic.name, index, segs)
-                log_start = segs.checkpointed_log_start()
-                for batch, header, base, written_ms in segs.recover():
-                    part.load(batch, header, base, written_ms, expired=base < log_start)
-                    batches += 1
-                part.recovered_log_start(log_start)
-                topic.partitions.append(part)
-            registry.topics[topic.name] = topic
-            log.info("broker.topic_recovered", topic=topic.name, partitions=meta["partitions"],
-                     batches=batches,
-                     high_watermarks=[p.high_watermark for p in topic.partitions])
+                segs = self.open_partition(meta["name"], index)
+                partitions.append(RecoveredPartition(index, segs, segs.checkpointed_log_start()))
+            yield RecoveredTopic(meta["name"], bytes.fromhex(meta["topic_id"]),
+                                 meta.get("configs", {}), partitions)
 
     # -- flushing -------------------------------------------------------------------------
 

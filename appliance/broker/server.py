@@ -11,11 +11,15 @@ import asyncio
 import socket
 import struct
 from collections import deque
+from dataclasses import dataclass
+from typing import Any
 
 from appliance.broker import errors, listener, sasl, schemas
 from appliance.broker.apis import Apis
-from appliance.broker.codec import DecodeError, Reader, Schema, Writer, decode_struct, encode_struct
+from appliance.broker.codec import DecodeError, Reader, Schema, Writer
+from appliance.broker.codegen import decode_struct, encode_struct, strict_from_env
 from appliance.broker.config import BrokerConfig
+from appliance.broker.segments import Storage
 from appliance.broker.topics import TopicRegistry
 from appliance.logs import get_logger
 
@@ -24,18 +28,24 @@ _SIZE = struct.Struct(">i")
 _HEADER = struct.Struct(">hhi")  # api_key, api_version, correlation_id
 
 
+@dataclass(slots=True)
+class PendingResponse:
+    """A response waiting its turn: ``result`` is the body, or a Future of it (long poll)."""
+
+    header_flexible: bool
+    correlation_id: int
+    schema: Schema
+    version: int
+    result: Any
+
+
 class BrokerServer:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.security = listener.from_config(config)  # ListenerError: unusable TLS/SASL
-        self.storage = None
-        if config.data_dir:
-            from appliance.broker.segments import Storage
-
-            self.storage = Storage(config)
+        self.storage = Storage(config) if config.data_dir else None
         self.registry = TopicRegistry(config, self.storage)
-        if self.storage is not None:
-            self.storage.recover(self.registry)
+        self.registry.recover()
         for name, count in config.initial_topics.items():
             if name not in self.registry.topics:
                 self.registry.create(name, count)
@@ -43,6 +53,8 @@ class BrokerServer:
         self._server: asyncio.base_events.Server | None = None
         self._retention_timer: asyncio.TimerHandle | None = None
         self.connections: set[Connection] = set()
+        # Strict response encoding (missing/unknown keys raise): on in the test suite.
+        self.strict_encoding = strict_from_env()
 
     async def start(self) -> tuple[str, int]:
         loop = asyncio.get_running_loop()
@@ -93,7 +105,8 @@ class Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.buf = bytearray()
         self._corked: list[bytes] | None = None  # responses held to leave in one send()
-        self.pending: deque[list] = deque()  # [header_flexible, corr, schema, ver, result]
+        self.pending: deque[PendingResponse] = deque()
+        self.strict = server.strict_encoding
         self.peer = None
         self.closed = False
         self.closing = False  # answered an auth failure: close once the answer is sent
@@ -125,7 +138,7 @@ class Connection(asyncio.Protocol):
             self._auth_timer.cancel()
         self.server.connections.discard(self)
         for entry in self.pending:
-            result = entry[4]
+            result = entry.result
             if isinstance(result, asyncio.Future) and not result.done():
                 result.cancel()
         self.pending.clear()
@@ -240,7 +253,7 @@ class Connection(asyncio.Protocol):
                 r.raw(n)
             if flexible:
                 r.skip_tagged()
-            req = decode_struct(schema.request, r, version, flexible)
+            req = decode_struct(schema.request, r, version, flexible, schema.name + "Request")
         except DecodeError as exc:
             self.close("malformed request", api=schema.name, api_version=version,
                        error=str(exc))
@@ -276,7 +289,7 @@ class Connection(asyncio.Protocol):
 
     def _respond(self, header_flexible: bool, corr: int, schema: Schema, version: int,
                  result) -> None:
-        entry = [header_flexible, corr, schema, version, result]
+        entry = PendingResponse(header_flexible, corr, schema, version, result)
         if isinstance(result, asyncio.Future):
             self.pending.append(entry)
             result.add_done_callback(self._on_future_done)
@@ -291,7 +304,7 @@ class Connection(asyncio.Protocol):
             return
         while self.pending:
             entry = self.pending[0]
-            result = entry[4]
+            result = entry.result
             if isinstance(result, asyncio.Future):
                 if not result.done():
                     return
@@ -307,14 +320,15 @@ class Connection(asyncio.Protocol):
             self.pending.popleft()
             self._write(entry, result)
 
-    def _write(self, entry: list, body: dict) -> None:
-        header_flexible, corr, schema, version, _ = entry
+    def _write(self, entry: PendingResponse, body: dict) -> None:
+        schema, version = entry.schema, entry.version
         w = Writer()
         w.parts.append(b"\0\0\0\0")
-        w.int32(corr)
-        if header_flexible:
+        w.int32(entry.correlation_id)
+        if entry.header_flexible:
             w.uvarint(0)
-        encode_struct(schema.response, w, version, schema.flexible(version), body)
+        encode_struct(schema.response, w, version, schema.flexible(version), body,
+                      schema.name + "Response", self.strict)
         w.parts[0] = _SIZE.pack(sum(map(len, w.parts)) - 4)
         data = b"".join(w.parts)
         if self._corked is not None:

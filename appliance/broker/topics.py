@@ -5,11 +5,16 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from appliance.broker import errors
 from appliance.broker.codec import new_uuid
 from appliance.broker.config import BrokerConfig
 from appliance.broker.partition import PartitionLog
+from appliance.broker.segments import Storage
+from appliance.logs import get_logger
+
+log = get_logger("appliance.broker")
 
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 KNOWN_CONFIGS = ("retention.ms", "retention.bytes", "max.message.bytes")
@@ -28,6 +33,12 @@ class Topic:
     topic_id: bytes
     partitions: list[PartitionLog] = field(default_factory=list)
     configs: dict[str, str] = field(default_factory=dict)
+
+
+class TopicLimits(NamedTuple):
+    retention_bytes: int | None  # None: unlimited
+    retention_ms: int | None  # None: unlimited
+    max_message_bytes: int
 
 
 def validate_name(name: str) -> None:
@@ -53,10 +64,30 @@ def validate_configs(configs: dict[str, str | None]) -> dict[str, str]:
 
 
 class TopicRegistry:
-    def __init__(self, config: BrokerConfig, storage=None) -> None:
+    def __init__(self, config: BrokerConfig, storage: Storage | None = None) -> None:
         self.config = config
-        self.storage = storage  # appliance.broker.segments.Storage or None
+        self.storage = storage
         self.topics: dict[str, Topic] = {}
+
+    def recover(self) -> None:
+        """Rebuild every topic from the data directory after a restart (crash or clean)."""
+        if self.storage is None:
+            return
+        for found in self.storage.recover():
+            topic = Topic(found.name, found.topic_id, configs=found.configs)
+            batches = 0
+            for recovered in found.partitions:
+                part = PartitionLog(topic.name, recovered.index, recovered.segments)
+                for b in recovered.segments.recover():
+                    part.load(b.batch, b.header, b.base_offset, b.written_ms,
+                              expired=b.base_offset < recovered.log_start)
+                    batches += 1
+                part.recovered_log_start(recovered.log_start)
+                topic.partitions.append(part)
+            self.topics[topic.name] = topic
+            log.info("broker.topic_recovered", topic=topic.name,
+                     partitions=len(topic.partitions), batches=batches,
+                     high_watermarks=[p.high_watermark for p in topic.partitions])
 
     def create(self, name: str, partitions: int, configs: dict[str, str] | None = None,
                validate_only: bool = False) -> Topic:
@@ -82,7 +113,8 @@ class TopicRegistry:
                     if self.storage is not None else None)
             topic.partitions.append(PartitionLog(topic.name, index, segs))
         if self.storage is not None:
-            self.storage.save_topic(topic)
+            self.storage.save_topic(topic.name, topic.topic_id, len(topic.partitions),
+                                    topic.configs)
 
     def add_partitions(self, name: str, count: int, validate_only: bool = False) -> None:
         topic = self.topics.get(name)
@@ -120,8 +152,8 @@ class TopicRegistry:
                 return None
         return topic
 
-    def limits(self, topic: Topic) -> tuple[int | None, int | None, int]:
-        """(retention_bytes, retention_ms, max_message_bytes) for a topic."""
+    def limits(self, topic: Topic) -> TopicLimits:
+        """The retention and size limits in force for a topic (its configs over defaults)."""
         c = self.config
 
         def _get(key: str, default):
@@ -131,18 +163,19 @@ class TopicRegistry:
             n = int(v)
             return None if n < 0 and key != "max.message.bytes" else n
 
-        return (_get("retention.bytes", c.retention_bytes), _get("retention.ms", c.retention_ms),
-                _get("max.message.bytes", c.max_message_bytes))
+        return TopicLimits(_get("retention.bytes", c.retention_bytes),
+                           _get("retention.ms", c.retention_ms),
+                           _get("max.message.bytes", c.max_message_bytes))
 
     def enforce_retention(self) -> int:
         now = int(time.time() * 1000)
         dropped = 0
         for topic in self.topics.values():
-            rb, rms, _ = self.limits(topic)
-            if rb is None and rms is None:
+            limits = self.limits(topic)
+            if limits.retention_bytes is None and limits.retention_ms is None:
                 continue
             for p in topic.partitions:
-                dropped += p.enforce_retention(now, rb, rms)
+                dropped += p.enforce_retention(now, limits.retention_bytes, limits.retention_ms)
         return dropped
 
     def max_producer_id(self) -> int:

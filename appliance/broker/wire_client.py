@@ -9,8 +9,9 @@ from __future__ import annotations
 import socket
 import struct
 
-from appliance.broker import schemas
-from appliance.broker.codec import Reader, Writer, decode_struct, encode_struct
+from appliance.broker import errors, schemas
+from appliance.broker.codec import Reader, Writer
+from appliance.broker.codegen import decode_struct, encode_struct
 
 _SIZE = struct.Struct(">i")
 
@@ -48,7 +49,7 @@ class WireClient:
         w.raw(cid)
         if flexible:
             w.uvarint(0)
-        encode_struct(schema.request, w, version, flexible, body)
+        encode_struct(schema.request, w, version, flexible, body, schema.name + "Request")
         payload = w.getvalue()
         return _SIZE.pack(len(payload)) + payload
 
@@ -74,7 +75,8 @@ class WireClient:
         corr = r.int32()
         if schemas.response_header_flexible(schema.key, version):
             r.skip_tagged()
-        return corr, decode_struct(schema.response, r, version, schema.flexible(version))
+        return corr, decode_struct(schema.response, r, version, schema.flexible(version),
+                                   schema.name + "Response")
 
     def request(self, schema, version: int, body: dict) -> dict:
         frame = self.encode(schema, version, body)
@@ -99,7 +101,8 @@ def create_topics(bootstrap: str, topics: dict[str, int], configs: dict | None =
     with WireClient(bootstrap) as c:
         resp = c.request(schemas.CREATE_TOPICS, 4, body)
     codes = {t["name"]: t["error_code"] for t in resp["topics"]}
-    bad = {n: c for n, c in codes.items() if c and not (ignore_existing and c == 36)}
+    tolerated = {errors.TOPIC_ALREADY_EXISTS} if ignore_existing else set()
+    bad = {n: c for n, c in codes.items() if c and c not in tolerated}
     if bad:
         msgs = {t["name"]: t["error_message"] for t in resp["topics"] if t["name"] in bad}
         raise RuntimeError(f"create_topics failed: {msgs} (codes {bad})")

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
+import traceback
+
 import pytest
+from codec_reference import interpret_decode, interpret_encode
 
 from appliance.broker import schemas
-from appliance.broker.codec import (
-    Array,
-    DecodeError,
-    Reader,
-    Writer,
-    decode_struct,
-    encode_struct,
-    interpret_decode,
-    interpret_encode,
-)
+from appliance.broker.codec import Array, DecodeError, Reader, Writer
+from appliance.broker.codegen import EncodeError, decode_struct, encode_struct
 
 _SAMPLES = {"int8": -3, "int16": 300, "int32": -70000, "int64": 1 << 40, "bool": True,
             "string": "héllo", "nstring": None, "bytes": b"\x00\x01", "nbytes": b"xyz",
@@ -69,3 +64,51 @@ def test_compiled_codec_matches_interpreter(schema, direction, version):
     for cut in sorted({1, len(data) // 2, len(data) - 1} if data else set()):
         with pytest.raises(DecodeError):
             decode_struct(fields, Reader(data[:cut]), version, flexible)
+
+
+def _metadata_v12() -> tuple[list, int]:
+    return schemas.METADATA.response, 12
+
+
+def test_lenient_encoding_fills_defaults_for_missing_keys():
+    fields, version = _metadata_v12()
+    w = Writer()
+    encode_struct(fields, w, version, True, {"brokers": [], "topics": []})
+    out = decode_struct(fields, Reader(w.getvalue()), version, True)
+    assert out["throttle_time_ms"] == 0 and out["topics"] == []
+
+
+def test_strict_encoding_rejects_a_misspelt_key():
+    fields, version = _metadata_v12()
+    value = _sample(fields)
+    value["throtle_time_ms"] = value.pop("throttle_time_ms")
+    with pytest.raises(EncodeError, match="throtle_time_ms"):
+        encode_struct(fields, Writer(), version, True, value, "MetadataResponse", strict=True)
+
+
+def test_strict_encoding_rejects_a_missing_nested_key():
+    fields, version = _metadata_v12()
+    value = _sample(fields)
+    del value["topics"][1]["partitions"][0]["leader_id"]
+    with pytest.raises(EncodeError, match="leader_id"):
+        encode_struct(fields, Writer(), version, True, value, "MetadataResponse", strict=True)
+
+
+def test_strict_encoding_accepts_keys_of_other_versions():
+    """A handler may build one body for every version: keys absent in this one are fine."""
+    fields, version = schemas.METADATA.response, 1
+    value = _sample(fields)  # carries every field of every version
+    w = Writer()
+    encode_struct(fields, w, version, False, value, "MetadataResponse", strict=True)
+    assert decode_struct(fields, Reader(w.getvalue()), version, False)["brokers"]
+
+
+def test_generated_code_shows_in_tracebacks():
+    fields, version = _metadata_v12()
+    try:
+        encode_struct(fields, Writer(), version, True, {"brokers": None, "topics": [{}]},
+                      "MetadataResponse", strict=True)
+    except EncodeError as exc:
+        frames = traceback.extract_tb(exc.__traceback__)
+    generated = [f for f in frames if f.filename.startswith("<codegen MetadataResponse")]
+    assert generated and generated[-1].line  # the generated source line is readable

@@ -1,11 +1,11 @@
 """TEST-ONLY stand-in for the appliance: real Kafka plumbing, rules applied in Python.
 
-The Spark appliance is being built in parallel, so loadgen's end-to-end tests need
-something that behaves like it on the wire: this process consumes the events topic,
-validates each record as DESIGN.md says, evaluates the example rules
+Loadgen's own end-to-end tests must not need a JVM, so they use something that behaves
+like the appliance on the wire: this process consumes the events topic, validates each
+record against the event shape (``appliance.events``), evaluates the example rules
 (``loadgen.events.RULE_TEMPLATES``) in plain Python, and produces alerts and dead letters
-in the DESIGN.md formats. It is not a mock of loadgen: loadgen talks to it only through
-a real broker. Later tests replace it with ``appliance run``.
+in the product's formats (docs/appliance.md). It is not a mock of loadgen: loadgen talks
+to it only through a real broker. The appliance's own suites run ``appliance run``.
 
 Run: ``python tests/loadgen/relay.py --bootstrap B --events T --alerts T --dlq T``;
 prints ``READY`` on stdout once it reads every partition; stops on SIGTERM or after
@@ -26,13 +26,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from confluent_kafka import Consumer, Producer  # noqa: E402
 
+from appliance.events import FIELDS  # noqa: E402
 from appliance.rules import SEVERITIES  # noqa: E402
 from loadgen.collector import end_offsets  # noqa: E402
 from loadgen.events import matching_rules  # noqa: E402
 from loadgen.kafka_config import consumer_config, producer_config  # noqa: E402
-
-REQUIRED = {"event_id": str, "ts": (int, float), "source": str, "metric": str,
-            "value": (int, float)}
 
 
 def check_event(value: bytes | None) -> tuple[dict | None, str | None]:
@@ -49,15 +47,13 @@ def check_event(value: bytes | None) -> tuple[dict | None, str | None]:
         return None, "not valid JSON"
     if not isinstance(event, dict):
         return None, "not a JSON object"
-    for name, types in REQUIRED.items():
-        if name not in event:
-            return None, f"missing field {name}"
-        if not isinstance(event[name], types) or isinstance(event[name], bool):
-            return None, f"wrong type for field {name}"
-    tags = event.get("tags")
-    if tags is not None and not (isinstance(tags, dict)
-                                 and all(isinstance(v, str) for v in tags.values())):
-        return None, "wrong type for field tags"
+    for field in FIELDS:
+        got = event.get(field.name)
+        if got is None:
+            if field.required:
+                return None, f"missing field {field.name}"
+        elif not field.accepts(got):
+            return None, f"wrong type for field {field.name}"
     return event, None
 
 

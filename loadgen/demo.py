@@ -1,24 +1,42 @@
 """``appliance demo``: embedded broker + appliance + load generator, then a latency report.
 
-The appliance runs in this process; the load comes from ``loadgen`` (open-loop producer
-with end-to-end latency accounting) through its Python API, so the demo, the benchmark
-and ``loadgen run`` measure the same way.
+It lives with the load generator, not in the appliance package: the demo drives the
+appliance with load, so it depends on both, and the product must not depend on its own
+load tool. ``appliance demo`` stays the documented command: ``register`` adds it to the
+``appliance`` CLI through the ``appliance.commands`` entry point (pyproject.toml).
+
+The appliance runs in this process; the load comes from ``run_load`` (open-loop producer
+with end-to-end latency accounting), so the demo, the benchmark and ``loadgen run``
+measure the same way.
 """
 
 from __future__ import annotations
 
+import argparse
+import sys
 import tempfile
 from pathlib import Path
 
-from appliance.config import Config, MetricsConfig, QueryConfig, RulesConfig, SparkConfig
-from appliance.logs import get_logger
+from appliance import logs
+from appliance.config import (
+    TRIGGERS,
+    Config,
+    ConfigError,
+    MetricsConfig,
+    QueryConfig,
+    RulesConfig,
+    SparkConfig,
+)
 from appliance.runner import Appliance
+from loadgen.config import LoadConfig
+from loadgen.report import Report, write_reports
+from loadgen.run import run_load
 
 EXAMPLE_RULES = Path(__file__).resolve().parent.parent / "examples" / "rules.yml"
 DEMO_INTERVAL = {"continuous": "1 second", "realtime": "5 seconds",
                  "microbatch": "0 seconds"}
 
-log = get_logger("appliance.demo")
+log = logs.get_logger("appliance.demo")
 
 
 def demo_config(trigger: str, checkpoint_dir: str, bootstrap: str | None = None) -> Config:
@@ -35,11 +53,8 @@ def demo_config(trigger: str, checkpoint_dir: str, bootstrap: str | None = None)
 
 
 def measure(appliance: Appliance, seconds: float, rate: float, report_path: str | None,
-            floor_seconds: float = 2.0):
+            floor_seconds: float = 2.0) -> Report:
     """Drive the running appliance with loadgen; returns loadgen's Report."""
-    from loadgen.config import LoadConfig
-    from loadgen.run import run_load
-
     topics = appliance.config.topics
     if not appliance.wait_until_processing():
         raise RuntimeError(f"query not processing: {appliance.failure() or 'timeout'}")
@@ -49,8 +64,6 @@ def measure(appliance: Appliance, seconds: float, rate: float, report_path: str 
                       progress=False)
     report = run_load(load)
     if report_path:
-        from loadgen.report import write_reports
-
         paths = write_reports(report, report_path)
         log.info("demo.report_written", **{k: str(v) for k, v in paths.items()})
     return report
@@ -60,7 +73,7 @@ def _ms(value) -> str:
     return "n/a" if value is None else f"{value:.1f} ms"
 
 
-def summary(report, trigger: str) -> str:
+def summary(report: Report, trigger: str) -> str:
     lat = report.latency_ms or {}
     return (f"appliance demo ({trigger}): {report.sent} events at {report.achieved_rate:.0f}/s, "
             f"alerts {report.received_alerts}/{report.expected_alerts} (lost {report.lost}), "
@@ -80,3 +93,24 @@ def run_demo(seconds: float, rate: float, trigger: str, report: str | None) -> i
     if report:
         print(f"reports: {report} (+ .md, .png)")
     return 0 if result.ok else 1
+
+
+def _command(args: argparse.Namespace) -> int:
+    logs.configure()
+    try:
+        return run_demo(seconds=args.seconds, rate=args.rate, trigger=args.trigger,
+                        report=args.report)
+    except ConfigError as exc:
+        for line in str(exc).splitlines():
+            print(line, file=sys.stderr)
+        return 2
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """The ``appliance demo`` subcommand (entry point ``appliance.commands: demo``)."""
+    demo = sub.add_parser("demo", help="embedded broker + appliance + load, latency report")
+    demo.add_argument("--seconds", type=float, default=20.0)
+    demo.add_argument("--rate", type=float, default=500.0, help="events per second")
+    demo.add_argument("--trigger", choices=TRIGGERS, default="continuous")
+    demo.add_argument("--report", default="reports/demo.json", help="JSON report path")
+    demo.set_defaults(func=_command)
