@@ -243,7 +243,7 @@ def test_broker_refuses_a_readable_users_file_with_exit_2(tmp_path):
 def test_broker_user_command_takes_the_password_from_stdin_only(tmp_path):
     path = tmp_path / "users.toml"
     password = new_password()
-    proc = subprocess.run([sys.executable, "-m", "appliance.broker.users_cli", "broker-user",
+    proc = subprocess.run([sys.executable, "-m", "appliance", "broker-user",
                            "add", "--file", str(path), "--user", "bob", "--password-stdin"],
                           input=password + "\n", capture_output=True, text=True, timeout=60,
                           cwd=ROOT)
