@@ -213,7 +213,11 @@ def test_mutual_tls_requires_a_client_certificate(tmp_path, tls):
 
 def _java_scenario(path, name: str, bootstrap: str, tls, protocol: str,
                    mechanism: str | None = None, password: str | None = None):
-    lines = [f"check.name={name}", f"check.topic={TOPIC}", f"bootstrap.servers={bootstrap}",
+    # Generous where the client should succeed (a loaded host), short where it can only
+    # time out (no SASL: the broker closes every attempt).
+    timeout_ms = 8000 if name == "NO_SASL" else 60000
+    lines = [f"check.name={name}", f"check.topic={TOPIC}", f"check.timeout.ms={timeout_ms}",
+             f"bootstrap.servers={bootstrap}",
              f"security.protocol={protocol}", "ssl.truststore.type=PEM",
              f"ssl.truststore.location={tls.ca}"]
     if mechanism:

@@ -1,6 +1,7 @@
 // The embedded broker's TLS/SASL listener with the real Java kafka-clients.
-// Arguments: scenario property files (client properties plus check.name and check.topic;
-// credentials live in the files, never on the command line). For each scenario it
+// Arguments: scenario property files (client properties plus check.name, check.topic and
+// check.timeout.ms; credentials live in the files, never on the command line). For each
+// scenario it
 // produces one record and reads it back, then prints "NAME=ok", or "NAME=<exception>"
 // naming the first authentication exception in the cause chain (else the root cause).
 import java.io.FileInputStream;
@@ -21,9 +22,10 @@ public class SecureCheck {
             try (FileInputStream in = new FileInputStream(file)) { props.load(in); }
             String name = (String) props.remove("check.name");
             String topic = (String) props.remove("check.topic");
+            long timeoutMs = Long.parseLong((String) props.remove("check.timeout.ms"));
             String result;
             try {
-                result = roundTrip(props, topic, name);
+                result = roundTrip(props, topic, name, timeoutMs);
             } catch (Exception e) {
                 result = describe(e);
             }
@@ -40,12 +42,14 @@ public class SecureCheck {
         return root.getClass().getSimpleName();
     }
 
-    static String roundTrip(Properties base, String topic, String name) throws Exception {
+    static String roundTrip(Properties base, String topic, String name, long timeoutMs)
+            throws Exception {
+        String t = Long.toString(timeoutMs);
         Properties pp = new Properties();
         pp.putAll(base);
-        pp.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "8000");
-        pp.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "8000");
-        pp.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "5000");
+        pp.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, t);
+        pp.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, t);
+        pp.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, t);
         pp.put(ProducerConfig.LINGER_MS_CONFIG, "0");
         pp.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
         pp.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
@@ -53,11 +57,11 @@ public class SecureCheck {
         long offset;
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(pp)) {
             offset = producer.send(new ProducerRecord<>(topic, 0, null, value))
-                    .get(15, TimeUnit.SECONDS).offset();
+                    .get(timeoutMs + 5000, TimeUnit.MILLISECONDS).offset();
         }
         Properties cp = new Properties();
         cp.putAll(base);
-        cp.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "8000");
+        cp.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, t);
         cp.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         cp.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         cp.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
@@ -65,7 +69,7 @@ public class SecureCheck {
         try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(cp)) {
             consumer.assign(List.of(tp));
             consumer.seek(tp, offset);
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
             while (System.nanoTime() < deadline) {
                 for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(200))) {
                     if (r.offset() == offset) {
