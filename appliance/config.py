@@ -91,8 +91,11 @@ class TopicsConfig(_Section):
     events: str = "events"
     alerts: str = "alerts"
     dead_letters: str = "events.dlq"
+    # Synthetic records of the start-up warm-up (appliance.warmup); the embedded broker
+    # creates it, on an external cluster it is used only if the operator created it.
+    warmup: str = "appliance.warmup"
 
-    @field_validator("events", "alerts", "dead_letters")
+    @field_validator("events", "alerts", "dead_letters", "warmup")
     @classmethod
     def _topic(cls, value: str) -> str:
         if not _TOPIC.match(value):
@@ -100,11 +103,26 @@ class TopicsConfig(_Section):
         return value
 
 
+# The interval each trigger gets when the config names none (bench-measured, see
+# ``bench/appliance_latency.py``). Micro-batch: 0 s starts the next batch as soon as the last
+# one ends (a fixed interval only adds waiting). Real-time: every batch boundary stalls the
+# long-running tasks (offset/commit log writes, re-planning), so batches are long; the price
+# is replay: after a crash the unfinished batch is re-read from its start offsets, so up to
+# one interval of events yields duplicate alerts (never lost ones).
+DEFAULT_INTERVAL = {"continuous": "1 second", "realtime": "5 minutes",
+                    "microbatch": "0 seconds"}
+
+
 class QueryConfig(_Section):
     trigger: str = "continuous"
-    interval: str = "1 second"
+    interval: str | None = None  # None: DEFAULT_INTERVAL[trigger]
     checkpoint_dir: str = "var/checkpoints"
     starting_offsets: str = "earliest"
+    # Run the query's plan over synthetic records before ``appliance.ready`` (appliance.warmup).
+    warmup: bool = True
+    # Micro-batch and real-time: offset/commit logs written in the background
+    # (appliance.tuning.ASYNC_PROGRESS). Continuous mode ignores it.
+    async_progress: bool = True
 
     @field_validator("trigger")
     @classmethod
@@ -115,9 +133,18 @@ class QueryConfig(_Section):
 
     @field_validator("interval")
     @classmethod
-    def _interval(cls, value: str) -> str:
-        interval_ms(value)
+    def _interval(cls, value: str | None) -> str | None:
+        if value is not None:
+            interval_ms(value)
         return value
+
+    @model_validator(mode="after")
+    def _default_interval(self) -> QueryConfig:
+        """No interval configured: the trigger's own default. Set without marking the field
+        as set, so ``Config.with_trigger`` can give a new trigger its own default."""
+        if self.interval is None:
+            object.__setattr__(self, "interval", DEFAULT_INTERVAL[self.trigger])
+        return self
 
     @field_validator("starting_offsets")
     @classmethod
@@ -200,6 +227,8 @@ class Config(_Section):
         if trigger is None:
             return self
         data = self.model_dump()
+        if "interval" not in self.query.model_fields_set:
+            data["query"]["interval"] = None  # the new trigger's default, not the old one's
         data["query"]["trigger"] = trigger
         try:
             return Config.model_validate(data)

@@ -19,10 +19,21 @@ from pathlib import Path
 from appliance import logs
 from appliance.config import Config, ConfigError
 from appliance.rules import Rule, RulesError, analyze_rules, load_rules
-from appliance.topics import TopicError, client_config, default_partitions, ensure_topics
+from appliance.topics import (
+    TopicError,
+    client_config,
+    default_partitions,
+    ensure_topics,
+    partition_counts,
+)
 from appliance.tuning import tuning_for
 
 SLOT_TRIGGERS = ("continuous", "realtime")  # one long-running task per input partition
+# How long ``start()`` waits for the query to really run before it gives up (exit 1): a
+# bound, not an expectation (a fresh query runs within seconds; a machine shared with much
+# other work has been seen to need minutes).
+READY_TIMEOUT_S = 600.0
+PROGRESS_LOG_S = 10.0
 
 
 class PreflightError(Exception):
@@ -79,6 +90,10 @@ class Appliance:
         self._metrics_server = None
         self._poller = None
         self._processing = False
+        self._partitions = 0
+        self._next_progress_log = 0.0
+        self._commits_at_start: set[str] = set()
+        self.warmup = None  # appliance.warmup.WarmupResult once warmed
 
     # -- checks that need no JVM -------------------------------------------------------
     def load_rules(self) -> list[Rule]:
@@ -98,6 +113,20 @@ class Appliance:
                                create=self.broker is not None)
         log.info("topics.ready", partitions=counts)
         return counts
+
+    def warmup_topic(self) -> str | None:
+        """The warm-up topic if usable: created on the embedded broker; on an external
+        cluster only if it exists (creating topics there is the operator's call)."""
+        if not self.config.query.warmup:
+            return None
+        name = self.config.topics.warmup
+        if self.broker is not None:
+            ensure_topics(self.client_config(), {name: 2}, create=True)
+            return name
+        try:
+            return name if partition_counts(self.client_config(), [name])[name] else None
+        except Exception:  # noqa: BLE001 - no warm-up topic only means a plan-only warm-up
+            return None
 
     def client_config(self) -> dict:
         return client_config(self.config.kafka, self.bootstrap)
@@ -121,24 +150,43 @@ class Appliance:
         log.info("spark.ready", master=self.spark.sparkContext.master,
                  version=self.spark.version)
 
+    def connector_options(self) -> tuple[dict[str, str], dict[str, str]]:
+        """The source's and the sink's connector options (bootstrap, tuning, pass-through):
+        one definition for the query and its warm-up, so both share the cached producer."""
+        cfg = self.config
+        tuning = tuning_for(cfg.query.trigger, cfg.query.async_progress)
+        # Java spelling of the [kafka] settings (client_security): credentials given as
+        # sasl.username/sasl.password become sasl.jaas.config, a PEM CA a truststore.
+        passthrough = {f"kafka.{k}": v for k, v in cfg.kafka.java_properties.items()}
+        bootstrap = {"kafka.bootstrap.servers": self.bootstrap}
+        return ({**bootstrap, **tuning.source_options, **passthrough},
+                {**bootstrap, **tuning.sink_options, **passthrough})
+
+    def warm_up(self) -> None:
+        """Run the query's plan on synthetic records (appliance.warmup) before ``ready``."""
+        from appliance.warmup import warm_up
+
+        source, sink = self.connector_options()
+        self.warmup = warm_up(self.spark, self.rules, self.warmup_topic(),
+                              self.client_config(), source, sink)
+
     def start_query(self) -> None:
         from appliance.pipeline import transform
 
-        cfg, kafka = self.config, self.config.kafka
-        tuning = tuning_for(cfg.query.trigger)
-        passthrough = {f"kafka.{k}": v for k, v in kafka.java_properties.items()}
+        cfg = self.config
+        tuning = tuning_for(cfg.query.trigger, cfg.query.async_progress)
+        source, sink = self.connector_options()
         records = (self.spark.readStream.format("appliance-kafka")
-                   .option("kafka.bootstrap.servers", self.bootstrap)
                    .option("subscribe", cfg.topics.events)
                    .option("startingOffsets", cfg.query.starting_offsets)
-                   .options(**tuning.source_options).options(**passthrough).load())
+                   .options(**source).load())
         output = transform(records, self.rules, cfg.topics)
         Path(cfg.query.checkpoint_dir).mkdir(parents=True, exist_ok=True)
+        self._commits_at_start = self._commits()
         self.query = (output.writeStream.format("appliance-kafka")
                       .queryName("appliance")
-                      .option("kafka.bootstrap.servers", self.bootstrap)
                       .option("checkpointLocation", cfg.query.checkpoint_dir)
-                      .options(**tuning.sink_options).options(**passthrough)
+                      .options(**sink).options(**tuning.query_options)
                       .outputMode(output_mode(cfg.query.trigger))
                       .trigger(**trigger_kwargs(cfg)).start())
         log.info("query.started", id=str(self.query.id), trigger=cfg.query.trigger,
@@ -165,8 +213,9 @@ class Appliance:
         """Everything up to a running query; raises Config/Rules/Topic/PreflightError."""
         cfg = self.config
         self.load_rules()
+        started = time.monotonic()
         counts = self.start_kafka()
-        partitions = counts[cfg.topics.events]
+        partitions = self._partitions = counts[cfg.topics.events]
         master = self.spark.sparkContext.master if self.spark is not None else cfg.spark.master
         slots = local_slots(master)
         if slots is not None:
@@ -177,18 +226,25 @@ class Appliance:
             check_slots(cfg.query.trigger, partitions,
                         self.spark.sparkContext.defaultParallelism,
                         "the cluster's default parallelism")
+        if cfg.query.warmup:
+            self.warm_up()
         self.start_query()
         self.start_metrics()
+        # ``ready`` means "able to meet the latency targets", not "Spark accepted the
+        # query": a continuous query's tasks start seconds after start() returns, and events
+        # sent before that waited for them (a 60 s run counted from the old ``ready`` had a
+        # p99 of 6.6 s). So wait until the tasks run (see _running).
+        if not self.wait_until_processing(READY_TIMEOUT_S):
+            raise RuntimeError("query did not start processing within "
+                               f"{READY_TIMEOUT_S:.0f} s: {self.failure() or 'timeout'}")
         log.info("appliance.ready", bootstrap=self.bootstrap, trigger=cfg.query.trigger,
                  rules=len(self.rules), metrics_port=self.metrics_port,
-                 topics=cfg.topics.model_dump())
+                 topics=cfg.topics.model_dump(), startup_s=round(time.monotonic() - started, 2),
+                 warmup_s=self.warmup.seconds if self.warmup else 0.0)
 
     def wait_until_processing(self, timeout: float = 60.0) -> bool:
-        """True once the query committed its first batch/epoch, i.e. its tasks really run.
-
-        ``start()`` returns when Spark accepted the query; continuous tasks may need a few
-        more seconds to start, which a latency measurement must not count.
-        """
+        """True once the query's tasks really run (see ``_running``); False if it ended or
+        ``timeout`` passed first."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._log_processing():
@@ -197,11 +253,47 @@ class Appliance:
                 return False
         return False
 
+    def _commits(self) -> set[str]:
+        commits = Path(self.config.query.checkpoint_dir) / "commits"
+        return {p.name for p in commits.glob("*") if p.name.isdigit()}
+
+    def _tasks_running(self) -> int:
+        """Running tasks, once this query's run has a running job (Spark files its jobs
+        under the run id as job group). The tasks are counted over all active stages:
+        PySpark hands a job's stage ids over as an opaque Java object, and the appliance's
+        session runs no other job while its query runs."""
+        tracker = self.spark.sparkContext.statusTracker()
+        jobs = [tracker.getJobInfo(j) for j in tracker.getJobIdsForGroup(str(self.query.runId))]
+        if not any(job is not None and job.status == "RUNNING" for job in jobs):
+            return 0
+        stages = [tracker.getStageInfo(s) for s in tracker.getActiveStageIds()]
+        return sum(stage.numActiveTasks for stage in stages if stage is not None)
+
+    def _running(self) -> bool:
+        """Whether the query processes events as they come, per trigger:
+
+        - continuous: a task per partition runs AND an epoch was committed in this run
+          (the write path has completed once; epochs commit with or without data);
+        - real-time: a task per partition runs (a batch commits only at its end, minutes
+          away);
+        - micro-batch: a trigger completed in this run (no-data triggers report progress
+          too; nothing commits before data arrives).
+        """
+        trigger = self.config.query.trigger
+        if trigger == "microbatch":
+            return self.query.lastProgress is not None
+        tasks = self._tasks_running() >= max(self._partitions, 1)
+        if trigger == "realtime":
+            return tasks
+        return tasks and bool(self._commits() - self._commits_at_start)
+
     def _log_processing(self) -> bool:
-        """Log ``query.processing`` once, when the first batch/epoch is committed."""
-        if not self._processing:
-            commits = Path(self.config.query.checkpoint_dir) / "commits"
-            self._processing = any(p.name.isdigit() for p in commits.glob("*"))
+        """Log ``query.processing`` once, when the query is running (``_running``)."""
+        if not self._processing and self.query is not None:
+            try:
+                self._processing = self._running()
+            except Exception:  # noqa: BLE001 - the JVM went away: not running
+                self._processing = False
             if self._processing:
                 log.info("query.processing", trigger=self.config.query.trigger)
         return self._processing
@@ -223,10 +315,27 @@ class Appliance:
         cause = str(error).split("=== Streaming Query ===")[0]  # drop the plan dump
         return " ".join(cause.split())[:2000]
 
+    def _log_progress(self) -> None:
+        """Log where a micro-batch/real-time batch spent its time (``durationMs`` per
+        phase of Spark's last progress), at most every PROGRESS_LOG_S: the bench reads it."""
+        now = time.monotonic()
+        if self.config.query.trigger == "continuous" or now < self._next_progress_log:
+            return
+        self._next_progress_log = now + PROGRESS_LOG_S
+        try:
+            progress = self.query.lastProgress
+        except Exception:  # noqa: BLE001 - the JVM went away; serve() reports that
+            return
+        if progress:
+            log.info("query.progress", batch_id=progress.get("batchId"),
+                     input_rows=progress.get("numInputRows"),
+                     durationMs=progress.get("durationMs"))
+
     def serve(self, stop: threading.Event) -> int:
         """Block until ``stop`` is set (0) or the query dies (1)."""
         while not stop.is_set():
             self._log_processing()
+            self._log_progress()
             if self._terminated(0.5):
                 if stop.is_set():
                     # SIGTERM to the whole process group (``timeout``, systemd) also stops

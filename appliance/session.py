@@ -15,7 +15,7 @@ from appliance.tuning import tuning_for
 
 def spark_conf(config: Config) -> dict[str, str]:
     """Every Spark conf the appliance sets, tuning first, then the operator's overrides."""
-    conf = dict(tuning_for(config.query.trigger).spark_conf)
+    conf = dict(tuning_for(config.query.trigger, config.query.async_progress).spark_conf)
     conf.update(spark_jars_conf())
     if config.spark.master.startswith("local"):
         # Local runs talk over loopback only, whatever the host name resolves to.

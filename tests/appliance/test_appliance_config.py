@@ -96,6 +96,30 @@ def test_realtime_needs_sparks_minimum_batch_duration(tmp_path):
     assert load_config(path, environ={}, trigger="realtime").query.interval == "1 second"
 
 
+def test_each_trigger_gets_its_own_default_interval_unless_one_is_configured(tmp_path):
+    path = write(tmp_path, "[query]\n")
+    intervals = {t: load_config(path, environ={}, trigger=t).query.interval
+                 for t in ("continuous", "realtime", "microbatch")}
+    assert intervals == {"continuous": "1 second", "realtime": "5 minutes",
+                         "microbatch": "0 seconds"}
+    # switching trigger on the command line takes the new trigger's default ...
+    config = load_config(path, environ={})
+    assert config.with_trigger("realtime").query.interval == "5 minutes"
+    # ... but never replaces an interval the operator wrote
+    path.write_text('[query]\ninterval = "7 seconds"\n')
+    assert load_config(path, environ={}).with_trigger("realtime").query.interval == "7 seconds"
+    assert load_config(path, environ={}, trigger="microbatch").query.interval == "7 seconds"
+
+
+def test_warmup_and_async_progress_are_on_by_default_and_can_be_switched_off(tmp_path):
+    config = load_config(write(tmp_path, "[query]\n"), environ={})
+    assert config.query.warmup is True and config.query.async_progress is True
+    assert config.topics.warmup == "appliance.warmup"
+    path = write(tmp_path, "[query]\nwarmup = false\nasync_progress = false\n")
+    config = load_config(path, environ={"APPLIANCE_QUERY_WARMUP": "true"})
+    assert config.query.warmup is True and config.query.async_progress is False
+
+
 @pytest.mark.parametrize("text, expected", [
     ('[query]\ntrigger = "fast"\n',
      "appliance.toml: query.trigger: must be one of continuous, realtime, microbatch "

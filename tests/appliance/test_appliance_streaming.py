@@ -63,12 +63,18 @@ def topic_config(new_topic, broker, tmp_path, trigger: str, rules_yaml: str) -> 
     rules.write_text(rules_yaml)
     return Config.model_validate({
         "kafka": {"bootstrap_servers": broker.bootstrap},
-        "topics": {"events": new_topic(2), "alerts": new_topic(1), "dead_letters": new_topic(1)},
+        "topics": {"events": new_topic(2), "alerts": new_topic(1), "dead_letters": new_topic(1),
+                   "warmup": new_topic(2)},  # exists: the warm-up goes through Kafka
         "query": {"trigger": trigger, "interval": INTERVALS[trigger],
                   "checkpoint_dir": str(tmp_path / "checkpoint")},
         "rules": {"path": str(rules)},
         "metrics": {"port": 0},
     })
+
+
+def warmup_alert_seen(records: list[tuple]) -> bool:
+    """A synthetic alert of the warm-up's own rule (``appliance.warmup.WARMUP_RULE``)."""
+    return any(b'"id":"appliance-warmup"' in v for _k, v in records)
 
 
 @contextmanager
@@ -92,6 +98,12 @@ def test_known_mix_in_each_trigger_mode(trigger, broker, new_topic, appliance_sp
         alerts = consume(broker.bootstrap, config.topics.alerts, len(mix.alerts), 90)
         dead = consume(broker.bootstrap, config.topics.dead_letters, len(mix.dead_letters), 30)
         assert appliance.failure() is None
+        # the plan was warmed through Kafka before ready ...
+        assert appliance.warmup.mode == "kafka" and appliance.warmup.records > 0
+        warm = consume(broker.bootstrap, config.topics.warmup, warmup_alert_seen, 30)
+    # ... on its own topic: its synthetic alerts and dead letters are there, and none of
+    # them reached the real topics (check_outputs is exact)
+    assert warmup_alert_seen(warm)
     check_outputs(mix, alerts, dead)
 
 

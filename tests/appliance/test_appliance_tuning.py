@@ -36,3 +36,18 @@ def test_tuning_prints_json_for_deployment_templates(capsys):
     assert main(["realtime"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed == json.loads(json.dumps(tuning_for("realtime").as_dict()))
+
+
+def test_async_progress_only_where_spark_has_it_and_only_when_asked():
+    for trigger in ("realtime", "microbatch"):
+        options = tuning_for(trigger).query_options
+        assert options["asyncProgressTrackingEnabled"] == "true"
+        # our sink is not on Spark's by-name list: the override vouches for it
+        assert options["_asyncProgressTrackingOverrideSinkSupportCheck"] == "true"
+        assert tuning_for(trigger, async_progress=False).query_options == {}
+    assert tuning_for("continuous").query_options == {}  # Spark has none for continuous
+
+
+def test_epoch_poll_is_not_the_record_path_and_stays_coarse():
+    conf = tuning_for("continuous").spark_conf
+    assert int(conf["spark.sql.streaming.continuous.executorPollIntervalMs"]) >= 10

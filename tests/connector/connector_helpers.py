@@ -3,12 +3,72 @@ query. Real clients (kafka-python) against the real embedded broker; every wait 
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
+import pyspark
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 DEADLINE_S = 90.0
+JAVA_SRC = Path(__file__).resolve().parent / "java"
+SPARK_HOME = Path(pyspark.__file__).resolve().parent
+
+
+def spark_jars() -> list[str]:
+    """pyspark's jars as one classpath wildcard entry (javac and java expand it)."""
+    return [str(SPARK_HOME / "jars" / "*")]
+
+
+@dataclass(frozen=True)
+class JavaChecks:
+    """The compiled tests/connector/java programs."""
+
+    classes: Path
+    app_jar: Path
+    classpath: list[str]
+
+    def run(self, main: str, *args: str, timeout: float = 180) -> dict[str, str]:
+        """Runs ``main`` on a plain JVM; returns {check: "PASS" | "FAIL: why"}."""
+        cmd = ["java", "-cp", os.pathsep.join(self.classpath), f"io.appliance.kafka.{main}", *args]
+        return _results(subprocess.run(cmd, capture_output=True, text=True, timeout=timeout))
+
+    def submit(self, main: str, *args: str, conf: dict[str, str],
+               timeout: float = 300) -> dict[str, str]:
+        """Runs ``main`` through pyspark's spark-submit (local[1]) with ``conf``, as an
+        operator runs a query: spark.* settings go through Spark's own launcher."""
+        cmd = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[1]",
+               "--conf", "spark.ui.enabled=false",
+               "--conf", "spark.driver.bindAddress=127.0.0.1",
+               "--conf", "spark.driver.host=127.0.0.1",
+               "--driver-class-path", os.pathsep.join(self.classpath[:-1])]
+        for key, value in conf.items():
+            cmd += ["--conf", f"{key}={value}"]
+        cmd += ["--class", f"io.appliance.kafka.{main}", str(self.app_jar), *args]
+        env = {**os.environ, "SPARK_HOME": str(SPARK_HOME)}
+        return _results(subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                                       env=env))
+
+
+def _results(proc: subprocess.CompletedProcess) -> dict[str, str]:
+    """Parses "PASS <check>" / "FAIL <check>: <why>" lines; the program must have finished."""
+    out: dict[str, str] = {}
+    for line in proc.stdout.splitlines():
+        verdict, _, rest = line.partition(" ")
+        if verdict == "PASS":
+            out[rest.strip()] = "PASS"
+        elif verdict == "FAIL":
+            name, _, why = rest.partition(":")
+            out[name.strip()] = "FAIL:" + why
+    tail = proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "ALL PASSED" in proc.stdout or "FAILED" in proc.stdout, (
+        f"check program did not finish (rc={proc.returncode}):\n{tail}")
+    if proc.returncode != 0 and "FAILED" not in proc.stdout:
+        raise AssertionError(f"check program exited {proc.returncode}:\n{tail}")
+    return out
 
 
 @dataclass(frozen=True)

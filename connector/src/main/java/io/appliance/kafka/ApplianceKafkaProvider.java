@@ -23,8 +23,8 @@ public class ApplianceKafkaProvider implements TableProvider, DataSourceRegister
   @Override
   public StructType inferSchema(CaseInsensitiveStringMap options) {
     boolean headers = false;
-    if (KafkaOptions.looksLikeRead(options)) {
-      headers = KafkaOptions.forRead(options, null).includeHeaders();
+    if (SourceOptions.looksLikeRead(options)) {
+      headers = SourceOptions.parse(options).includeHeaders();
     }
     return RecordRows.schema(headers);
   }

@@ -24,7 +24,7 @@ final class ConsumerCache {
 
   private ConsumerCache() {}
 
-  static KafkaConsumer<byte[], byte[]> acquire(KafkaOptions options, TopicPartition tp) {
+  static KafkaConsumer<byte[], byte[]> acquire(SourceOptions options, TopicPartition tp) {
     expire();
     Idle idle = IDLE.remove(new Key(options.kafkaParams(), tp));
     if (idle != null) {
@@ -36,7 +36,7 @@ final class ConsumerCache {
   }
 
   /** Returns a healthy consumer for reuse; a broken one (or one over the bound) is closed. */
-  static void release(KafkaOptions options, TopicPartition tp, KafkaConsumer<byte[], byte[]> c,
+  static void release(SourceOptions options, TopicPartition tp, KafkaConsumer<byte[], byte[]> c,
       boolean reusable) {
     if (c == null) {
       return;

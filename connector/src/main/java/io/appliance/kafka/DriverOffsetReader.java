@@ -22,10 +22,10 @@ import org.apache.kafka.common.errors.InterruptException;
  * One consumer, never subscribed (metadata and list-offsets requests only).
  */
 final class DriverOffsetReader implements AutoCloseable {
-  private final KafkaOptions options;
+  private final SourceOptions options;
   private KafkaConsumer<byte[], byte[]> consumer;
 
-  DriverOffsetReader(KafkaOptions options) {
+  DriverOffsetReader(SourceOptions options) {
     this.options = options;
   }
 

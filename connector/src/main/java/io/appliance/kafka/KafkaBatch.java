@@ -10,9 +10,9 @@ import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 
 /** A batch read of [startingOffsets, endingOffsets) resolved once, when the query plans. */
 final class KafkaBatch implements Batch {
-  private final KafkaOptions options;
+  private final SourceOptions options;
 
-  KafkaBatch(KafkaOptions options) {
+  KafkaBatch(SourceOptions options) {
     this.options = options;
   }
 
@@ -20,9 +20,10 @@ final class KafkaBatch implements Batch {
   public InputPartition[] planInputPartitions() {
     try (DriverOffsetReader reader = new DriverOffsetReader(options)) {
       Set<TopicPartition> parts = reader.partitions();
-      reader.requireKnown(options.startingOffsets(), parts, KafkaOptions.STARTING_OFFSETS);
-      reader.requireKnown(options.endingOffsets(), parts, KafkaOptions.ENDING_OFFSETS);
-      Map<TopicPartition, Long> from = reader.resolve(options.startingOffsets(), parts, OffsetSpec.EARLIEST);
+      OffsetSpec starting = options.startingOffsets(SourceOptions.ReadMode.BATCH);
+      reader.requireKnown(starting, parts, SourceOptions.STARTING_OFFSETS);
+      reader.requireKnown(options.endingOffsets(), parts, SourceOptions.ENDING_OFFSETS);
+      Map<TopicPartition, Long> from = reader.resolve(starting, parts, OffsetSpec.EARLIEST);
       Map<TopicPartition, Long> until = reader.resolve(options.endingOffsets(), parts, OffsetSpec.LATEST);
       return SplitPlanner.bounded(reader, options, new DataLoss(options.failOnDataLoss()), from, until);
     }

@@ -3,6 +3,7 @@ package io.appliance.kafka;
 import java.util.Map;
 import java.util.Set;
 
+import org.apache.hadoop.conf.Configuration;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.streaming.ContinuousPartitionReaderFactory;
@@ -21,15 +22,17 @@ final class KafkaContinuousStream implements ContinuousStream {
   private static final Logger LOG = LoggerFactory.getLogger(KafkaContinuousStream.class);
   private static final long RECHECK_MS = 500;
 
-  private final KafkaOptions options;
+  private final SourceOptions options;
+  private final Configuration hadoopConf;
   private final String checkpointLocation;
   private final DriverOffsetReader reader;
   private final DataLoss loss;
   private volatile Set<TopicPartition> planned;
   private long lastCheckMs;
 
-  KafkaContinuousStream(KafkaOptions options, String checkpointLocation) {
+  KafkaContinuousStream(SourceOptions options, String checkpointLocation, Configuration hadoopConf) {
     this.options = options;
+    this.hadoopConf = hadoopConf;
     this.checkpointLocation = checkpointLocation;
     this.reader = new DriverOffsetReader(options);
     this.loss = new DataLoss(options.failOnDataLoss());
@@ -37,7 +40,7 @@ final class KafkaContinuousStream implements ContinuousStream {
 
   @Override
   public Offset initialOffset() {
-    return InitialOffsetStore.getOrCreate(checkpointLocation,
+    return InitialOffsetStore.getOrCreate(hadoopConf, checkpointLocation,
         () -> SplitPlanner.startingPosition(reader, options));
   }
 

@@ -12,9 +12,9 @@ final class KafkaInputPartition implements InputPartition {
   final int partition;
   final long fromOffset;
   final long untilOffset;
-  final KafkaOptions options;
+  final SourceOptions options;
 
-  KafkaInputPartition(TopicPartition tp, long fromOffset, long untilOffset, KafkaOptions options) {
+  KafkaInputPartition(TopicPartition tp, long fromOffset, long untilOffset, SourceOptions options) {
     this.topic = tp.topic();
     this.partition = tp.partition();
     this.fromOffset = fromOffset;

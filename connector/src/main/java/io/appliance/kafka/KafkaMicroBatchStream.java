@@ -5,7 +5,9 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.function.LongSupplier;
 
+import org.apache.hadoop.conf.Configuration;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
@@ -22,28 +24,48 @@ import org.apache.spark.sql.connector.read.streaming.SupportsTriggerAvailableNow
 
 /**
  * The micro-batch source (also the source of real-time mode, which Spark runs as long
- * micro-batches): admission control by offsets, Trigger.AvailableNow, lag metrics.
+ * micro-batches): admission control by offsets (fixed maxOffsetsPerTrigger, or the adaptive
+ * limit of maxOffsetsPerTrigger=auto), Trigger.AvailableNow, lag metrics.
+ *
+ * <p>Time comes from an injected clock (milliseconds), so the waiting of minOffsetsPerTrigger
+ * up to maxTriggerDelay and the adaptive limit's measurements can be tested without sleeping.
+ *
+ * <p>The adaptive limit learns how long each batch took: a batch starts when latestOffset
+ * admits it and ends when Spark asks for the source's metrics as it reports the batch's
+ * progress (after the batch's commit), or at the latest when the next latestOffset call comes.
  */
 final class KafkaMicroBatchStream implements MicroBatchStream, SupportsTriggerAvailableNow,
     ReportsSourceMetrics, SupportsRealTimeMode {
-  private final KafkaOptions options;
+  private final SourceOptions options;
   private final String checkpointLocation;
+  private final Configuration hadoopConf;
+  private final LongSupplier clock;
   private final DriverOffsetReader reader;
   private final DataLoss loss;
+  /** The adaptive limit (maxOffsetsPerTrigger=auto), else null. */
+  private final RateEstimator estimator;
   private volatile Map<TopicPartition, Long> lastLatest;
   private Map<TopicPartition, Long> availableNowLimit;
-  private long lastAdmitMs = System.currentTimeMillis();
+  private long lastAdmitMs;
+  /** The batch admitted last and not yet known to be finished (adaptive limit only). */
+  private long runningSinceMs = -1;
+  private long runningRecords;
 
-  KafkaMicroBatchStream(KafkaOptions options, String checkpointLocation) {
+  KafkaMicroBatchStream(SourceOptions options, String checkpointLocation,
+      Configuration hadoopConf, LongSupplier clock) {
     this.options = options;
     this.checkpointLocation = checkpointLocation;
+    this.hadoopConf = hadoopConf;
+    this.clock = clock;
     this.reader = new DriverOffsetReader(options);
     this.loss = new DataLoss(options.failOnDataLoss());
+    this.estimator = options.adaptive() == null ? null : new RateEstimator(options.adaptive());
+    this.lastAdmitMs = clock.getAsLong();
   }
 
   @Override
   public Offset initialOffset() {
-    return InitialOffsetStore.getOrCreate(checkpointLocation,
+    return InitialOffsetStore.getOrCreate(hadoopConf, checkpointLocation,
         () -> SplitPlanner.startingPosition(reader, options));
   }
 
@@ -55,6 +77,7 @@ final class KafkaMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
 
   @Override
   public ReadLimit getDefaultReadLimit() {
+    // auto: no fixed cap for Spark to pass back; admit() applies the adaptive one
     Long max = options.maxOffsetsPerTrigger();
     Long min = options.minOffsetsPerTrigger();
     if (min != null && max != null) {
@@ -72,6 +95,7 @@ final class KafkaMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
 
   @Override
   public synchronized Offset latestOffset(Offset start, ReadLimit limit) {
+    batchFinished();
     Set<TopicPartition> current = reader.partitions();
     Map<TopicPartition, Long> latest = reader.latest(current);
     Map<TopicPartition, Long> from = SplitPlanner.reconcile(reader, loss,
@@ -89,7 +113,7 @@ final class KafkaMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     return new KafkaSourceOffset(admit(from, until, limit));
   }
 
-  /** Applies maxOffsetsPerTrigger / minOffsetsPerTrigger + maxTriggerDelay. */
+  /** Applies maxOffsetsPerTrigger (fixed or auto) / minOffsetsPerTrigger + maxTriggerDelay. */
   private Map<TopicPartition, Long> admit(Map<TopicPartition, Long> from,
       Map<TopicPartition, Long> until, ReadLimit limit) {
     ReadLimit[] limits = limit instanceof CompositeReadLimit
@@ -107,16 +131,31 @@ final class KafkaMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     for (Map.Entry<TopicPartition, Long> e : until.entrySet()) {
       total += e.getValue() - from.get(e.getKey());
     }
-    long now = System.currentTimeMillis();
+    long now = clock.getAsLong();
     if (min != null && availableNowLimit == null && total < min.minRows()
         && now - lastAdmitMs < min.maxTriggerDelayMs()) {
       return from;
     }
+    if (estimator != null) {
+      long cap = estimator.offsetsPerTrigger();
+      max = max == null ? cap : Math.min(max, cap);
+    }
     Map<TopicPartition, Long> end = (max != null && total > max) ? prorate(from, until, total, max) : until;
     if (!end.equals(from)) {
       lastAdmitMs = now;
+      runningSinceMs = now;
+      runningRecords = Math.min(total, max == null ? total : max);
     }
     return end;
+  }
+
+  /** Tells the adaptive limit how long the batch admitted last took, once it has ended. */
+  private synchronized void batchFinished() {
+    if (estimator != null && runningSinceMs >= 0) {
+      long now = clock.getAsLong();
+      estimator.update(now, runningRecords, now - runningSinceMs);
+      runningSinceMs = -1;
+    }
   }
 
   /** Shares {@code max} offsets among partitions in proportion to their backlog, summing to max. */
@@ -173,8 +212,15 @@ final class KafkaMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
 
   @Override
   public Map<String, String> metrics(Optional<Offset> latestConsumed) {
+    batchFinished(); // Spark reports progress once the batch is committed: it has ended
     Map<String, String> m = new HashMap<>();
     m.put("dataLossEventsSkipped", Long.toString(loss.skippedEvents()));
+    if (estimator != null) {
+      synchronized (this) {
+        m.put("adaptiveOffsetsPerSecond", Long.toString(Math.round(estimator.rate())));
+        m.put("adaptiveOffsetsPerTrigger", Long.toString(estimator.offsetsPerTrigger()));
+      }
+    }
     Map<TopicPartition, Long> latest = lastLatest;
     if (latest == null || !latestConsumed.isPresent()) {
       return m;

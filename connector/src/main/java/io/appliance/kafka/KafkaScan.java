@@ -1,5 +1,7 @@
 package io.appliance.kafka;
 
+import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.connector.metric.CustomMetric;
 import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.Scan;
@@ -9,14 +11,17 @@ import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
-/** The read side of the table: validates options for the kind of query and builds it. */
+/**
+ * The read side of the table: parses the options once, then checks the rules of the kind of
+ * query Spark asks for (batch or stream) and builds it.
+ */
 final class KafkaScan implements Scan, ScanBuilder {
-  private final CaseInsensitiveStringMap options;
+  private final SourceOptions options;
   private final StructType schema;
 
   KafkaScan(CaseInsensitiveStringMap options) {
-    this.options = options;
-    this.schema = RecordRows.schema(KafkaOptions.forRead(options, null).includeHeaders());
+    this.options = SourceOptions.parse(options);
+    this.schema = RecordRows.schema(this.options.includeHeaders());
   }
 
   @Override
@@ -36,17 +41,24 @@ final class KafkaScan implements Scan, ScanBuilder {
 
   @Override
   public Batch toBatch() {
-    return new KafkaBatch(KafkaOptions.forRead(options, false));
+    return new KafkaBatch(options.check(SourceOptions.ReadMode.BATCH));
   }
 
   @Override
   public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
-    return new KafkaMicroBatchStream(KafkaOptions.forRead(options, true), checkpointLocation);
+    return new KafkaMicroBatchStream(options.check(SourceOptions.ReadMode.STREAM),
+        checkpointLocation, sessionHadoopConf(), System::currentTimeMillis);
   }
 
   @Override
   public ContinuousStream toContinuousStream(String checkpointLocation) {
-    return new KafkaContinuousStream(KafkaOptions.forRead(options, true), checkpointLocation);
+    return new KafkaContinuousStream(options.check(SourceOptions.ReadMode.STREAM),
+        checkpointLocation, sessionHadoopConf());
+  }
+
+  /** The Hadoop configuration Spark's own checkpoint logs use (spark.hadoop.* included). */
+  private static Configuration sessionHadoopConf() {
+    return SparkSession.active().sessionState().newHadoopConf();
   }
 
   @Override

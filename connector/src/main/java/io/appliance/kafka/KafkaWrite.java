@@ -25,7 +25,7 @@ final class KafkaWrite implements WriteBuilder, SupportsStreamingUpdateAsAppend,
   private final WriterFactory factory;
 
   KafkaWrite(LogicalWriteInfo info) {
-    KafkaOptions options = KafkaOptions.forWrite(info.options());
+    SinkOptions options = SinkOptions.parse(info.options());
     this.factory = new WriterFactory(options, SinkColumns.resolve(info.schema(), options.topic()));
   }
 
@@ -79,10 +79,10 @@ final class KafkaWrite implements WriteBuilder, SupportsStreamingUpdateAsAppend,
   /** Ships options and column positions to executors. */
   static final class WriterFactory implements DataWriterFactory, StreamingDataWriterFactory {
     private static final long serialVersionUID = 1L;
-    private final KafkaOptions options;
+    private final SinkOptions options;
     private final SinkColumns cols;
 
-    WriterFactory(KafkaOptions options, SinkColumns cols) {
+    WriterFactory(SinkOptions options, SinkColumns cols) {
       this.options = options;
       this.cols = cols;
     }

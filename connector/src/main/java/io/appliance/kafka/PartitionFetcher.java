@@ -18,7 +18,7 @@ import org.apache.kafka.common.TopicPartition;
 final class PartitionFetcher implements AutoCloseable {
   private static final long MAX_POLL_SLICE_MS = 100;
 
-  private final KafkaOptions options;
+  private final SourceOptions options;
   private final DataLoss loss;
   private final TopicPartition tp;
   private KafkaConsumer<byte[], byte[]> consumer;
@@ -27,7 +27,7 @@ final class PartitionFetcher implements AutoCloseable {
   private boolean healthy = true;
   private long skippedRecords;
 
-  PartitionFetcher(KafkaOptions options, TopicPartition tp) {
+  PartitionFetcher(SourceOptions options, TopicPartition tp) {
     this.options = options;
     this.loss = new DataLoss(options.failOnDataLoss());
     this.tp = tp;

@@ -36,7 +36,7 @@ final class ProducerCache {
     }
   }
 
-  static synchronized Entry acquire(KafkaOptions options) {
+  static synchronized Entry acquire(SinkOptions options) {
     Entry entry = CURRENT.computeIfAbsent(options.kafkaParams(),
         p -> new Entry(new KafkaProducer<>(options.producerConfig())));
     entry.leases++;
@@ -44,7 +44,7 @@ final class ProducerCache {
   }
 
   /** After a send failed: later writers get a fresh producer; this one closes when unused. */
-  static synchronized void retire(KafkaOptions options, Entry entry) {
+  static synchronized void retire(SinkOptions options, Entry entry) {
     if (CURRENT.remove(options.kafkaParams(), entry)) {
       entry.retired = true;
     }

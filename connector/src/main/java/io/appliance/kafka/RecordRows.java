@@ -14,6 +14,21 @@ import org.apache.spark.unsafe.types.UTF8String;
 
 /** The read schema of Spark's kafka source, and the conversion of a record into that row. */
 final class RecordRows {
+  /** Field positions in the read schema (the order of Spark's kafka source). */
+  static final int KEY = 0;
+  static final int VALUE = 1;
+  static final int TOPIC = 2;
+  static final int PARTITION = 3;
+  static final int OFFSET = 4;
+  static final int TIMESTAMP = 5;
+  static final int TIMESTAMP_TYPE = 6;
+  static final int HEADERS_FIELD = 7;
+  /** Field positions in one header struct (key string, value binary), read and write side. */
+  static final int HEADER_KEY = 0;
+  static final int HEADER_VALUE = 1;
+  static final int HEADER_FIELD_COUNT = 2;
+  private static final long MICROS_PER_MILLI = 1000L;
+
   static final StructType HEADER = new StructType(new StructField[] {
       DataTypes.createStructField("key", DataTypes.StringType, true),
       DataTypes.createStructField("value", DataTypes.BinaryType, true)});
@@ -46,24 +61,24 @@ final class RecordRows {
 
   /** The row for {@code r}; the returned row is reused by the next call (copy to keep it). */
   InternalRow toRow(ConsumerRecord<byte[], byte[]> r) {
-    scratch.update(0, r.key());
-    scratch.update(1, r.value());
-    scratch.update(2, topicUtf8(r.topic()));
-    scratch.setInt(3, r.partition());
-    scratch.setLong(4, r.offset());
-    scratch.setLong(5, r.timestamp() * 1000L);
-    scratch.setInt(6, r.timestampType().id);
+    scratch.update(KEY, r.key());
+    scratch.update(VALUE, r.value());
+    scratch.update(TOPIC, topicUtf8(r.topic()));
+    scratch.setInt(PARTITION, r.partition());
+    scratch.setLong(OFFSET, r.offset());
+    scratch.setLong(TIMESTAMP, r.timestamp() * MICROS_PER_MILLI); // Spark timestamps are micros
+    scratch.setInt(TIMESTAMP_TYPE, r.timestampType().id);
     if (includeHeaders) {
       Header[] headers = r.headers().toArray();
       if (headers.length == 0) {
-        scratch.setNullAt(7);
+        scratch.setNullAt(HEADERS_FIELD);
       } else {
         Object[] items = new Object[headers.length];
         for (int i = 0; i < headers.length; i++) {
           items[i] = new GenericInternalRow(new Object[] {
               UTF8String.fromString(headers[i].key()), headers[i].value()});
         }
-        scratch.update(7, new GenericArrayData(items));
+        scratch.update(HEADERS_FIELD, new GenericArrayData(items));
       }
     }
     return toUnsafe.apply(scratch);

@@ -67,7 +67,7 @@ final class SplitPlanner {
   }
 
   /** Splits [from, until) for every partition in {@code until} that has records to read. */
-  static InputPartition[] bounded(DriverOffsetReader reader, KafkaOptions options, DataLoss loss,
+  static InputPartition[] bounded(DriverOffsetReader reader, SourceOptions options, DataLoss loss,
       Map<TopicPartition, Long> from, Map<TopicPartition, Long> until) {
     List<TopicPartition> unknown = new ArrayList<>();
     for (TopicPartition tp : until.keySet()) {
@@ -93,7 +93,7 @@ final class SplitPlanner {
   }
 
   /** Open-ended splits (continuous and real-time) starting at {@code from}. */
-  static InputPartition[] open(KafkaOptions options, Map<TopicPartition, Long> from) {
+  static InputPartition[] open(SourceOptions options, Map<TopicPartition, Long> from) {
     List<InputPartition> splits = new ArrayList<>();
     for (Map.Entry<TopicPartition, Long> e : from.entrySet()) {
       splits.add(new KafkaInputPartition(e.getKey(), e.getValue(), KafkaInputPartition.UNBOUNDED, options));
@@ -102,9 +102,10 @@ final class SplitPlanner {
   }
 
   /** The resolved starting position of a new streaming query. */
-  static KafkaSourceOffset startingPosition(DriverOffsetReader reader, KafkaOptions options) {
+  static KafkaSourceOffset startingPosition(DriverOffsetReader reader, SourceOptions options) {
     Set<TopicPartition> parts = reader.partitions();
-    reader.requireKnown(options.startingOffsets(), parts, KafkaOptions.STARTING_OFFSETS);
-    return new KafkaSourceOffset(reader.resolve(options.startingOffsets(), parts, OffsetSpec.LATEST));
+    OffsetSpec starting = options.startingOffsets(SourceOptions.ReadMode.STREAM);
+    reader.requireKnown(starting, parts, SourceOptions.STARTING_OFFSETS);
+    return new KafkaSourceOffset(reader.resolve(starting, parts, OffsetSpec.LATEST));
   }
 }

@@ -1,0 +1,65 @@
+"""The cells of ``bench.appliance_latency``: one row per measured configuration.
+
+A cell is what a user runs (a fresh ``appliance run`` with the shipped defaults) or that
+with ONE lever switched back, so the ablation table reads "what this lever is worth" at the
+same rate in the same bench run. ``passthrough`` is the floor: a JVM that consumes events
+and produces the alerting ones, no Spark, on the same broker.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Cell:
+    name: str
+    trigger: str                     # continuous | realtime | microbatch | passthrough
+    rate: int                        # events/s
+    lever: str = ""                  # the ablated lever ("" = shipped defaults)
+    why: str = ""                    # what the cell shows
+    query: dict[str, object] = field(default_factory=dict)   # [query] overrides
+    spark: dict[str, str] = field(default_factory=dict)      # [spark] overrides
+    jvm_options: tuple[str, ...] = ()                        # added to the driver JVM
+    tmpfs_checkpoint: bool = False   # checkpoint under /dev/shm instead of the disk
+
+
+RATE = 10_000
+
+CELLS: tuple[Cell, ...] = (
+    Cell("passthrough", "passthrough", RATE, why="JVM consume->produce floor, no Spark"),
+    Cell("continuous", "continuous", RATE, why="shipped defaults"),
+    Cell("realtime", "realtime", RATE, why="shipped defaults (5-minute batches)"),
+    Cell("microbatch", "microbatch", RATE, why="shipped defaults (0 s trigger)"),
+    Cell("continuous-50k", "continuous", 50_000, why="shipped defaults at 50,000/s"),
+    Cell("passthrough-50k", "passthrough", 50_000, why="the floor at 50,000/s"),
+    # -- ablations: one lever back to its old value each ---------------------------------
+    Cell("continuous-no-warmup", "continuous", RATE, "warm-up",
+         "no plan warm-up before ready", query={"warmup": False}),
+    Cell("continuous-poll-1ms", "continuous", RATE, "epoch poll 100 ms",
+         "executorPollIntervalMs back to 1 ms (1,000 epoch RPCs/s per task)",
+         spark={"spark.sql.streaming.continuous.executorPollIntervalMs": "1"}),
+    Cell("continuous-flush-commit", "continuous", RATE, "commit waits own acks",
+         "sink commit() flushes the shared producer again",
+         jvm_options=("-Dappliance.kafka.sink.flushOnCommit=true",)),
+    Cell("continuous-tmpfs", "continuous", RATE, "checkpoint on tmpfs",
+         "checkpoint under /dev/shm (lever ON: the default is the disk)",
+         tmpfs_checkpoint=True),
+    Cell("continuous-c1-only", "continuous", RATE, "JIT flags",
+         "C1 only (-XX:TieredStopAtLevel=1): faster warm-up, slower peak (lever ON)",
+         jvm_options=("-XX:TieredStopAtLevel=1",)),
+    Cell("realtime-sync-progress", "realtime", RATE, "async progress",
+         "offset/commit logs written synchronously", query={"async_progress": False}),
+    Cell("realtime-5s", "realtime", RATE, "5-minute batches",
+         "5-second batches (the old documented setting): a boundary every 5 s",
+         query={"interval": "5 seconds"}),
+    Cell("realtime-1min", "realtime", RATE, "5-minute batches",
+         "1-minute batches: one boundary inside a 60 s cell",
+         query={"interval": "1 minute"}),
+    Cell("microbatch-sync-progress", "microbatch", RATE, "async progress",
+         "offset/commit logs written synchronously", query={"async_progress": False}),
+    Cell("microbatch-tmpfs", "microbatch", RATE, "checkpoint on tmpfs",
+         "checkpoint under /dev/shm (lever ON)", tmpfs_checkpoint=True),
+)
+
+BY_NAME = {c.name: c for c in CELLS}
