@@ -16,6 +16,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from appliance.client_security import ClientSecurity, SecuritySettingsError
+
 TRIGGERS = ("continuous", "realtime", "microbatch")
 DEFAULT_CONFIG_FILE = "appliance.toml"
 ENV_PREFIX = "APPLIANCE_"
@@ -64,6 +66,25 @@ class KafkaConfig(BaseModel):
     def properties(self) -> dict[str, str]:
         """Pass-through client properties (everything but ``bootstrap_servers``)."""
         return {k: str(v) for k, v in (self.model_extra or {}).items()}
+
+    @property
+    def security(self) -> ClientSecurity:
+        """TLS/SASL settings, for every client dialect (client_security.py)."""
+        return ClientSecurity.from_properties(self.properties)
+
+    @property
+    def java_properties(self) -> dict[str, str]:
+        """The properties for Java kafka-clients (the connector), librdkafka spellings of
+        credentials and CA translated."""
+        return self.security.java(self.properties)
+
+    @model_validator(mode="after")
+    def _security(self) -> KafkaConfig:
+        try:
+            ClientSecurity.from_properties(self.properties)
+        except SecuritySettingsError as exc:  # names the property, never its value
+            raise PydanticCustomError("kafka_security", str(exc)) from None
+        return self
 
 
 class TopicsConfig(_Section):
@@ -311,6 +332,8 @@ def _one_line(source: str, err: ValidationError, env_keys: set[tuple[str, str]])
     first = err.errors()[0]
     loc = ".".join(str(p) for p in first["loc"])
     msg = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "kafka_security":  # "kafka.sasl.mechanism: must be ..."
+        return f"{source}: {loc}.{msg}"
     if first["type"] == "realtime_interval":
         return f"{source}: {msg}"
     if first["type"] == "extra_forbidden":

@@ -174,7 +174,9 @@ class Appliance:
         one definition for the query and its warm-up, so both share the cached producer."""
         cfg = self.config
         tuning = tuning_for(cfg.query.trigger, cfg.query.async_progress)
-        passthrough = {f"kafka.{k}": v for k, v in cfg.kafka.properties.items()}
+        # Java spelling of the [kafka] settings (client_security): credentials given as
+        # sasl.username/sasl.password become sasl.jaas.config, a PEM CA a truststore.
+        passthrough = {f"kafka.{k}": v for k, v in cfg.kafka.java_properties.items()}
         bootstrap = {"kafka.bootstrap.servers": self.bootstrap}
         # [source]/[sink] (an operator's or the deploy's reader/writer settings) override
         # the tuning; [kafka] client properties apply to both.

@@ -7,7 +7,6 @@ topic is an error that names it (creating topics there is the operator's decisio
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
@@ -24,21 +23,17 @@ class TopicError(Exception):
 
 
 def client_config(kafka: KafkaConfig, bootstrap: str) -> dict:
-    """kafka-python keyword arguments: the bootstrap plus the pass-through properties
-    kafka-python understands (``security.protocol`` -> ``security_protocol``)."""
+    """kafka-python keyword arguments: the bootstrap, the pass-through properties
+    kafka-python understands (``security.protocol`` -> ``security_protocol``), and the
+    security settings translated by ``client_security`` (SASL credentials from
+    ``sasl.jaas.config``, a PEM truststore as ``ssl_cafile``)."""
     known = set(KafkaAdminClient.DEFAULT_CONFIG)
     out: dict = {"bootstrap_servers": bootstrap.split(","), "request_timeout_ms": 15000}
     for key, value in kafka.properties.items():
         name = key.replace(".", "_")
         if name in known:
             out[name] = value
-    # The Java client takes SASL credentials in sasl.jaas.config; kafka-python wants them
-    # as two settings. Same credentials, one place to configure them.
-    jaas = kafka.properties.get("sasl.jaas.config", "")
-    for field in ("username", "password"):
-        match = re.search(rf'\b{field}\s*=\s*"((?:[^"\\]|\\.)*)"', jaas)
-        if match and f"sasl_plain_{field}" not in out:
-            out[f"sasl_plain_{field}"] = match.group(1).replace('\\"', '"')
+    out.update(kafka.security.kafka_python())
     return out
 
 

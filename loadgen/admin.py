@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+from appliance.client_security import ClientSecurity
 from appliance.logs import get_logger
 from loadgen.collector import BrokerUnavailable
 from loadgen.config import LoadConfig
+from loadgen.kafka_config import PLAINTEXT
 
 log = get_logger("loadgen.admin")
 
 
-def check_broker(bootstrap: str, timeout: float = 5.0) -> None:
+def check_broker(bootstrap: str, timeout: float = 5.0,
+                 security: ClientSecurity = PLAINTEXT) -> None:
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
     from loadgen.kafka_config import admin_config
 
     try:
-        AdminClient(admin_config(bootstrap)).list_topics(timeout=timeout)
+        AdminClient(admin_config(bootstrap, security)).list_topics(timeout=timeout)
     except KafkaException as exc:
         raise BrokerUnavailable(f"cannot reach a Kafka broker at {bootstrap}: {exc}") from exc
 
@@ -28,7 +31,7 @@ def ensure_topics(config: LoadConfig, topics: list[str], timeout: float = 10.0) 
 
     from loadgen.kafka_config import admin_config
 
-    admin = AdminClient(admin_config(config.bootstrap))
+    admin = AdminClient(admin_config(config.bootstrap, config.security))
     existing = admin.list_topics(timeout=timeout).topics
     missing = [t for t in topics if t not in existing or existing[t].error is not None]
     if not missing:

@@ -35,6 +35,10 @@ def _common(p: argparse.ArgumentParser, d) -> None:
     p.add_argument("--report", default=None, help="write FILE.json, FILE.md and FILE.png")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--floor-topic", default=d.floor_topic)
+    p.add_argument("--kafka-config", default=None, metavar="FILE",
+                   help="TOML file whose [kafka] table holds the security settings (an "
+                        "appliance.toml works; APPLIANCE_KAFKA_* env vars override; default "
+                        "$LOADGEN_KAFKA_CONFIG). Secrets never on the command line.")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,9 +76,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _config(args: argparse.Namespace, **extra):
-    from loadgen.config import LoadConfig
+    from loadgen.config import ConfigError, LoadConfig
+    from loadgen.kafka_config import KafkaConfigError, load_security
 
+    try:
+        security = load_security(args.kafka_config)
+    except KafkaConfigError as exc:
+        raise ConfigError(f"kafka-config: {exc}") from None
     return LoadConfig(
+        security=security,
         bootstrap=args.bootstrap, rate=args.rate, duration=args.duration, ramp=args.ramp,
         workers=args.workers, grace=args.grace, behind_ms=args.behind_ms,
         topic_partitions=args.partitions, linger_ms=args.linger_ms, progress=not args.quiet,

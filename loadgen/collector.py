@@ -13,7 +13,9 @@ import base64
 import json
 import time
 
+from appliance.client_security import ClientSecurity
 from loadgen.events import BAD_KINDS, NORMAL, EventFactory
+from loadgen.kafka_config import PLAINTEXT
 from loadgen.latency import LatencyRecorder
 
 ALERTS, FLOOR = "alerts", "floor"
@@ -46,7 +48,8 @@ def end_offsets(consumer, topics: list[str], bootstrap: str, timeout: float = 10
 
 class Collector:
     def __init__(self, bootstrap: str, factory: EventFactory, total: int, alerts_topic: str,
-                 dlq_topic: str | None, mode: str = ALERTS, on_latency=None):
+                 dlq_topic: str | None, mode: str = ALERTS, on_latency=None,
+                 security: ClientSecurity = PLAINTEXT):
         self.factory = factory
         self.mode = mode
         self.alerts_topic = alerts_topic
@@ -66,6 +69,7 @@ class Collector:
         self.on_latency = on_latency
         self._id_key = "alert_id" if mode == ALERTS else "event_id"
         self._bootstrap = bootstrap
+        self._security = security
         self._consumer = None
 
     def start(self, timeout: float = 10.0) -> None:
@@ -74,7 +78,7 @@ class Collector:
 
         from loadgen.kafka_config import consumer_config
 
-        consumer = Consumer(consumer_config(self._bootstrap))
+        consumer = Consumer(consumer_config(self._bootstrap, security=self._security))
         topics = [t for t in (self.alerts_topic, self.dlq_topic) if t]
         try:
             consumer.assign(end_offsets(consumer, topics, self._bootstrap, timeout))

@@ -6,6 +6,7 @@ import math
 import secrets
 from dataclasses import dataclass, field
 
+from appliance.client_security import ClientSecurity
 from appliance.config import TopicsConfig
 from loadgen.schedule import Schedule
 
@@ -42,6 +43,7 @@ class LoadConfig:
     linger_ms: float = 0.0
     progress: bool = True
     run_id: str = field(default_factory=lambda: "lg" + secrets.token_hex(4))
+    security: ClientSecurity = field(default_factory=ClientSecurity)  # TLS/SASL, repr hides
 
     def validate(self) -> None:
         _require(bool(self.bootstrap), "bootstrap", "is required")

@@ -15,6 +15,9 @@ open-loop numbers free of coordinated omission come from ``loadgen run``. Locust
 gevent: confluent-kafka's calls here never block (``poll(0)``, ``consume(timeout=0)``),
 and two greenlets serve delivery reports and alerts, yielding between polls.
 Topics: ``LOADGEN_EVENTS_TOPIC`` (events), ``LOADGEN_ALERTS_TOPIC`` (alerts).
+TLS/SASL: ``LOADGEN_KAFKA_CONFIG`` names a TOML file whose ``[kafka]`` table holds the
+security settings (an ``appliance.toml`` works; ``APPLIANCE_KAFKA_*`` override), as for
+``loadgen run --kafka-config``; secrets never go on Locust's command line.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ except ImportError:  # a checkout that is not pip-installed: Locust only adds lo
 from loadgen.collector import end_offsets  # noqa: E402
 from loadgen.config import APPLIANCE_TOPICS  # noqa: E402
 from loadgen.events import EventFactory  # noqa: E402
-from loadgen.kafka_config import consumer_config, producer_config  # noqa: E402
+from loadgen.kafka_config import consumer_config, load_security, producer_config  # noqa: E402
 
 EVENTS_TOPIC = os.environ.get("LOADGEN_EVENTS_TOPIC", APPLIANCE_TOPICS.events)
 ALERTS_TOPIC = os.environ.get("LOADGEN_ALERTS_TOPIC", APPLIANCE_TOPICS.alerts)
@@ -60,9 +63,10 @@ class SharedKafka:
         self.factory = EventFactory("lc" + secrets.token_hex(4), ALERT_RATIO, 0.0)
         self.counter = itertools.count()
         # Every delivery report is a Locust "produce" sample, not only the failures.
-        self.producer = Producer({**producer_config(bootstrap),
+        security = load_security(None)  # from $LOADGEN_KAFKA_CONFIG, if set
+        self.producer = Producer({**producer_config(bootstrap, security=security),
                                   "delivery.report.only.error": False})
-        self.consumer = Consumer(consumer_config(bootstrap))
+        self.consumer = Consumer(consumer_config(bootstrap, security=security))
         self.consumer.assign(end_offsets(self.consumer, [ALERTS_TOPIC], bootstrap))
         self.producer.list_topics(EVENTS_TOPIC, timeout=10)
         self.running = True

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from appliance.client_security import ClientSecurity
 from loadgen.events import EventFactory
 from loadgen.schedule import Schedule
 
@@ -42,6 +43,7 @@ class WorkerSpec:
     drain_s: float
     linger_ms: float = 0.0
     retry_s: float = 120.0  # how long after the schedule unacknowledged events are re-sent
+    security: ClientSecurity = field(default_factory=ClientSecurity)
 
 
 @dataclass
@@ -73,7 +75,8 @@ def worker_main(spec: WorkerSpec, progress, t0, ready_q, start, result_q) -> Non
 
     factory = EventFactory(spec.run_id, spec.alert_ratio, spec.bad_ratio)
     try:
-        producer = Producer({**producer_config(spec.bootstrap, spec.linger_ms),
+        producer = Producer({**producer_config(spec.bootstrap, spec.linger_ms,
+                                               spec.security),
                              "on_delivery": on_delivery})
         metadata = producer.list_topics(spec.topic, timeout=10)
         topic_meta = metadata.topics.get(spec.topic)

@@ -33,7 +33,7 @@ def run_load(config: LoadConfig) -> Report:
     """Measure the floor (if asked), then run the load; raises BrokerUnavailable."""
     config.validate()
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
-    check_broker(config.bootstrap)
+    check_broker(config.bootstrap, security=config.security)
     ensure_topics(config, [config.events_topic, config.alerts_topic, config.dlq_topic])
     floor = measure_floor_for(config)
     metrics = RunMetrics()
@@ -55,7 +55,7 @@ def run_floor(config: LoadConfig) -> Report:
     """The instrument alone: produce to ``floor_topic`` and consume it back."""
     config.validate()
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
-    check_broker(config.bootstrap)
+    check_broker(config.bootstrap, security=config.security)
     ensure_topics(config, [config.floor_topic])
     factory = EventFactory(config.run_id, 0.0, 0.0)
     phase = _measure(config, FLOOR, factory, config.schedule(), config.floor_topic,
@@ -78,6 +78,7 @@ def measure_floor_for(config: LoadConfig) -> dict | None:
         workers=config.workers, grace=min(config.grace, 5.0), floor_topic=config.floor_topic,
         topic_partitions=config.topic_partitions, linger_ms=config.linger_ms,
         progress=config.progress, behind_ms=config.behind_ms, run_id=config.run_id + "f",
+        security=config.security,
     )
     return {**run_floor(floor_cfg).floor_ms, "source": "measured"}
 
@@ -85,7 +86,8 @@ def measure_floor_for(config: LoadConfig) -> dict | None:
 def _measure(config, mode, factory, schedule, produce_topic, answer_topic, dlq_topic,
              metrics) -> Phase:
     collector = Collector(config.bootstrap, factory, schedule.total, answer_topic, dlq_topic,
-                          mode, on_latency=metrics.observe_latency_ms if metrics else None)
+                          mode, on_latency=metrics.observe_latency_ms if metrics else None,
+                          security=config.security)
     collector.start()
     try:
         return _measure_with(config, mode, factory, schedule, produce_topic, collector,
@@ -105,7 +107,7 @@ def _measure_with(config, mode, factory, schedule, produce_topic, collector, met
             spec = WorkerSpec(w, config.workers, config.bootstrap, produce_topic, schedule,
                               factory.run_id, factory.alert_ratio, factory.bad_ratio,
                               config.behind_ms, config.drain_s, config.linger_ms,
-                              config.retry_s)
+                              config.retry_s, config.security)
             proc = ctx.Process(target=worker_main, name=f"loadgen-producer-{w}", daemon=True,
                                args=(spec, progress_arr, t0_value, ready_q, start, result_q))
             proc.start()

@@ -13,11 +13,14 @@ ApiVersions 0-3 (unknown versions answered in v0), CreateTopics 0-5, DeleteTopic
 InitProducerId 0-4 (idempotent producers; no transactions), CreatePartitions 0-3.
 Group membership (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups,
 ListGroups) is answered with COORDINATOR_NOT_AVAILABLE, never advertised: use assign().
+SaslHandshake 1 and SaslAuthenticate 0-2 serve SASL listeners (PLAIN, SCRAM-SHA-256/512).
 
 Modules: ``server`` (TCP, ordering), ``apis`` (handlers), ``schemas``/``codec``/``codegen``
 (wire format), ``partition``/``records``/``producer_state`` (the log), ``segments``
 (durability), ``topics``, ``fetch_wait``, ``group_offsets``, ``embedded`` (subprocess
-helper for Python), ``wire_client`` (tiny protocol client), ``cli``.
+helper for Python), ``wire_client`` (tiny protocol client), ``cli``; security:
+``listener`` (what each security protocol demands), ``tls``, ``sasl`` (per-connection
+gate), ``scram``, ``credentials`` (the users file), ``users_cli`` (``broker-user add``).
 """
 
 from __future__ import annotations

@@ -53,10 +53,10 @@ class Apis:
             schemas.OFFSET_FETCH.key: self.offset_fetch,
             schemas.DESCRIBE_GROUPS.key: self.describe_groups,
             schemas.LIST_GROUPS.key: self.list_groups,
-            schemas.JOIN_GROUP.key: self.group_error,
-            schemas.HEARTBEAT.key: self.group_error,
-            schemas.LEAVE_GROUP.key: self.group_error,
-            schemas.SYNC_GROUP.key: self.group_error,
+            schemas.JOIN_GROUP.key: self.join_group,
+            schemas.HEARTBEAT.key: self.heartbeat,
+            schemas.LEAVE_GROUP.key: self.leave_group,
+            schemas.SYNC_GROUP.key: self.sync_group,
         }
 
     # -- ApiVersions / Metadata ---------------------------------------------------------
@@ -364,9 +364,23 @@ class Apis:
 
     # Group membership is out of scope: those operations report "no coordinator".
 
+    # Each membership API answers COORDINATOR_NOT_AVAILABLE with exactly its own response
+    # fields (strict encoding refuses keys another API's schema has).
     def group_error(self, version: int, req: dict):
-        return {"throttle_time_ms": 0, "error_code": errors.COORDINATOR_NOT_AVAILABLE,
-                "members": []}
+        return {"throttle_time_ms": 0, "error_code": errors.COORDINATOR_NOT_AVAILABLE}
+
+    def join_group(self, version: int, req: dict):
+        return {**self.group_error(version, req), "generation_id": -1, "protocol_name": "",
+                "leader": "", "member_id": "", "members": []}
+
+    def heartbeat(self, version: int, req: dict):
+        return self.group_error(version, req)
+
+    def leave_group(self, version: int, req: dict):
+        return {**self.group_error(version, req), "members": []}
+
+    def sync_group(self, version: int, req: dict):
+        return {**self.group_error(version, req), "assignment": b""}
 
     def describe_groups(self, version: int, req: dict):
         return {"throttle_time_ms": 0, "groups": [

@@ -8,6 +8,7 @@ import signal
 import sys
 
 from appliance.broker.config import FLUSH_POLICIES, BrokerConfig, parse_topics
+from appliance.broker.listener import PROTOCOLS, ListenerError
 from appliance.logs import configure, get_logger
 
 READY_PREFIX = "broker ready bootstrap="
@@ -60,7 +61,25 @@ def add_broker_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metrics-port", type=_non_negative, default=None,
                         help="serve Prometheus broker_* metrics on --host:PORT "
                              "(0: any free port, printed as 'broker metrics url=...')")
+    sec = parser.add_argument_group(
+        "security", "TLS and SASL of the listener (files only: secrets never go on the "
+                    "command line; see docs/broker.md)")
+    sec.add_argument("--security-protocol", choices=PROTOCOLS, default="PLAINTEXT")
+    sec.add_argument("--ssl-certfile", default=None, help="PEM certificate chain")
+    sec.add_argument("--ssl-keyfile", default=None,
+                     help="PEM private key, mode 0600 (default: inside --ssl-certfile)")
+    sec.add_argument("--ssl-client-ca", default=None,
+                     help="require client certificates signed by this PEM CA")
+    sec.add_argument("--sasl-users", default=None,
+                     help="users file (TOML, mode 0600; `appliance broker-user add`)")
+    sec.add_argument("--sasl-mechanisms", type=_mechanisms, default=None,
+                     help="comma-separated, e.g. SCRAM-SHA-512 (default: PLAIN, "
+                          "SCRAM-SHA-256, SCRAM-SHA-512 over TLS; no PLAIN without TLS)")
     parser.set_defaults(func=run_from_args)
+
+
+def _mechanisms(value: str) -> tuple[str, ...]:
+    return tuple(m.strip().upper() for m in value.split(",") if m.strip())
 
 
 def run_from_args(args: argparse.Namespace) -> int:
@@ -68,7 +87,10 @@ def run_from_args(args: argparse.Namespace) -> int:
                "default_partitions": max(args.default_partitions, 1),
                "retention_bytes": args.retention_bytes, "retention_ms": args.retention_ms,
                "flush": args.flush, "flush_interval_ms": args.flush_interval_ms,
-               "segment_bytes": max(args.segment_bytes, 1)}
+               "segment_bytes": max(args.segment_bytes, 1),
+               "security_protocol": args.security_protocol, "ssl_certfile": args.ssl_certfile,
+               "ssl_keyfile": args.ssl_keyfile, "ssl_client_ca": args.ssl_client_ca,
+               "sasl_users_file": args.sasl_users, "sasl_mechanisms": args.sasl_mechanisms}
     if args.max_message_bytes is not None:
         options["max_message_bytes"] = args.max_message_bytes
     return run_broker(args.host, args.port, args.data_dir, metrics_port=args.metrics_port,
@@ -92,6 +114,10 @@ async def _serve(config: BrokerConfig, loop_name: str, metrics_port: int | None 
     except TopicError as exc:
         log.error("broker.bad_topics", error=exc.message)
         print(f"broker: --topics: {exc.message}", file=sys.stderr)
+        return 2
+    except ListenerError as exc:
+        log.error("broker.bad_security", error=str(exc))
+        print(f"broker: {exc}", file=sys.stderr)
         return 2
     try:
         host, port = await server.start()
@@ -118,6 +144,9 @@ async def _serve(config: BrokerConfig, loop_name: str, metrics_port: int | None 
     bootstrap = f"{host}:{port}"
     print(f"{READY_PREFIX}{bootstrap}", flush=True)
     log.info("broker.ready", bootstrap=bootstrap, data_dir=config.data_dir, loop=loop_name,
+             security_protocol=config.security_protocol,
+             sasl_mechanisms=list(server.security.sasl.mechanisms) if server.security.sasl
+             else [],
              topics=sorted(server.registry.topics), flush=config.flush)
     await stop.wait()
     log.info("broker.stopping", bootstrap=bootstrap)

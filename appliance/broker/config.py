@@ -27,6 +27,15 @@ class BrokerConfig:
     auto_create_topics: bool = False
     default_partitions: int = 1
     initial_topics: dict[str, int] = field(default_factory=dict)
+    # The listener's security (see listener.py): paths only, never secrets themselves.
+    security_protocol: str = "PLAINTEXT"  # PLAINTEXT | SSL | SASL_PLAINTEXT | SASL_SSL
+    ssl_certfile: str | None = None  # PEM certificate chain (SSL, SASL_SSL)
+    ssl_keyfile: str | None = None  # PEM private key, mode 0600 (default: in ssl_certfile)
+    ssl_client_ca: str | None = None  # require client certificates signed by this CA
+    sasl_users_file: str | None = None  # users.toml, mode 0600 (credentials.py)
+    sasl_mechanisms: tuple[str, ...] | None = None  # None: the protocol's defaults
+    auth_timeout_ms: int = 60_000  # TLS, then SASL, must each finish within this, or the
+    # connection is closed
 
 
 def parse_topics(spec: str) -> dict[str, int]:

@@ -445,3 +445,38 @@ LIST_GROUPS = Schema(16, "ListGroups", 0, 2, 3, request=[], response=[
 ALL.extend([OFFSET_COMMIT, OFFSET_FETCH])
 GROUP_APIS = [JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS]
 BY_KEY.update({s.key: s for s in [OFFSET_COMMIT, OFFSET_FETCH, *GROUP_APIS]})
+
+
+# -- SASL -----------------------------------------------------------------------------------
+# Advertised on every listener, as Kafka does; on a listener without SASL (or after a
+# connection authenticated) both answer ILLEGAL_SASL_STATE. Handshake v0 (raw SASL tokens
+# after it, outside Kafka framing) is not served: every client this broker targets speaks
+# v1, which carries the tokens in SaslAuthenticate requests.
+
+SASL_HANDSHAKE = Schema(
+    17, "SaslHandshake", 1, 1, 2,
+    request=[
+        F("mechanism", "string"),
+    ],
+    response=[
+        F("error_code", "int16"),
+        F("mechanisms", Array("string")),
+    ],
+)
+
+SASL_AUTHENTICATE = Schema(
+    36, "SaslAuthenticate", 0, 2, 2,
+    request=[
+        F("auth_bytes", "bytes"),
+    ],
+    response=[
+        F("error_code", "int16"),
+        F("error_message", "nstring"),
+        F("auth_bytes", "bytes", default=b""),
+        F("session_lifetime_ms", "int64", 1, default=0),
+    ],
+)
+
+SASL_APIS = (SASL_HANDSHAKE, SASL_AUTHENTICATE)
+ALL.extend(SASL_APIS)
+BY_KEY.update({s.key: s for s in SASL_APIS})

@@ -15,7 +15,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from appliance.broker import errors, schemas
+from appliance.broker import errors, listener, sasl, schemas
 from appliance.broker.apis import Apis
 from appliance.broker.codec import DecodeError, Reader, Schema, Writer
 from appliance.broker.codegen import decode_struct, encode_struct, strict_from_env
@@ -45,6 +45,7 @@ class BrokerServer:
     def __init__(self, config: BrokerConfig, metrics: BrokerMetrics | None = None) -> None:
         self.config = config
         self.metrics = metrics  # counters for --metrics-port; None: nothing counted
+        self.security = listener.from_config(config)  # ListenerError: unusable TLS/SASL
         self.storage = Storage(config) if config.data_dir else None
         self.registry = TopicRegistry(config, self.storage)
         self.registry.recover()
@@ -61,7 +62,10 @@ class BrokerServer:
     async def start(self) -> tuple[str, int]:
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
-            lambda: Connection(self), self.config.host, self.config.port, reuse_address=True)
+            lambda: Connection(self), self.config.host, self.config.port, reuse_address=True,
+            ssl=self.security.ssl_context,
+            ssl_handshake_timeout=self.config.auth_timeout_ms / 1000.0
+            if self.security.ssl_context is not None else None)
         host, port = self._server.sockets[0].getsockname()[:2]
         self.apis.advertised_port = port
         self._schedule_retention()
@@ -108,6 +112,12 @@ class Connection(asyncio.Protocol):
         self.strict = server.strict_encoding
         self.peer = None
         self.closed = False
+        self.closing = False  # answered an auth failure: close once the answer is sent
+        # SASL listeners: nothing but the handshake until authenticated (sasl.py)
+        self.sasl = server.security.new_session()
+        self._auth_timer: asyncio.TimerHandle | None = None
+        if self.sasl is not None:
+            self.max_frame = min(self.max_frame, sasl.UNAUTHENTICATED_MAX_FRAME)
 
     # -- asyncio callbacks ----------------------------------------------------------------
 
@@ -123,9 +133,14 @@ class Connection(asyncio.Protocol):
         self.server.connections.add(self)
         if self.server.metrics is not None:
             self.server.metrics.connections_opened += 1
+        if self.sasl is not None:
+            self._auth_timer = asyncio.get_running_loop().call_later(
+                self.server.config.auth_timeout_ms / 1000.0, self._auth_timeout)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        if self._auth_timer is not None:
+            self._auth_timer.cancel()
         self.server.connections.discard(self)
         for entry in self.pending:
             result = entry.result
@@ -168,6 +183,8 @@ class Connection(asyncio.Protocol):
             corked, self._corked = self._corked, None
             if corked and not self.closed and self.transport is not None:
                 self.transport.write(corked[0] if len(corked) == 1 else b"".join(corked))
+            if self.closing and not self.closed:
+                self._close_after_answer()
         if pos < n and not self.closed:
             self.buf += view[pos:]
 
@@ -188,7 +205,7 @@ class Connection(asyncio.Protocol):
                 self.close("internal error", error=repr(exc))
                 return n
             pos += 4 + size
-            if self.closed:
+            if self.closed or self.closing:
                 return n
         return pos
 
@@ -202,11 +219,29 @@ class Connection(asyncio.Protocol):
             if self.transport is not None:
                 self.transport.abort()
 
+    def _auth_timeout(self) -> None:
+        if self.sasl is not None and not self.sasl.authenticated:
+            self.close("authentication timed out",
+                       timeout_ms=self.server.config.auth_timeout_ms)
+
+    def _close_after_answer(self) -> None:
+        """Close gracefully: the failure answer already written still reaches the client."""
+        log.warning("broker.authentication_failed", peer=str(self.peer),
+                    mechanism=self.sasl.mechanism, reason=self.sasl.failure)
+        self.closed = True
+        self.buf.clear()
+        if self.transport is not None:
+            self.transport.close()
+
     def _on_frame(self, frame: memoryview) -> None:
         if len(frame) < _HEADER.size:
             self.close("request shorter than a header", frame_size=len(frame))
             return
         api_key, version, corr = _HEADER.unpack_from(frame)
+        if (self.sasl is not None and not self.sasl.authenticated
+                and api_key not in sasl.PRE_AUTH_APIS):
+            self.close("request before authentication", api_key=api_key)
+            return
         schema = schemas.BY_KEY.get(api_key)
         if schema is None:
             self.close("unsupported api", api_key=api_key, api_version=version)
@@ -238,6 +273,10 @@ class Connection(asyncio.Protocol):
             return
         metrics = self.server.metrics
         started = time.perf_counter() if metrics is not None else 0.0
+        if api_key in sasl.SASL_API_KEYS:
+            self._respond(schemas.response_header_flexible(api_key, version), corr, schema,
+                          version, self._sasl_step(api_key, version, req))
+            return
         try:
             result = self.apis.handlers[api_key](version, req)
         except Exception as exc:
@@ -250,6 +289,20 @@ class Connection(asyncio.Protocol):
             return  # acks=0 produce: no response by protocol
         self._respond(schemas.response_header_flexible(api_key, version), corr, schema,
                       version, result)
+
+    def _sasl_step(self, api_key: int, version: int, req: dict) -> dict:
+        if self.sasl is None:
+            return sasl.not_on_this_listener(api_key)
+        result = self.sasl.handle(api_key, version, req)
+        if self.sasl.state is sasl.State.FAILED:
+            self.closing = True
+        elif self.sasl.authenticated and api_key == schemas.SASL_AUTHENTICATE.key:
+            self.max_frame = self.server.config.max_frame_bytes
+            if self._auth_timer is not None:
+                self._auth_timer.cancel()
+            log.info("broker.authenticated", peer=str(self.peer), user=self.sasl.user,
+                     mechanism=self.sasl.mechanism)
+        return result
 
     def _respond(self, header_flexible: bool, corr: int, schema: Schema, version: int,
                  result) -> None:

@@ -1,0 +1,171 @@
+"""SASL authentication of one connection: SaslHandshake v1 + SaslAuthenticate, as Kafka
+brokers do it, with PLAIN and SCRAM-SHA-256/512.
+
+Why a gate in front of the handlers: until a connection has authenticated, the only
+requests it may send are ApiVersions (clients ask before they authenticate), SaslHandshake
+and SaslAuthenticate; anything else closes the connection before its body is even decoded,
+and frames are capped at ``UNAUTHENTICATED_MAX_FRAME`` (Kafka's own limit for the same
+reason), so a stranger cannot make the broker buffer or parse much.
+
+Failures answer with the codes real clients turn into clear exceptions - Java
+``SaslAuthenticationException``, librdkafka ``_AUTHENTICATION``, kafka-python
+``KafkaConnectionError`` - and never echo a user's password, proof or token:
+  - a mechanism the listener does not enable: UNSUPPORTED_SASL_MECHANISM and the list;
+  - SaslAuthenticate before a handshake, or a second handshake: ILLEGAL_SASL_STATE;
+  - wrong user or password: SASL_AUTHENTICATION_FAILED, then the connection closes.
+"""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+from enum import Enum
+
+from appliance.broker import errors, schemas
+from appliance.broker.credentials import Users
+from appliance.broker.scram import MECHANISMS, ScramError, ScramServer
+
+PLAIN = "PLAIN"
+ALL_MECHANISMS = (PLAIN, *MECHANISMS)
+UNAUTHENTICATED_MAX_FRAME = 524_288  # Kafka's sasl.server.max.receive.size
+PRE_AUTH_APIS = frozenset({schemas.API_VERSIONS.key, schemas.SASL_HANDSHAKE.key,
+                           schemas.SASL_AUTHENTICATE.key})
+SASL_API_KEYS = frozenset({schemas.SASL_HANDSHAKE.key, schemas.SASL_AUTHENTICATE.key})
+FAILED = "Authentication failed: invalid username or password"
+
+
+class State(Enum):
+    HANDSHAKE = "handshake"  # waiting for SaslHandshake
+    AUTHENTICATE = "authenticate"  # mechanism chosen, exchanging tokens
+    DONE = "done"  # authenticated: every API is open
+    FAILED = "failed"  # answered with an error; the connection is closing
+
+
+@dataclass(frozen=True)
+class SaslSettings:
+    """A listener's SASL: which mechanisms it offers and who may log in."""
+
+    mechanisms: tuple[str, ...]
+    users: Users
+
+
+def not_on_this_listener(api_key: int) -> dict:
+    """SaslHandshake/SaslAuthenticate where no SASL is expected (plain or SSL listener,
+    or an already authenticated connection)."""
+    if api_key == schemas.SASL_HANDSHAKE.key:
+        return {"error_code": errors.ILLEGAL_SASL_STATE, "mechanisms": []}
+    return {"error_code": errors.ILLEGAL_SASL_STATE, "auth_bytes": b"",
+            "error_message": "no SASL authentication is expected on this connection",
+            "session_lifetime_ms": 0}
+
+
+def _plain_user(users: Users, token: bytes) -> str | None:
+    """RFC 4616 ``authzid NUL authcid NUL passwd``; the user if the password checks."""
+    parts = token.split(b"\0")
+    if len(parts) != 3:
+        return None
+    try:
+        authzid, user, password = (p.decode("utf-8") for p in parts)
+    except UnicodeDecodeError:
+        return None
+    if not user or (authzid and authzid != user):
+        return None
+    # Checked against a SCRAM credential: the file holds no passwords. Any of the user's
+    # credentials will do; SHA-512 first (stronger, and it is what `add_user` writes).
+    found = None
+    for name in ("SCRAM-SHA-512", "SCRAM-SHA-256"):
+        cred = users.lookup(name, user)
+        if cred is not None:
+            found = (MECHANISMS[name], cred)
+            break
+    if found is None:
+        # Same work as a real check, so timing does not tell which users exist.
+        MECHANISMS["SCRAM-SHA-512"].salted_password(password, b"x" * 32, 8192)
+        hmac.compare_digest(b"a", b"b")
+        return None
+    mech, cred = found
+    return user if cred.verify_password(mech, password) else None
+
+
+class SaslSession:
+    """The SASL state of one connection on a SASL listener."""
+
+    def __init__(self, settings: SaslSettings) -> None:
+        self.settings = settings
+        self.state = State.HANDSHAKE
+        self.mechanism: str | None = None
+        self.user: str | None = None
+        self._scram: ScramServer | None = None
+        self._scram_step = 0
+        self.failure: str | None = None  # why it failed, safe to log
+
+    @property
+    def authenticated(self) -> bool:
+        return self.state is State.DONE
+
+    def handle(self, api_key: int, version: int, req: dict) -> dict:
+        if api_key == schemas.SASL_HANDSHAKE.key:
+            return self._handshake(req)
+        return self._authenticate(req)
+
+    def _handshake(self, req: dict) -> dict:
+        offered = list(self.settings.mechanisms)
+        if self.state is not State.HANDSHAKE:
+            return self._fail({"error_code": errors.ILLEGAL_SASL_STATE, "mechanisms": offered},
+                              "SaslHandshake after the handshake")
+        mechanism = req["mechanism"]
+        if mechanism not in offered:
+            # Kafka closes after this answer too; the client names the mechanisms it saw.
+            return self._fail({"error_code": errors.UNSUPPORTED_SASL_MECHANISM,
+                               "mechanisms": offered}, "mechanism not enabled",
+                              mechanism=mechanism)
+        self.mechanism = mechanism
+        self.state = State.AUTHENTICATE
+        return {"error_code": errors.NONE, "mechanisms": offered}
+
+    def _auth_response(self, token: bytes = b"") -> dict:
+        return {"error_code": errors.NONE, "error_message": None, "auth_bytes": token,
+                "session_lifetime_ms": 0}
+
+    def _authenticate(self, req: dict) -> dict:
+        if self.state is not State.AUTHENTICATE:
+            return self._fail({"error_code": errors.ILLEGAL_SASL_STATE,
+                               "error_message": "SaslAuthenticate before SaslHandshake"
+                               if self.state is State.HANDSHAKE
+                               else "already authenticated",
+                               "auth_bytes": b"", "session_lifetime_ms": 0},
+                              "SaslAuthenticate out of order")
+        token = bytes(req["auth_bytes"])
+        if self.mechanism == PLAIN:
+            user = _plain_user(self.settings.users, token)
+            if user is None:
+                return self._denied("invalid credentials")
+            return self._done(user, b"")
+        if self._scram is None:
+            mech = MECHANISMS[self.mechanism]
+            self._scram = ScramServer(
+                mech, lambda name: self.settings.users.lookup(mech.name, name))
+        try:
+            if self._scram_step == 0:
+                self._scram_step = 1
+                return self._auth_response(self._scram.first(token))
+            final = self._scram.final(token)
+        except ScramError as exc:
+            return self._denied(str(exc))
+        return self._done(self._scram.user, final)
+
+    def _done(self, user: str | None, token: bytes) -> dict:
+        self.user = user
+        self.state = State.DONE
+        return self._auth_response(token)
+
+    def _denied(self, why: str) -> dict:
+        return self._fail({"error_code": errors.SASL_AUTHENTICATION_FAILED,
+                           "error_message": f"{FAILED} (SASL mechanism {self.mechanism})",
+                           "auth_bytes": b"", "session_lifetime_ms": 0}, why)
+
+    def _fail(self, response: dict, why: str, **fields) -> dict:
+        self.state = State.FAILED
+        self.failure = why if not fields else f"{why}: " + ", ".join(
+            f"{k}={v}" for k, v in fields.items())
+        return response
