@@ -145,6 +145,11 @@ def tuning_for(trigger: str, async_progress: bool = True) -> Tuning:
         # Micro-batch and real-time keep Spark's retries: they recover by themselves.
         conf["spark.task.maxFailures"] = "1"
     query = dict(ASYNC_PROGRESS) if async_progress and trigger != "continuous" else {}
+    if query and trigger == "realtime":
+        # Real-time mode refuses a non-zero interval (STREAMING_REAL_TIME_MODE.ASYNC_
+        # PROGRESS_TRACKING_CHECKPOINTING_INTERVAL_NON_ZERO): every batch's progress is
+        # still written, but by the background thread, off the batch boundary.
+        query["asyncProgressTrackingCheckpointIntervalMs"] = "0"
     return Tuning(spark_conf=conf, source_options=source, sink_options=sink,
                   query_options=query)
 
