@@ -101,14 +101,17 @@ def _spark_conf(jvm: str) -> dict[str, str]:
 # instead of between batches, so a micro-batch (and a real-time batch boundary) no longer
 # waits for two checkpoint-file writes. Spark enables it only for sinks it knows by name;
 # the override option (the one Spark's own tests use) vouches for ours, which is safe here
-# because the sink is at-least-once and idempotent per alert_id: after a crash the query
-# restarts from the last *persisted* commit, so it replays more (up to one checkpoint
-# interval of batches) but loses nothing. The interval bounds that replay. The writer
-# options win over appliance.connector's REAL_TIME_SINK_CONF (which keeps real-time mode's
-# by-default async tracking off for sinks that did not ask for it).
+# because the sink is at-least-once and idempotent per alert_id. The checkpoint interval
+# is 0 (every batch's progress is written, off the batch path): with Spark's default of
+# 1 s the commit of a batch that ran within 1 s of the previous commit is skipped, and
+# when no later batch comes (a quiet stream) it is never written, so the committed
+# offsets stay behind for good: consumer lag never reaches 0 and a restart replays the
+# tail. Real-time mode refuses any other value anyway. The writer options win over
+# appliance.connector's REAL_TIME_SINK_CONF (which keeps real-time mode's by-default
+# async tracking off for sinks that did not ask for it).
 ASYNC_PROGRESS = {
     "asyncProgressTrackingEnabled": "true",
-    "asyncProgressTrackingCheckpointIntervalMs": "1000",
+    "asyncProgressTrackingCheckpointIntervalMs": "0",
     "_asyncProgressTrackingOverrideSinkSupportCheck": "true",
 }
 
@@ -145,11 +148,6 @@ def tuning_for(trigger: str, async_progress: bool = True) -> Tuning:
         # Micro-batch and real-time keep Spark's retries: they recover by themselves.
         conf["spark.task.maxFailures"] = "1"
     query = dict(ASYNC_PROGRESS) if async_progress and trigger != "continuous" else {}
-    if query and trigger == "realtime":
-        # Real-time mode refuses a non-zero interval (STREAMING_REAL_TIME_MODE.ASYNC_
-        # PROGRESS_TRACKING_CHECKPOINTING_INTERVAL_NON_ZERO): every batch's progress is
-        # still written, but by the background thread, off the batch boundary.
-        query["asyncProgressTrackingCheckpointIntervalMs"] = "0"
     return Tuning(spark_conf=conf, source_options=source, sink_options=sink,
                   query_options=query)
 

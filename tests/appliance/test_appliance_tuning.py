@@ -46,9 +46,11 @@ def test_async_progress_only_where_spark_has_it_and_only_when_asked():
         assert options["_asyncProgressTrackingOverrideSinkSupportCheck"] == "true"
         assert tuning_for(trigger, async_progress=False).query_options == {}
     assert tuning_for("continuous").query_options == {}  # Spark has none for continuous
-    # real-time mode refuses any other interval than 0 (every batch's progress is written)
-    assert tuning_for("realtime").query_options["asyncProgressTrackingCheckpointIntervalMs"] \
-        == "0"
+    # every batch's progress is written (real-time refuses anything else; micro-batch
+    # with a longer interval leaves a quiet stream's last batch uncommitted for good)
+    for trigger in ("realtime", "microbatch"):
+        assert tuning_for(trigger).query_options[
+            "asyncProgressTrackingCheckpointIntervalMs"] == "0"
 
 
 def test_epoch_poll_is_not_the_record_path_and_stays_coarse():

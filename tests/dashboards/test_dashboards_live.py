@@ -90,11 +90,12 @@ def test_in_band_latency_agrees_with_loadgen_continuous(stack):
     assert stack.loadgen.returncode == 0, stack.loadgen_log.read_text()[-2000:]
     doc = json.loads(stack.loadgen_report.read_text())
     report = types.SimpleNamespace(latency_ms=doc["latency_ms"], floor_ms=doc["floor_ms"],
-                                   behind_schedule=doc["behind_schedule"])
+                                   behind_schedule=doc["behind_schedule"],
+                                   latency_hdr=doc["latency_hdr"])
     port = int(stack.targets["appliance"].rsplit(":", 1)[1])
     counts = scrape_buckets(port)
     assert sum(counts) >= doc["received_alerts"] > 0
-    result = agreement(counts, report)
+    result = agreement(counts, report, doc["received_alerts"])
     print(f"agreement continuous: {result}")  # the numbers for the notes (pytest -s / -rA)
     assert result.ok, result
 
