@@ -128,8 +128,10 @@ def test_services_bind_to_the_cluster_address(testbed, deployed):
         assert services, f"no services on {host.name}?"
         for line in services:
             local = line.split()[3]
-            assert local.startswith((host.address + ":", "127.0.0.1:", "[::ffff:"
-                                     + host.address + "]:")), (host.name, line)
+            # Java's dual-stack sockets show IPv4 addresses as IPv4-mapped IPv6.
+            assert local.startswith((host.address + ":", "127.0.0.1:",
+                                     "[::ffff:" + host.address + "]:",
+                                     "[::ffff:127.0.0.1]:", "[::1]:")), (host.name, line)
 
 
 # -- traffic ----------------------------------------------------------------------------
