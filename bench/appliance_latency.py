@@ -34,6 +34,9 @@ import uuid
 from dataclasses import replace
 from pathlib import Path
 
+from appliance.config import Config
+from appliance.config import write_config as write_config_file
+from appliance.tuning import GC_OPTIONS
 from bench import _machine as machine
 from bench._cells import BY_NAME, CELLS, Cell
 from loadgen.steady import WARMUP_S, split_warmup
@@ -97,32 +100,18 @@ def _topics(cell: Cell) -> dict[str, str]:
     return {"events": f"{tag}-events", "alerts": f"{tag}-alerts", "dead_letters": f"{tag}-dlq"}
 
 
-def _toml_value(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return json.dumps(value)
-
-
 def write_config(cell: Cell, bootstrap: str, topics: dict[str, str], workdir: Path,
                  checkpoint: Path) -> Path:
     """What a user writes: bootstrap, topics, trigger, rules; the cell's levers on top."""
-    from appliance.tuning import GC_OPTIONS
-
     query = {"trigger": cell.trigger, "checkpoint_dir": str(checkpoint),
              "starting_offsets": "latest", **cell.query}
     spark = {"master": "local[2]", **cell.spark}
     if cell.jvm_options:
         spark["spark.driver.extraJavaOptions"] = " ".join((*GC_OPTIONS, *cell.jvm_options))
-    lines = ["[kafka]", f"bootstrap_servers = {_toml_value(bootstrap)}", "[topics]"]
-    lines += [f"{k} = {_toml_value(v)}" for k, v in topics.items()]
-    lines += ["[query]", *[f"{k} = {_toml_value(v)}" for k, v in query.items()]]
-    lines += ["[rules]", f"path = {_toml_value(str(RULES))}", "[spark]"]
-    lines += [f"{_toml_value(k) if '.' in k else k} = {_toml_value(v)}"
-              for k, v in spark.items()]
-    lines += ["[metrics]", "port = 0"]
-    path = workdir / "appliance.toml"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return write_config_file(Config.model_validate({
+        "kafka": {"bootstrap_servers": bootstrap}, "topics": topics, "query": query,
+        "rules": {"path": str(RULES)}, "spark": spark, "metrics": {"port": 0},
+    }), workdir / "appliance.toml")
 
 
 def _log_events(log: Path) -> list[dict]:

@@ -32,6 +32,8 @@ import time
 import uuid
 from pathlib import Path
 
+from appliance.config import Config, write_config
+from appliance.rules import EXAMPLE_RULES
 from bench._machine import wait_for_quiet
 
 OUT = Path("reports/bench/cluster_latency.json")
@@ -79,32 +81,16 @@ class ApplianceRun:
 
 def _config(directory: Path, bootstrap: str, topics: dict[str, str], trigger: str,
             master: str, spark: dict[str, str]) -> Path:
-    from appliance.rules import EXAMPLE_RULES
-
-    spark_lines = "\n".join(f'"{k}" = "{v}"' for k, v in spark.items())
-    path = directory / "appliance.toml"
-    path.write_text(f"""
-[kafka]
-bootstrap_servers = "{bootstrap}"
-[topics]
-events = "{topics['events']}"
-alerts = "{topics['alerts']}"
-dead_letters = "{topics['dead_letters']}"
-[query]
-trigger = "{trigger}"
-interval = "{INTERVALS[trigger]}"
-checkpoint_dir = "checkpoint"
-[rules]
-path = "{EXAMPLE_RULES}"
-[spark]
-master = "{master}"
-driver_host = "127.0.0.1"
-driver_bind_address = "127.0.0.1"
-{spark_lines}
-[metrics]
-port = 0
-""")
-    return path
+    return write_config(Config.model_validate({
+        "kafka": {"bootstrap_servers": bootstrap},
+        "topics": topics,
+        "query": {"trigger": trigger, "interval": INTERVALS[trigger],
+                  "checkpoint_dir": "checkpoint"},
+        "rules": {"path": str(EXAMPLE_RULES)},
+        "spark": {"master": master, "driver_host": "127.0.0.1",
+                  "driver_bind_address": "127.0.0.1", **spark},
+        "metrics": {"port": 0},
+    }), directory / "appliance.toml")
 
 
 def _fresh(broker, directory: Path, trigger: str, master: str) -> tuple[Path, dict]:

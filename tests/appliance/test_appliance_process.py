@@ -19,6 +19,9 @@ import pytest
 from appliance_mix import MIX_RULES, check_outputs, make_mix
 from test_appliance_streaming import consume, produce
 
+from appliance.config import Config
+from appliance.config import write_config as write_config_file
+
 pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -100,37 +103,27 @@ def scrape(port: int) -> dict[str, float]:
     return out
 
 
-# Per trigger: its [query] interval line. Real-time runs 5-second batches instead of its
+# Per trigger: its [query] interval. Real-time runs 5-second batches instead of its
 # 5-minute default only so that a batch (and with it the lag metric) commits within the
 # test's bounds; replay after the kill is the same mechanism at any batch length.
-INTERVAL_LINES = {"continuous": 'interval = "500 milliseconds"',
-                  "realtime": 'interval = "5 seconds"',
-                  "microbatch": ""}  # the shipped default (0 s)
+INTERVALS = {"continuous": "500 milliseconds", "realtime": "5 seconds",
+             "microbatch": None}  # the shipped default (0 s)
 
 
 def write_config(tmp_path: Path, broker, topics: dict[str, str],
                  trigger: str = "continuous") -> Path:
     (tmp_path / "rules.yml").write_text(MIX_RULES)
-    config = tmp_path / "appliance.toml"
-    config.write_text(f"""
-[kafka]
-bootstrap_servers = "{broker.bootstrap}"
-[topics]
-events = "{topics['events']}"
-alerts = "{topics['alerts']}"
-dead_letters = "{topics['dead_letters']}"
-[query]
-trigger = "{trigger}"
-{INTERVAL_LINES[trigger]}
-checkpoint_dir = "checkpoint"
-[rules]
-path = "rules.yml"
-[spark]
-master = "local[2]"
-[metrics]
-port = 0
-""")
-    return config
+    query = {"trigger": trigger, "checkpoint_dir": "checkpoint"}
+    if INTERVALS[trigger] is not None:
+        query["interval"] = INTERVALS[trigger]
+    return write_config_file(Config.model_validate({
+        "kafka": {"bootstrap_servers": broker.bootstrap},
+        "topics": topics,
+        "query": query,
+        "rules": {"path": "rules.yml"},
+        "spark": {"master": "local[2]"},
+        "metrics": {"port": 0},
+    }), tmp_path / "appliance.toml")
 
 
 @pytest.mark.parametrize("trigger", ["continuous", "realtime", "microbatch"])

@@ -11,6 +11,9 @@ import sys
 import time
 from pathlib import Path
 
+from appliance.config import Config
+from appliance.config import write_config as write_config_file
+
 ROOT = Path(__file__).resolve().parents[2]
 INTERVALS = {"continuous": "500 milliseconds", "realtime": "5 seconds",
              "microbatch": "200 milliseconds"}
@@ -18,26 +21,15 @@ INTERVALS = {"continuous": "500 milliseconds", "realtime": "5 seconds",
 
 def write_config(directory: Path, bootstrap: str, topics: dict[str, str], trigger: str,
                  checkpoint: Path, rules: Path) -> Path:
-    config = directory / f"appliance-{trigger}.toml"
-    config.write_text(f"""
-[kafka]
-bootstrap_servers = "{bootstrap}"
-[topics]
-events = "{topics['events']}"
-alerts = "{topics['alerts']}"
-dead_letters = "{topics['dead_letters']}"
-[query]
-trigger = "{trigger}"
-interval = "{INTERVALS[trigger]}"
-checkpoint_dir = "{checkpoint}"
-[rules]
-path = "{rules}"
-[spark]
-master = "local[2]"
-[metrics]
-port = 0
-""")
-    return config
+    return write_config_file(Config.model_validate({
+        "kafka": {"bootstrap_servers": bootstrap},
+        "topics": topics,
+        "query": {"trigger": trigger, "interval": INTERVALS[trigger],
+                  "checkpoint_dir": str(checkpoint)},
+        "rules": {"path": str(rules)},
+        "spark": {"master": "local[2]"},
+        "metrics": {"port": 0},
+    }), directory / f"appliance-{trigger}.toml")
 
 
 class ApplianceProcess:
