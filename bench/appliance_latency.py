@@ -36,6 +36,7 @@ from pathlib import Path
 
 from appliance.config import Config
 from appliance.config import write_config as write_config_file
+from appliance.logwatch import log_events, wait_for_event
 from appliance.tuning import GC_OPTIONS
 from bench import _machine as machine
 from bench._cells import BY_NAME, CELLS, Cell
@@ -114,30 +115,6 @@ def write_config(cell: Cell, bootstrap: str, topics: dict[str, str], workdir: Pa
     }), workdir / "appliance.toml")
 
 
-def _log_events(log: Path) -> list[dict]:
-    out = []
-    for line in log.read_text(errors="replace").splitlines():
-        if line.startswith("{"):
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                pass
-    return out
-
-
-def _wait_for_ready(proc: subprocess.Popen, log: Path, timeout: float) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for event in _log_events(log):
-            if event.get("event") == "appliance.ready":
-                return event
-        if proc.poll() is not None:
-            break
-        time.sleep(0.05)
-    raise RuntimeError(f"no appliance.ready (rc={proc.poll()}):\n"
-                       + log.read_text(errors="replace")[-3000:])
-
-
 def _stop(proc: subprocess.Popen) -> int | None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
@@ -175,14 +152,14 @@ def run_appliance_cell(cell: Cell, cp: str, broker, seconds: float, workdir: Pat
                                  str(config)], stdout=out, stderr=subprocess.STDOUT, env=env,
                                 cwd=ROOT, start_new_session=True)
     try:
-        ready = _wait_for_ready(proc, log, ready_timeout)
+        ready = wait_for_event(log, "appliance.ready", proc, ready_timeout, poll=0.05)
         ready_s = time.monotonic() - spawned
         result = drive(cp, broker.bootstrap, topics, cell.rate, seconds,
                        partitions[topics["events"]])
     finally:
         rc = _stop(proc)
         shutil.rmtree(checkpoint, ignore_errors=True)
-    progress = [e["durationMs"] for e in _log_events(log)
+    progress = [e["durationMs"] for e in log_events(log)
                 if e.get("event") == "query.progress" and isinstance(e.get("durationMs"), dict)]
     first = result.get("first_alert_after_start_ms", -1)
     result.update(

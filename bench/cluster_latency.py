@@ -33,6 +33,7 @@ import uuid
 from pathlib import Path
 
 from appliance.config import Config, write_config
+from appliance.logwatch import wait_for_event
 from appliance.rules import EXAMPLE_RULES
 from bench._machine import wait_for_quiet
 
@@ -54,16 +55,7 @@ class ApplianceRun:
                 start_new_session=True)
 
     def wait_for(self, event: str, timeout: float) -> dict:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for line in self.log.read_text(errors="replace").splitlines():
-                if line.startswith("{") and f'"event": "{event}"' in line:
-                    return json.loads(line)
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.2)
-        raise RuntimeError(f"appliance: no {event} (rc={self.proc.poll()}): "
-                           f"{self.log.read_text(errors='replace')[-2000:]}")
+        return wait_for_event(self.log, event, self.proc, timeout)
 
     def stop(self, timeout: float = 60.0) -> None:
         if self.proc.poll() is None:

@@ -21,6 +21,7 @@ from test_appliance_streaming import consume, produce
 
 from appliance.config import Config
 from appliance.config import write_config as write_config_file
+from appliance.logwatch import log_events, wait_for_event
 
 pytestmark = pytest.mark.spark
 
@@ -41,29 +42,13 @@ class ApplianceProcess:
             start_new_session=True)
 
     def events(self) -> list[dict]:
-        out = []
-        for line in self.log.read_text(errors="replace").splitlines():
-            if line.startswith("{"):
-                try:
-                    out.append(json.loads(line))
-                except json.JSONDecodeError:
-                    pass
-        return out
+        return log_events(self.log)
 
     def wait_for(self, event: str, timeout: float = 600) -> dict:
         # 600 s: ``appliance.ready`` now also covers the warm-up and the query's tasks
         # starting, which the first consume below used to wait for; on a machine shared
         # with much other work a JVM start alone took minutes (a bound, not a target)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = [e for e in self.events() if e.get("event") == event]
-            if found:
-                return found[-1]
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.2)
-        raise AssertionError(f"no {event} (rc={self.proc.poll()}):\n"
-                             + self.log.read_text(errors="replace")[-4000:])
+        return wait_for_event(self.log, event, self.proc, timeout)
 
     def kill(self) -> None:
         os.killpg(self.proc.pid, signal.SIGKILL)

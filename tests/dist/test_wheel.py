@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from appliance.logwatch import wait_for_event
+
 ROOT = Path(__file__).resolve().parents[2]
 KAFKA_CLIENTS_SHA256 = "7568b998572d256f0b7bc0afdc1b7a2588b8b08415c62ce314c864a6851ae9d9"
 JARS = ("appliance/jars/appliance-kafka-connector.jar", "appliance/jars/kafka-clients-3.9.1.jar")
@@ -111,15 +113,7 @@ class Proc:
         raise AssertionError(f"no {prefix!r} line: {buf[-2000:]!r}\n{self.tail()}")
 
     def wait_for_event(self, event: str, timeout: float) -> dict:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for line in self.log.read_text(errors="replace").splitlines():
-                if line.startswith("{") and f'"event": "{event}"' in line:
-                    return json.loads(line)
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.3)
-        raise AssertionError(f"no {event} (rc={self.proc.poll()}):\n{self.tail()}")
+        return wait_for_event(self.log, event, self.proc, timeout, poll=0.3)
 
     def tail(self) -> str:
         return self.log.read_text(errors="replace")[-4000:]

@@ -3,7 +3,6 @@ so SIGKILL takes both, as a crash or the OOM killer would) and its config file."
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -13,6 +12,7 @@ from pathlib import Path
 
 from appliance.config import Config
 from appliance.config import write_config as write_config_file
+from appliance.logwatch import last_event, log_events, wait_for_event
 
 ROOT = Path(__file__).resolve().parents[2]
 INTERVALS = {"continuous": "500 milliseconds", "realtime": "5 seconds",
@@ -50,29 +50,13 @@ class ApplianceProcess:
         return self.log.read_text(errors="replace")
 
     def events(self) -> list[dict]:
-        out = []
-        for line in self.text().splitlines():
-            if line.startswith("{"):
-                try:
-                    out.append(json.loads(line))
-                except json.JSONDecodeError:
-                    pass
-        return out
+        return log_events(self.log)
 
     def find(self, event: str) -> dict | None:
-        found = [e for e in self.events() if e.get("event") == event]
-        return found[-1] if found else None
+        return last_event(self.log, event)
 
     def wait_for(self, event: str, timeout: float = 900) -> dict:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = self.find(event)
-            if found:
-                return found
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.2)
-        raise AssertionError(f"no {event} (rc={self.proc.poll()}):\n{self.text()[-4000:]}")
+        return wait_for_event(self.log, event, self.proc, timeout)
 
     def wait_exit(self, timeout: float = 600) -> int:
         try:
