@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from appliance_mix import MIX_RULES, check_outputs, make_mix
-from test_appliance_streaming import consume, produce
+from kafka_io import consume, produce
 
 from appliance.config import Config
 from appliance.config import write_config as write_config_file
