@@ -13,13 +13,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from appliance.broker.toml_file import read_toml
 from appliance.client_security import ClientSecurity, SecuritySettingsError
 
 TRIGGERS = ("continuous", "realtime", "microbatch")
@@ -364,13 +364,7 @@ def load_config(path: str | os.PathLike | None = None,
     source = str(file)
     data: dict[str, Any] = {}
     if file.is_file():
-        try:
-            with file.open("rb") as fh:
-                data = tomllib.load(fh)
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{source}: not valid TOML: {exc}") from None
-        except OSError as exc:
-            raise ConfigError(f"{source}: cannot read: {exc.strerror}") from None
+        data = read_toml(file, ConfigError)
     elif explicit:
         raise ConfigError(f"{source}: file not found")
     for section, value in data.items():
