@@ -13,16 +13,15 @@ import hashlib
 import json
 import os
 import re
-import selectors
 import signal
 import subprocess
 import sys
-import time
 import zipfile
 from pathlib import Path
 
 import pytest
 
+from appliance.broker.ready_line import read_until_line
 from appliance.logwatch import wait_for_event
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,23 +93,10 @@ class Proc:
 
     def first_line(self, prefix: str, timeout: float) -> str:
         """The first stdout line starting with ``prefix`` (bounded wait)."""
-        sel = selectors.DefaultSelector()
-        sel.register(self.proc.stdout, selectors.EVENT_READ)
-        buf, deadline = b"", time.monotonic() + timeout
-        try:
-            while time.monotonic() < deadline:
-                if not sel.select(timeout=0.5):
-                    continue
-                chunk = os.read(self.proc.stdout.fileno(), 4096)
-                if not chunk:
-                    break
-                buf += chunk
-                for line in buf.decode(errors="replace").splitlines():
-                    if line.startswith(prefix):
-                        return line
-        finally:
-            sel.close()
-        raise AssertionError(f"no {prefix!r} line: {buf[-2000:]!r}\n{self.tail()}")
+        line, lines = read_until_line(self.proc.stdout, prefix, timeout)
+        if line is None:
+            raise AssertionError(f"no {prefix!r} line: {lines[-20:]!r}\n{self.tail()}")
+        return line
 
     def wait_for_event(self, event: str, timeout: float) -> dict:
         return wait_for_event(self.log, event, self.proc, timeout, poll=0.3)
