@@ -2,20 +2,24 @@
 
 Everything is checked before anything starts, so an operator learns about a typo in one
 line (``appliance.toml: query.trigger: must be one of ...``) instead of from a stack trace
-minutes later. This module is the one source of truth for defaults and topic names.
+minutes later. This module is the one source of truth for defaults and topic names, so it
+also writes the file back (``config_to_toml``/``write_config``): tests, benchmarks and tools
+that start ``appliance run`` build a checked ``Config`` and write it, instead of each
+keeping its own template of the file's keys.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from appliance.broker.toml_file import read_toml
 from appliance.client_security import ClientSecurity, SecuritySettingsError
 
 TRIGGERS = ("continuous", "realtime", "microbatch")
@@ -360,13 +364,7 @@ def load_config(path: str | os.PathLike | None = None,
     source = str(file)
     data: dict[str, Any] = {}
     if file.is_file():
-        try:
-            with file.open("rb") as fh:
-                data = tomllib.load(fh)
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{source}: not valid TOML: {exc}") from None
-        except OSError as exc:
-            raise ConfigError(f"{source}: cannot read: {exc.strerror}") from None
+        data = read_toml(file, ConfigError)
     elif explicit:
         raise ConfigError(f"{source}: file not found")
     for section, value in data.items():
@@ -384,3 +382,55 @@ def load_config(path: str | os.PathLike | None = None,
         return Config.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_one_line(source, exc, env_keys)) from None
+
+
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _toml_key(key: str) -> str:
+    """``master`` stays bare; ``spark.executor.memory`` is quoted (a dotted bare key would
+    be a nested table)."""
+    return key if _BARE_KEY.match(key) else _toml_string(key)
+
+
+def _toml_string(text: str) -> str:
+    # A JSON string is a TOML basic string (same escapes), except that TOML also wants DEL
+    # escaped; ensure_ascii=False: TOML forbids the surrogate escapes JSON uses otherwise.
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def _toml_value(where: str, value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float) and value == value and abs(value) != float("inf"):
+        return repr(value)
+    if isinstance(value, str):
+        return _toml_string(value)
+    raise TypeError(f"{where}: cannot write {value!r} to appliance.toml")
+
+
+def config_to_toml(config: Config) -> str:
+    """``appliance.toml`` text that ``load_config`` reads back to an equal ``Config``.
+
+    Only what was set is written (as an operator writes the file): a trigger without an
+    ``interval`` keeps the trigger's own default, so ``--trigger`` still picks the new
+    trigger's default. Paths are written as given; ``load_config`` resolves relative ones
+    against the file's directory.
+    """
+    lines: list[str] = []
+    for section, values in config.model_dump(exclude_unset=True, exclude_none=True).items():
+        lines.append(f"[{section}]")
+        lines += [f"{_toml_key(key)} = {_toml_value(f'{section}.{key}', value)}"
+                  for key, value in values.items()]
+    return "\n".join(lines) + "\n"
+
+
+def write_config(config: Config, path: str | os.PathLike) -> Path:
+    """Write ``config`` to ``path`` (replaced if it exists), readable by its owner only:
+    ``[kafka]`` may hold client credentials."""
+    path = Path(path)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # an existing file too
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(config_to_toml(config))
+    return path

@@ -34,6 +34,10 @@ import uuid
 from dataclasses import replace
 from pathlib import Path
 
+from appliance.config import Config
+from appliance.config import write_config as write_config_file
+from appliance.logwatch import log_events, wait_for_event
+from appliance.tuning import GC_OPTIONS
 from bench import _machine as machine
 from bench._cells import BY_NAME, CELLS, Cell
 from loadgen.steady import WARMUP_S, split_warmup
@@ -97,56 +101,18 @@ def _topics(cell: Cell) -> dict[str, str]:
     return {"events": f"{tag}-events", "alerts": f"{tag}-alerts", "dead_letters": f"{tag}-dlq"}
 
 
-def _toml_value(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return json.dumps(value)
-
-
 def write_config(cell: Cell, bootstrap: str, topics: dict[str, str], workdir: Path,
                  checkpoint: Path) -> Path:
     """What a user writes: bootstrap, topics, trigger, rules; the cell's levers on top."""
-    from appliance.tuning import GC_OPTIONS
-
     query = {"trigger": cell.trigger, "checkpoint_dir": str(checkpoint),
              "starting_offsets": "latest", **cell.query}
     spark = {"master": "local[2]", **cell.spark}
     if cell.jvm_options:
         spark["spark.driver.extraJavaOptions"] = " ".join((*GC_OPTIONS, *cell.jvm_options))
-    lines = ["[kafka]", f"bootstrap_servers = {_toml_value(bootstrap)}", "[topics]"]
-    lines += [f"{k} = {_toml_value(v)}" for k, v in topics.items()]
-    lines += ["[query]", *[f"{k} = {_toml_value(v)}" for k, v in query.items()]]
-    lines += ["[rules]", f"path = {_toml_value(str(RULES))}", "[spark]"]
-    lines += [f"{_toml_value(k) if '.' in k else k} = {_toml_value(v)}"
-              for k, v in spark.items()]
-    lines += ["[metrics]", "port = 0"]
-    path = workdir / "appliance.toml"
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
-def _log_events(log: Path) -> list[dict]:
-    out = []
-    for line in log.read_text(errors="replace").splitlines():
-        if line.startswith("{"):
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                pass
-    return out
-
-
-def _wait_for_ready(proc: subprocess.Popen, log: Path, timeout: float) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for event in _log_events(log):
-            if event.get("event") == "appliance.ready":
-                return event
-        if proc.poll() is not None:
-            break
-        time.sleep(0.05)
-    raise RuntimeError(f"no appliance.ready (rc={proc.poll()}):\n"
-                       + log.read_text(errors="replace")[-3000:])
+    return write_config_file(Config.model_validate({
+        "kafka": {"bootstrap_servers": bootstrap}, "topics": topics, "query": query,
+        "rules": {"path": str(RULES)}, "spark": spark, "metrics": {"port": 0},
+    }), workdir / "appliance.toml")
 
 
 def _stop(proc: subprocess.Popen) -> int | None:
@@ -186,14 +152,14 @@ def run_appliance_cell(cell: Cell, cp: str, broker, seconds: float, workdir: Pat
                                  str(config)], stdout=out, stderr=subprocess.STDOUT, env=env,
                                 cwd=ROOT, start_new_session=True)
     try:
-        ready = _wait_for_ready(proc, log, ready_timeout)
+        ready = wait_for_event(log, "appliance.ready", proc, ready_timeout, poll=0.05)
         ready_s = time.monotonic() - spawned
         result = drive(cp, broker.bootstrap, topics, cell.rate, seconds,
                        partitions[topics["events"]])
     finally:
         rc = _stop(proc)
         shutil.rmtree(checkpoint, ignore_errors=True)
-    progress = [e["durationMs"] for e in _log_events(log)
+    progress = [e["durationMs"] for e in log_events(log)
                 if e.get("event") == "query.progress" and isinstance(e.get("durationMs"), dict)]
     first = result.get("first_alert_after_start_ms", -1)
     result.update(

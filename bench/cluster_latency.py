@@ -32,6 +32,9 @@ import time
 import uuid
 from pathlib import Path
 
+from appliance.config import Config, write_config
+from appliance.logwatch import wait_for_event
+from appliance.rules import EXAMPLE_RULES
 from bench._machine import wait_for_quiet
 
 OUT = Path("reports/bench/cluster_latency.json")
@@ -52,16 +55,7 @@ class ApplianceRun:
                 start_new_session=True)
 
     def wait_for(self, event: str, timeout: float) -> dict:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for line in self.log.read_text(errors="replace").splitlines():
-                if line.startswith("{") and f'"event": "{event}"' in line:
-                    return json.loads(line)
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.2)
-        raise RuntimeError(f"appliance: no {event} (rc={self.proc.poll()}): "
-                           f"{self.log.read_text(errors='replace')[-2000:]}")
+        return wait_for_event(self.log, event, self.proc, timeout)
 
     def stop(self, timeout: float = 60.0) -> None:
         if self.proc.poll() is None:
@@ -79,32 +73,16 @@ class ApplianceRun:
 
 def _config(directory: Path, bootstrap: str, topics: dict[str, str], trigger: str,
             master: str, spark: dict[str, str]) -> Path:
-    from appliance.rules import EXAMPLE_RULES
-
-    spark_lines = "\n".join(f'"{k}" = "{v}"' for k, v in spark.items())
-    path = directory / "appliance.toml"
-    path.write_text(f"""
-[kafka]
-bootstrap_servers = "{bootstrap}"
-[topics]
-events = "{topics['events']}"
-alerts = "{topics['alerts']}"
-dead_letters = "{topics['dead_letters']}"
-[query]
-trigger = "{trigger}"
-interval = "{INTERVALS[trigger]}"
-checkpoint_dir = "checkpoint"
-[rules]
-path = "{EXAMPLE_RULES}"
-[spark]
-master = "{master}"
-driver_host = "127.0.0.1"
-driver_bind_address = "127.0.0.1"
-{spark_lines}
-[metrics]
-port = 0
-""")
-    return path
+    return write_config(Config.model_validate({
+        "kafka": {"bootstrap_servers": bootstrap},
+        "topics": topics,
+        "query": {"trigger": trigger, "interval": INTERVALS[trigger],
+                  "checkpoint_dir": "checkpoint"},
+        "rules": {"path": str(EXAMPLE_RULES)},
+        "spark": {"master": master, "driver_host": "127.0.0.1",
+                  "driver_bind_address": "127.0.0.1", **spark},
+        "metrics": {"port": 0},
+    }), directory / "appliance.toml")
 
 
 def _fresh(broker, directory: Path, trigger: str, master: str) -> tuple[Path, dict]:

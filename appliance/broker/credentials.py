@@ -27,11 +27,11 @@ import binascii
 import os
 import stat
 import tempfile
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from appliance.broker.scram import DEFAULT_ITERATIONS, MECHANISMS, MIN_ITERATIONS, ScramCredential
+from appliance.broker.toml_file import read_toml
 
 _CREDENTIAL_KEYS = ("salt", "iterations", "stored_key", "server_key")
 
@@ -98,13 +98,7 @@ def load_users(path: str | os.PathLike) -> Users:
     """Read and check the users file; raises CredentialsError with one operator line."""
     path = Path(path)
     check_mode(path)
-    try:
-        with path.open("rb") as fh:
-            data = tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        raise CredentialsError(f"{path}: not valid TOML: {exc}") from None
-    except OSError as exc:
-        raise CredentialsError(f"{path}: cannot read: {exc.strerror}") from None
+    data = read_toml(path, CredentialsError)
     unknown = sorted(set(data) - {"users"})
     if unknown:
         raise CredentialsError(f"{path}: {unknown[0]}: unknown key (only [users.NAME])")

@@ -7,15 +7,14 @@ measure it. The child prints one ready line with its real port, which we parse.
 from __future__ import annotations
 
 import os
-import selectors
 import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from appliance.broker.cli import METRICS_PREFIX, READY_PREFIX
+from appliance.broker.ready_line import read_until_line
 from appliance.broker.wire_client import create_topics as _create_topics
 
 _PROJECT_ROOT = str(Path(__file__).resolve().parents[2])
@@ -79,25 +78,12 @@ class EmbeddedBroker:
 
     def _read_ready_line(self) -> str:
         assert self.proc is not None and self.proc.stdout is not None
-        deadline = time.monotonic() + self.start_timeout
-        sel = selectors.DefaultSelector()
-        sel.register(self.proc.stdout, selectors.EVENT_READ)
-        buf = b""
-        try:
-            while time.monotonic() < deadline:
-                if not sel.select(timeout=max(0.0, deadline - time.monotonic())):
-                    continue
-                chunk = os.read(self.proc.stdout.fileno(), 4096)
-                if not chunk:
-                    break
-                buf += chunk
-                for line in buf.decode(errors="replace").splitlines():
-                    if line.startswith(METRICS_PREFIX):
-                        self.metrics_url = line[len(METRICS_PREFIX):].strip()
-                    if line.startswith(READY_PREFIX):
-                        return line
-        finally:
-            sel.close()
+        line, lines = read_until_line(self.proc.stdout, READY_PREFIX, self.start_timeout)
+        for seen in lines:
+            if seen.startswith(METRICS_PREFIX):
+                self.metrics_url = seen[len(METRICS_PREFIX):].strip()
+        if line is not None:
+            return line
         self.kill()
         tail = self.log_path.read_text(errors="replace")[-2000:]
         raise BrokerStartError(f"broker did not become ready; log tail:\n{tail}")

@@ -17,7 +17,11 @@ from pathlib import Path
 
 import pytest
 from appliance_mix import MIX_RULES, check_outputs, make_mix
-from test_appliance_streaming import consume, produce
+from kafka_io import consume, produce
+
+from appliance.config import Config
+from appliance.config import write_config as write_config_file
+from appliance.logwatch import log_events, wait_for_event
 
 pytestmark = pytest.mark.spark
 
@@ -38,29 +42,13 @@ class ApplianceProcess:
             start_new_session=True)
 
     def events(self) -> list[dict]:
-        out = []
-        for line in self.log.read_text(errors="replace").splitlines():
-            if line.startswith("{"):
-                try:
-                    out.append(json.loads(line))
-                except json.JSONDecodeError:
-                    pass
-        return out
+        return log_events(self.log)
 
     def wait_for(self, event: str, timeout: float = 600) -> dict:
         # 600 s: ``appliance.ready`` now also covers the warm-up and the query's tasks
         # starting, which the first consume below used to wait for; on a machine shared
         # with much other work a JVM start alone took minutes (a bound, not a target)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = [e for e in self.events() if e.get("event") == event]
-            if found:
-                return found[-1]
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.2)
-        raise AssertionError(f"no {event} (rc={self.proc.poll()}):\n"
-                             + self.log.read_text(errors="replace")[-4000:])
+        return wait_for_event(self.log, event, self.proc, timeout)
 
     def kill(self) -> None:
         os.killpg(self.proc.pid, signal.SIGKILL)
@@ -100,37 +88,27 @@ def scrape(port: int) -> dict[str, float]:
     return out
 
 
-# Per trigger: its [query] interval line. Real-time runs 5-second batches instead of its
+# Per trigger: its [query] interval. Real-time runs 5-second batches instead of its
 # 5-minute default only so that a batch (and with it the lag metric) commits within the
 # test's bounds; replay after the kill is the same mechanism at any batch length.
-INTERVAL_LINES = {"continuous": 'interval = "500 milliseconds"',
-                  "realtime": 'interval = "5 seconds"',
-                  "microbatch": ""}  # the shipped default (0 s)
+INTERVALS = {"continuous": "500 milliseconds", "realtime": "5 seconds",
+             "microbatch": None}  # the shipped default (0 s)
 
 
 def write_config(tmp_path: Path, broker, topics: dict[str, str],
                  trigger: str = "continuous") -> Path:
     (tmp_path / "rules.yml").write_text(MIX_RULES)
-    config = tmp_path / "appliance.toml"
-    config.write_text(f"""
-[kafka]
-bootstrap_servers = "{broker.bootstrap}"
-[topics]
-events = "{topics['events']}"
-alerts = "{topics['alerts']}"
-dead_letters = "{topics['dead_letters']}"
-[query]
-trigger = "{trigger}"
-{INTERVAL_LINES[trigger]}
-checkpoint_dir = "checkpoint"
-[rules]
-path = "rules.yml"
-[spark]
-master = "local[2]"
-[metrics]
-port = 0
-""")
-    return config
+    query = {"trigger": trigger, "checkpoint_dir": "checkpoint"}
+    if INTERVALS[trigger] is not None:
+        query["interval"] = INTERVALS[trigger]
+    return write_config_file(Config.model_validate({
+        "kafka": {"bootstrap_servers": broker.bootstrap},
+        "topics": topics,
+        "query": query,
+        "rules": {"path": "rules.yml"},
+        "spark": {"master": "local[2]"},
+        "metrics": {"port": 0},
+    }), tmp_path / "appliance.toml")
 
 
 @pytest.mark.parametrize("trigger", ["continuous", "realtime", "microbatch"])

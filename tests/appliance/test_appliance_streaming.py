@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from contextlib import contextmanager
 
 import pytest
 from appliance_mix import check_outputs, make_mix
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka_io import consume, produce
 
 from appliance.config import Config
 from appliance.rules import RulesError
@@ -24,38 +23,6 @@ pytestmark = pytest.mark.spark
 
 INTERVALS = {"continuous": "500 milliseconds", "realtime": "5 seconds",
              "microbatch": "200 milliseconds"}
-
-
-def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=0)
-    try:
-        for i, value in enumerate(values):
-            producer.send(topic, value=value, partition=i % 2)
-        producer.flush(timeout=30)
-    finally:
-        producer.close()
-
-
-def consume(bootstrap: str, topic: str, want, timeout: float) -> list[tuple]:
-    """Read ``topic`` from the start until ``want`` (a count, or a predicate over the
-    ``(key, value)`` list) is met or ``timeout`` passed, then poll once more so that extra
-    (wrong) records would show up too."""
-    done = want if callable(want) else (lambda records: len(records) >= want)
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
-    try:
-        parts = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
-        consumer.assign(parts)
-        consumer.seek_to_beginning(*parts)
-        records: list[tuple] = []
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and not done(records):
-            for batch in consumer.poll(timeout_ms=200).values():
-                records += [(r.key, r.value) for r in batch]
-        for batch in consumer.poll(timeout_ms=1000).values():
-            records += [(r.key, r.value) for r in batch]
-        return records
-    finally:
-        consumer.close()
 
 
 def topic_config(new_topic, broker, tmp_path, trigger: str, rules_yaml: str) -> Config:

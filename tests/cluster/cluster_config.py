@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from appliance.config import Config, write_config
+
 INTERVALS = {"continuous": "500 milliseconds", "realtime": "5 seconds",
              "microbatch": "200 milliseconds"}
 
@@ -13,28 +15,14 @@ def write_cluster_config(directory: Path, cluster, bootstrap: str, topics: dict[
                          checkpoint: str = "checkpoint") -> Path:
     """The driver on loopback (executors connect back to 127.0.0.1), small executors."""
     (directory / "rules.yml").write_text(rules_yaml)
-    spark_conf = {"spark.executor.memory": "512m", **(spark or {})}
-    spark_lines = "\n".join(f'"{k}" = "{v}"' for k, v in spark_conf.items())
-    config = directory / "appliance.toml"
-    config.write_text(f"""
-[kafka]
-bootstrap_servers = "{bootstrap}"
-[topics]
-events = "{topics['events']}"
-alerts = "{topics['alerts']}"
-dead_letters = "{topics['dead_letters']}"
-[query]
-trigger = "{trigger}"
-interval = "{INTERVALS[trigger]}"
-checkpoint_dir = "{checkpoint}"
-[rules]
-path = "rules.yml"
-[spark]
-master = "{cluster.master_url}"
-driver_host = "127.0.0.1"
-driver_bind_address = "127.0.0.1"
-{spark_lines}
-[metrics]
-port = 0
-""")
-    return config
+    return write_config(Config.model_validate({
+        "kafka": {"bootstrap_servers": bootstrap},
+        "topics": topics,
+        "query": {"trigger": trigger, "interval": INTERVALS[trigger],
+                  "checkpoint_dir": checkpoint},
+        "rules": {"path": "rules.yml"},
+        "spark": {"master": cluster.master_url, "driver_host": "127.0.0.1",
+                  "driver_bind_address": "127.0.0.1",
+                  "spark.executor.memory": "512m", **(spark or {})},
+        "metrics": {"port": 0},
+    }), directory / "appliance.toml")

@@ -26,8 +26,8 @@ from pathlib import Path
 import pytest
 from appliance_mix import MIX_RULES, check_outputs, make_mix
 from cluster_config import write_cluster_config
+from kafka_io import consume, produce
 from test_appliance_process import ApplianceProcess, has_all
-from test_appliance_streaming import consume, produce
 
 from loadgen.arrivals import ArrivalClock
 from loadgen.events import rules_yaml

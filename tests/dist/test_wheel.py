@@ -13,15 +13,16 @@ import hashlib
 import json
 import os
 import re
-import selectors
 import signal
 import subprocess
 import sys
-import time
 import zipfile
 from pathlib import Path
 
 import pytest
+
+from appliance.broker.ready_line import read_until_line
+from appliance.logwatch import wait_for_event
 
 ROOT = Path(__file__).resolve().parents[2]
 KAFKA_CLIENTS_SHA256 = "7568b998572d256f0b7bc0afdc1b7a2588b8b08415c62ce314c864a6851ae9d9"
@@ -92,34 +93,13 @@ class Proc:
 
     def first_line(self, prefix: str, timeout: float) -> str:
         """The first stdout line starting with ``prefix`` (bounded wait)."""
-        sel = selectors.DefaultSelector()
-        sel.register(self.proc.stdout, selectors.EVENT_READ)
-        buf, deadline = b"", time.monotonic() + timeout
-        try:
-            while time.monotonic() < deadline:
-                if not sel.select(timeout=0.5):
-                    continue
-                chunk = os.read(self.proc.stdout.fileno(), 4096)
-                if not chunk:
-                    break
-                buf += chunk
-                for line in buf.decode(errors="replace").splitlines():
-                    if line.startswith(prefix):
-                        return line
-        finally:
-            sel.close()
-        raise AssertionError(f"no {prefix!r} line: {buf[-2000:]!r}\n{self.tail()}")
+        line, lines = read_until_line(self.proc.stdout, prefix, timeout)
+        if line is None:
+            raise AssertionError(f"no {prefix!r} line: {lines[-20:]!r}\n{self.tail()}")
+        return line
 
     def wait_for_event(self, event: str, timeout: float) -> dict:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for line in self.log.read_text(errors="replace").splitlines():
-                if line.startswith("{") and f'"event": "{event}"' in line:
-                    return json.loads(line)
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.3)
-        raise AssertionError(f"no {event} (rc={self.proc.poll()}):\n{self.tail()}")
+        return wait_for_event(self.log, event, self.proc, timeout, poll=0.3)
 
     def tail(self) -> str:
         return self.log.read_text(errors="replace")[-4000:]

@@ -76,3 +76,13 @@ def account(expected: set[str], alerts: list[tuple[str, float]],
         firsts[label] = (min(after) - since) if after else None
     return Accounting(len(expected), len(counts), sorted(expected - set(counts)),
                       sum(c - 1 for c in counts.values() if c > 1), firsts)
+
+
+def account_alerts(bootstrap: str, topic: str, factory: EventFactory, sent: int,
+                   recoveries: dict[str, float] | None = None,
+                   timeout: float = 600) -> Accounting:
+    """The accounting of one load run: its ``sent`` events' alerting ids against the alerts
+    read back from ``topic`` (until all came, or ``timeout``)."""
+    expected = alerting_ids(factory, sent)
+    alerts = read_alerts(bootstrap, topic, factory.run_id, expected, timeout)
+    return account(expected, alerts, recoveries)

@@ -3,13 +3,16 @@ so SIGKILL takes both, as a crash or the OOM killer would) and its config file."
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from appliance.config import Config
+from appliance.config import write_config as write_config_file
+from appliance.logwatch import last_event, log_events, wait_for_event
 
 ROOT = Path(__file__).resolve().parents[2]
 INTERVALS = {"continuous": "500 milliseconds", "realtime": "5 seconds",
@@ -18,26 +21,15 @@ INTERVALS = {"continuous": "500 milliseconds", "realtime": "5 seconds",
 
 def write_config(directory: Path, bootstrap: str, topics: dict[str, str], trigger: str,
                  checkpoint: Path, rules: Path) -> Path:
-    config = directory / f"appliance-{trigger}.toml"
-    config.write_text(f"""
-[kafka]
-bootstrap_servers = "{bootstrap}"
-[topics]
-events = "{topics['events']}"
-alerts = "{topics['alerts']}"
-dead_letters = "{topics['dead_letters']}"
-[query]
-trigger = "{trigger}"
-interval = "{INTERVALS[trigger]}"
-checkpoint_dir = "{checkpoint}"
-[rules]
-path = "{rules}"
-[spark]
-master = "local[2]"
-[metrics]
-port = 0
-""")
-    return config
+    return write_config_file(Config.model_validate({
+        "kafka": {"bootstrap_servers": bootstrap},
+        "topics": topics,
+        "query": {"trigger": trigger, "interval": INTERVALS[trigger],
+                  "checkpoint_dir": str(checkpoint)},
+        "rules": {"path": str(rules)},
+        "spark": {"master": "local[2]"},
+        "metrics": {"port": 0},
+    }), directory / f"appliance-{trigger}.toml")
 
 
 class ApplianceProcess:
@@ -58,29 +50,13 @@ class ApplianceProcess:
         return self.log.read_text(errors="replace")
 
     def events(self) -> list[dict]:
-        out = []
-        for line in self.text().splitlines():
-            if line.startswith("{"):
-                try:
-                    out.append(json.loads(line))
-                except json.JSONDecodeError:
-                    pass
-        return out
+        return log_events(self.log)
 
     def find(self, event: str) -> dict | None:
-        found = [e for e in self.events() if e.get("event") == event]
-        return found[-1] if found else None
+        return last_event(self.log, event)
 
     def wait_for(self, event: str, timeout: float = 900) -> dict:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = self.find(event)
-            if found:
-                return found
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.2)
-        raise AssertionError(f"no {event} (rc={self.proc.poll()}):\n{self.text()[-4000:]}")
+        return wait_for_event(self.log, event, self.proc, timeout)
 
     def wait_exit(self, timeout: float = 600) -> int:
         try:

@@ -13,7 +13,7 @@ import time
 import uuid
 
 import pytest
-from fault_accounting import account, alerting_ids, read_alerts
+from fault_accounting import account_alerts
 from fault_kafka import wait_for_records
 from fault_knobs import knob
 from fault_process import ApplianceProcess, write_config
@@ -103,10 +103,8 @@ def test_broker_kill_9_and_restart_loses_nothing(trigger, durable_broker, tmp_pa
             time.sleep(0.5)
         report = load.join(timeout=1500)
         assert report.send_failed == 0
-        expected = alerting_ids(load.factory, report.sent)
-        alerts = read_alerts(durable_broker.bootstrap, topics["alerts"], load.factory.run_id,
-                             expected, 600)
-        result = account(expected, alerts, {"broker back": back_at})
+        result = account_alerts(durable_broker.bootstrap, topics["alerts"], load.factory,
+                                report.sent, {"broker back": back_at})
         print(result.line(f"broker kill -9 for {OUTAGE_S:g} s, {trigger} at {RATE:g}/s") +
               f"; appliance exits {exits or 'none (rode it out)'}; load re-sent "
               f"{report.resent}; broker down at +{down_at - report.schedule_start_epoch:.1f} s "

@@ -20,7 +20,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from fault_kafka import alert_ids, has_ids, produce, read_topic
+from fault_kafka import alert_ids, has_ids
+from kafka_io import consume, produce
 
 from appliance.config import Config
 from appliance.runner import Appliance
@@ -90,7 +91,7 @@ def snapshots(broker, spark, tmp_path_factory):
             try:
                 appliance.start()
                 produce(broker.bootstrap, topic, records)
-                got = read_topic(broker.bootstrap, config.topics.alerts, has_ids(alerting), 120)
+                got = consume(broker.bootstrap, config.topics.alerts, has_ids(alerting), 120)
                 assert alerting <= set(alert_ids(got)), appliance.failure()
                 wait_for_commit(base / "checkpoint")
             finally:
@@ -187,7 +188,7 @@ def test_restart_on_a_crashed_checkpoint_replays_and_loses_nothing(
     try:
         appliance.start()
         produce(broker.bootstrap, topic, records)
-        got = read_topic(broker.bootstrap, config.topics.alerts, has_ids(first | later), 150)
+        got = consume(broker.bootstrap, config.topics.alerts, has_ids(first | later), 150)
         failure = appliance.failure()
     finally:
         appliance.stop()

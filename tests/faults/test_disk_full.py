@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fault_accounting import account, alerting_ids, read_alerts
+from fault_accounting import account_alerts
 from fault_kafka import wait_for_records
 from fault_knobs import knob
 from fault_process import ApplianceProcess, write_config
@@ -102,10 +102,8 @@ def test_full_checkpoint_disk_fails_cleanly_and_restart_loses_nothing(
         procs[-1].wait_for("query.processing")
         report = load.join(timeout=1500)
         assert report.send_failed == 0
-        expected = alerting_ids(load.factory, report.sent)
-        alerts = read_alerts(broker.bootstrap, topics["alerts"], load.factory.run_id,
-                             expected, 600)
-        result = account(expected, alerts, {"restart": restarted})
+        result = account_alerts(broker.bootstrap, topics["alerts"], load.factory, report.sent,
+                                {"restart": restarted})
         print(result.line(f"disk full, {trigger} at {RATE:g}/s"))
         assert result.lost == [], result.lost[:20]
         assert procs[-1].terminate() == 0

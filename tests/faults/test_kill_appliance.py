@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from fault_accounting import account, alerting_ids, read_alerts
+from fault_accounting import account_alerts
 from fault_kafka import wait_for_records
 from fault_knobs import knob
 from fault_process import ApplianceProcess, write_config
@@ -54,10 +54,8 @@ def test_kill_9_rounds_lose_nothing(trigger, broker, fault_topics, tmp_path, rng
         procs[-1].wait_for("query.processing")
         report = load.join(timeout=1500)
         assert report.send_failed == 0
-        expected = alerting_ids(load.factory, report.sent)
-        alerts = read_alerts(broker.bootstrap, topics["alerts"], load.factory.run_id,
-                             expected, 600)
-        result = account(expected, alerts, recoveries)
+        result = account_alerts(broker.bootstrap, topics["alerts"], load.factory, report.sent,
+                                recoveries)
         print(result.line(f"kill -9 x{ROUNDS} {trigger} at {RATE:g}/s") +
               f"; ready after restart {', '.join(f'{s:.1f} s' for s in ready_after)}; "
               f"repairs {sum(p.text().count('checkpoint.repaired') for p in procs)}")

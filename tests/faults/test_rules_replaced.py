@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from fault_accounting import account, alerting_ids, read_alerts
+from fault_accounting import account_alerts
 from fault_kafka import wait_for_records
 from fault_knobs import knob
 from fault_process import ApplianceProcess, write_config
@@ -42,10 +42,7 @@ def test_broken_rules_file_keeps_the_runner_and_blocks_the_restart(
         report = load.join(timeout=1500)  # the whole run, with the broken file in place
         assert procs[-1].proc.poll() is None, procs[-1].text()[-3000:]
         assert procs[-1].find("query.failed") is None
-        expected = alerting_ids(load.factory, report.sent)
-        alerts = read_alerts(broker.bootstrap, topics["alerts"], load.factory.run_id,
-                             expected, 600)
-        result = account(expected, alerts)
+        result = account_alerts(broker.bootstrap, topics["alerts"], load.factory, report.sent)
         print(result.line("rules replaced by a broken file, still running"))
         assert result.lost == [] and report.lost == 0
         assert procs[-1].terminate() == 0
@@ -64,15 +61,13 @@ def test_broken_rules_file_keeps_the_runner_and_blocks_the_restart(
         restarted = time.time()
         procs.append(ApplianceProcess(config, tmp_path / "run-2.log"))
         later_report = later.join(timeout=1500)
-        expected_later = alerting_ids(later.factory, later_report.sent)
-        alerts_later = read_alerts(broker.bootstrap, topics["alerts"], later.factory.run_id,
-                                   expected_later, 180)
-        after = account(expected_later, alerts_later, {"fixed restart": restarted})
+        after = account_alerts(broker.bootstrap, topics["alerts"], later.factory,
+                               later_report.sent, {"fixed restart": restarted}, timeout=180)
         print(after.line("events sent while refused, after the fix"))
         assert after.lost == [], after.lost[:20]
         # ...and the first run's alerts are all still there.
-        again = account(expected, read_alerts(broker.bootstrap, topics["alerts"],
-                                              load.factory.run_id, expected, 30))
+        again = account_alerts(broker.bootstrap, topics["alerts"], load.factory, report.sent,
+                               timeout=30)
         assert again.lost == []
         assert procs[-1].terminate() == 0
     finally:

@@ -42,6 +42,7 @@ from secure_helpers import (
 )
 
 from appliance.broker import EmbeddedBroker
+from appliance.logwatch import log_events, wait_for_event
 
 # Micro-batch: the security path is the same in every trigger, and continuous mode's epoch
 # RPCs time out on a badly overloaded host. Minutes only there; about two when quiet.
@@ -103,33 +104,9 @@ def _loadgen_config(tmp_path: Path, password: str, ca: Path) -> Path:
 """)
 
 
-def _json_lines(path: Path) -> list[dict]:
-    out = []
-    for line in path.read_text(errors="replace").splitlines():
-        if line.startswith("{"):
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                pass
-    return out
-
-
-def _wait_for_event(proc: subprocess.Popen, log: Path, event: str, timeout: float) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = [e for e in _json_lines(log) if e.get("event") == event]
-        if found:
-            return found[-1]
-        if proc.poll() is not None:
-            break
-        time.sleep(0.2)
-    raise AssertionError(f"no {event} (rc={proc.poll()}):\n"
-                         + log.read_text(errors="replace")[-4000:])
-
-
 def _scram_256_logins(broker_log: Path) -> int:
     """SCRAM-SHA-256 logins the broker accepted so far (the load generator's mechanism)."""
-    return sum(1 for e in _json_lines(broker_log) if e.get("event") == "broker.authenticated"
+    return sum(1 for e in log_events(broker_log) if e.get("event") == "broker.authenticated"
                and e.get("mechanism") == "SCRAM-SHA-256")
 
 
@@ -215,7 +192,7 @@ def test_appliance_loadgen_and_locust_over_sasl_ssl_leak_no_secret(tmp_path):
         watcher = Watcher(password, [broker.proc.pid, app.pid], lg_port)
         watcher.start()
 
-        ready = _wait_for_event(app, app_log, "appliance.ready", 600)  # loaded CI: slow JVM
+        ready = wait_for_event(app_log, "appliance.ready", app, 600)  # loaded CI: slow JVM
         metrics_port = ready["metrics_port"]
 
         lg_settings = _loadgen_config(tmp_path, password, tls.ca)
@@ -267,7 +244,7 @@ def test_appliance_loadgen_and_locust_over_sasl_ssl_leak_no_secret(tmp_path):
         assert "appliance_alerts_written_total" in appliance_metrics
 
         assert refused.wait(timeout=120) == 1  # a runtime failure, for its supervisor
-        failed = [e for e in _json_lines(refused_log) if e.get("event") == "appliance.failed"]
+        failed = [e for e in log_events(refused_log) if e.get("event") == "appliance.failed"]
         assert failed, refused_log.read_text()[-3000:]
 
         app.send_signal(signal.SIGTERM)
