@@ -20,6 +20,7 @@ class Cell:
     why: str = ""                    # what the cell shows
     query: dict[str, object] = field(default_factory=dict)   # [query] overrides
     spark: dict[str, str] = field(default_factory=dict)      # [spark] overrides
+    metrics: dict[str, object] = field(default_factory=dict)  # [metrics] overrides
     jvm_options: tuple[str, ...] = ()                        # added to the driver JVM
     tmpfs_checkpoint: bool = False   # checkpoint under /dev/shm instead of the disk
 
@@ -36,6 +37,9 @@ CELLS: tuple[Cell, ...] = (
     # -- ablations: one lever back to its old value each ---------------------------------
     Cell("continuous-no-warmup", "continuous", RATE, "warm-up",
          "no plan warm-up before ready", query={"warmup": False}),
+    Cell("continuous-no-inband", "continuous", RATE, "in-band alert latency",
+         "no in-band alert latency observer (its cost in the appliance's process)",
+         metrics={"alert_latency": False}),
     Cell("continuous-poll-1ms", "continuous", RATE, "epoch poll 100 ms",
          "executorPollIntervalMs back to 1 ms (1,000 epoch RPCs/s per task)",
          spark={"spark.sql.streaming.continuous.executorPollIntervalMs": "1"}),

@@ -111,7 +111,7 @@ def write_config(cell: Cell, bootstrap: str, topics: dict[str, str], workdir: Pa
         spark["spark.driver.extraJavaOptions"] = " ".join((*GC_OPTIONS, *cell.jvm_options))
     return write_config_file(Config.model_validate({
         "kafka": {"bootstrap_servers": bootstrap}, "topics": topics, "query": query,
-        "rules": {"path": str(RULES)}, "spark": spark, "metrics": {"port": 0},
+        "rules": {"path": str(RULES)}, "spark": spark, "metrics": {"port": 0, **cell.metrics},
     }), workdir / "appliance.toml")
 
 
