@@ -58,8 +58,10 @@ dist: $(KAFKA_CLIENTS_JAR) connector
 system-deps:
 	@$(PY) scripts/system_deps.py
 
+# Everything, the Ansible deploy onto the multi-host test bed last (root; ~15 min).
 test: setup
 	$(PY) -m pytest -m "not deploy"
+	$(PY) -m pytest -m deploy tests/deploy -s
 
 # The end-to-end Ansible deploy onto the multi-host test bed (root; builds the bed).
 test-deploy: setup
