@@ -7,6 +7,7 @@ reboot mid-stream, and last the rules updates (they change the deployed rules).
 
 from __future__ import annotations
 
+import json
 import shlex
 import subprocess
 import sys
@@ -19,6 +20,8 @@ import pytest
 import yaml
 
 from appliance.tuning import tuning_for
+from loadgen.config import LoadConfig
+from loadgen.run import run_load
 
 # The end-to-end deploy builds the test bed and runs ansible-playbook several times
 # (measured: ~15 min in all, the first run ~7 min, building the wheelhouse on a fresh
@@ -31,6 +34,11 @@ TRIGGER = "continuous"
 ALERT_TIMEOUT_S = 300      # a restarted appliance: JVM, executors, first epoch
 REJOIN_TIMEOUT_S = 180
 EXAMPLE_RULES = bed.REPO / "examples" / "rules.yml"
+# loadgen from the controller: a rate the one 2-core machine sustains with the three hosts
+# (master, two workers, broker, appliance, Prometheus) on it; the figure goes to the notes.
+LATENCY_RATE = 1000
+LATENCY_SECONDS = 20
+LATENCY_REPORT = bed.REPO / "build" / "testbed" / "deployed_latency.json"
 
 
 def _host_file(testbed, host, path: str) -> str:
@@ -218,6 +226,25 @@ def test_worker_reboot_mid_stream_loses_no_alert(testbed, kafka):
     missing = kafka.wait_alerts(expected, ALERT_TIMEOUT_S)
     assert not missing, f"{len(missing)} alerts lost across the reboot, e.g. {sorted(missing)[:5]}"
     assert testbed.ssh(worker, "systemctl is-active spark-worker").stdout.strip() == "active"
+
+
+# -- latency, as an operator measures it from the controller ----------------------------
+
+def test_loadgen_from_the_controller_gets_every_alert(testbed, deployed):
+    broker = testbed.one("kafka")
+    report = run_load(LoadConfig(
+        bootstrap=f"{broker.address}:9092", rate=LATENCY_RATE, duration=LATENCY_SECONDS,
+        grace=ALERT_TIMEOUT_S, floor_seconds=3, progress=False))
+    figures = {"rate": LATENCY_RATE, "seconds": LATENCY_SECONDS, "sent": report.sent,
+               "expected_alerts": report.expected_alerts,
+               "received_alerts": report.received_alerts, "lost": report.lost,
+               "duplicates": report.duplicates, "latency_ms": report.latency_ms,
+               "floor_ms": report.floor_ms, "behind_schedule": report.behind_schedule}
+    LATENCY_REPORT.write_text(json.dumps(figures, indent=2) + "\n")
+    print(f"deployed latency: {json.dumps(figures)}")
+    assert report.sent == LATENCY_RATE * LATENCY_SECONDS
+    assert report.ok, f"{report.lost} alerts and {report.dlq_lost} dead letters lost"
+    assert report.received_alerts == report.expected_alerts > 0
 
 
 # -- rules updates ----------------------------------------------------------------------
