@@ -234,7 +234,7 @@ def test_loadgen_from_the_controller_gets_every_alert(testbed, deployed):
     broker = testbed.one("kafka")
     report = run_load(LoadConfig(
         bootstrap=f"{broker.address}:9092", rate=LATENCY_RATE, duration=LATENCY_SECONDS,
-        grace=ALERT_TIMEOUT_S, floor_seconds=3, progress=False))
+        grace=ALERT_TIMEOUT_S, floor_seconds=3, drain_s=30.0, progress=False))
     figures = {"rate": LATENCY_RATE, "seconds": LATENCY_SECONDS, "sent": report.sent,
                "expected_alerts": report.expected_alerts,
                "received_alerts": report.received_alerts, "lost": report.lost,
