@@ -40,12 +40,11 @@ from appliance.logwatch import log_events, wait_for_event
 from appliance.tuning import GC_OPTIONS
 from bench import _machine as machine
 from bench._cells import BY_NAME, CELLS, Cell
+from bench._java import compile_driver
 from loadgen.steady import WARMUP_S, split_warmup
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "reports" / "bench" / "appliance_latency.json"
-JAVA_SRC = ROOT / "bench" / "java" / "AlertLatencyBench.java"
-CLASSES = ROOT / "build" / "bench-java"
 RULES = ROOT / "examples" / "rules.yml"
 ALERT_EVERY = 10          # 10% of events alert (rule cpu-critical of examples/rules.yml)
 WARMUP_SECONDS = WARMUP_S  # "steady state" = scheduled seconds from here on
@@ -63,23 +62,6 @@ READY_TO_FIRST_ALERT_TARGET_S = 10.0
 
 
 # -- the Java driver ------------------------------------------------------------------------
-def _classpath() -> str:
-    import pyspark
-
-    from appliance.connector import KAFKA_CLIENTS_JAR
-
-    jars = Path(pyspark.__file__).resolve().parent / "jars"  # slf4j for kafka-clients
-    return os.pathsep.join([str(CLASSES), str(KAFKA_CLIENTS_JAR), str(jars / "*")])
-
-
-def compile_driver() -> str:
-    cp = _classpath()
-    CLASSES.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["javac", "-nowarn", "-encoding", "UTF-8", "-d", str(CLASSES), "-cp", cp,
-                    str(JAVA_SRC)], check=True, timeout=300)
-    return cp
-
-
 def _java(cp: str, *args: str) -> list[str]:
     return ["java", "-Xms256m", "-XX:+UseG1GC", "-cp", cp, "AlertLatencyBench", *args]
 
@@ -312,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from appliance.broker import EmbeddedBroker
 
-    cp = compile_driver()
+    cp = compile_driver("AlertLatencyBench.java")
     command = (f"python -m bench.appliance_latency --cells {' '.join(args.cells)} "
                f"--seconds {args.seconds:g} --runs {args.runs}"
                + (f" --rate {args.rate}" if args.rate is not None else ""))

@@ -21,28 +21,10 @@ import uuid
 from pathlib import Path
 
 from bench import _machine as machine
+from bench._java import compile_driver
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "reports" / "bench" / "broker_latency.json"
-JAVA_SRC = ROOT / "bench" / "java" / "BrokerLatencyBench.java"
-CLASSES = ROOT / "build" / "bench-java"
-
-
-def _classpath() -> str:
-    import pyspark
-
-    from appliance.connector import KAFKA_CLIENTS_JAR
-
-    jars = Path(pyspark.__file__).resolve().parent / "jars"
-    return os.pathsep.join([str(CLASSES), str(KAFKA_CLIENTS_JAR), str(jars / "*")])
-
-
-def _compile() -> str:
-    cp = _classpath()
-    CLASSES.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["javac", "-nowarn", "-encoding", "UTF-8", "-d", str(CLASSES), "-cp", cp,
-                    str(JAVA_SRC)], check=True, timeout=180)
-    return cp
 
 
 def _run_java(cp: str, *args: str, timeout: float, broker_pid: int,
@@ -92,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from appliance.broker import EmbeddedBroker
 
-    cp = _compile()
+    cp = compile_driver("BrokerLatencyBench.java")
     result: dict = {"client": "java kafka-clients 3.9.1 (acks=all, idempotent, linger.ms=0)",
                     "fetch_max_wait_ms": args.fetch_max_wait_ms, "repeats": args.repeats,
                     "seconds_per_run": args.seconds, "cpu_count": os.cpu_count(),

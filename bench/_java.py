@@ -1,0 +1,33 @@
+"""The benchmarks' Java drivers: one classpath and one compile step for all of them.
+
+The drivers use the same ``kafka-clients`` jar as the Spark connector (the client the
+appliance really runs) and pyspark's jars for slf4j; classes go to ``build/bench-java``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pyspark
+
+from appliance.connector import KAFKA_CLIENTS_JAR
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = ROOT / "bench" / "java"
+CLASSES = ROOT / "build" / "bench-java"
+
+
+def classpath() -> str:
+    jars = Path(pyspark.__file__).resolve().parent / "jars"
+    return os.pathsep.join([str(CLASSES), str(KAFKA_CLIENTS_JAR), str(jars / "*")])
+
+
+def compile_driver(source: str, timeout: float = 300.0) -> str:
+    """Compile ``bench/java/<source>``; returns the classpath to run it with."""
+    cp = classpath()
+    CLASSES.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["javac", "-nowarn", "-encoding", "UTF-8", "-d", str(CLASSES), "-cp", cp,
+                    str(SOURCES / source)], check=True, timeout=timeout)
+    return cp
