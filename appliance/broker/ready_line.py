@@ -30,10 +30,15 @@ def read_until_line(stream: IO[bytes], prefix: str,
             if not chunk:
                 break
             buf += chunk
-            lines = buf.decode(errors="replace").splitlines()
-            for i, line in enumerate(lines):
+            # Only whole lines count: a read may end inside the ready line itself.
+            *whole, buf = buf.split(b"\n")
+            for raw in whole:
+                line = raw.decode(errors="replace").rstrip("\r")
+                lines.append(line)
                 if line.startswith(prefix):
-                    return line, lines[:i + 1]
+                    return line, lines
     finally:
         sel.close()
+    if buf:  # what a child that ended (or hung) wrote without a final newline
+        lines.append(buf.decode(errors="replace"))
     return None, lines

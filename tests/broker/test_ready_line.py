@@ -28,6 +28,20 @@ def test_the_ready_line_and_the_lines_before_it():
         proc.wait(timeout=30)
 
 
+def test_a_ready_line_written_in_two_pieces_is_read_whole():
+    proc = _child("import sys, time\n"
+                  "sys.stdout.write('ready bootstrap=127.0.0.1:4'); sys.stdout.flush()\n"
+                  "time.sleep(0.5)\n"
+                  "sys.stdout.write('2345\\n'); sys.stdout.flush()\n"
+                  "time.sleep(30)\n")
+    try:
+        line, lines = read_until_line(proc.stdout, "ready bootstrap=", 60)
+        assert line == "ready bootstrap=127.0.0.1:42345" and lines == [line]
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
 def test_a_child_that_exits_first_ends_the_wait():
     proc = _child("print('starting'); print('failed')")
     try:
