@@ -64,3 +64,21 @@ def test_plan_is_map_only_and_has_no_python_udf(appliance_spark):
         assert forbidden not in plan, plan
     assert out.select(F.col("key"), F.col("value"), F.col("topic")).columns == [
         "key", "value", "topic"]
+
+
+def test_plan_evaluates_each_expensive_expression_once_per_record(appliance_spark):
+    """Catalyst inlines projections into a filter pushed below them; the routing filter
+    would then carry its own copy of the parse, the rules and both JSON encoders, evaluated
+    a second time for every record. The optimized plan holds exactly one of each."""
+    mix = make_mix("plan-once")
+    out = transform(as_kafka_records(appliance_spark, mix.records),
+                    parse_rules(mix.rules_yaml), TopicsConfig())
+    plan = out._jdf.queryExecution().optimizedPlan().toString()
+    expected = {
+        "parseJson": 1,               # try_parse_json
+        "lengthOfJsonArray": 1,       # the nothing-after-the-value check
+        "from_json(": 1,              # the typed read
+        "StructsToJsonEvaluator": 2,  # the alert JSON and the dead-letter JSON
+    }
+    counts = {name: plan.count(name) for name in expected}
+    assert counts == expected, plan
