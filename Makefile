@@ -15,9 +15,9 @@ SPARK_JARS         = $(shell $(PY) -c 'import pyspark, os; print(os.path.join(os
 VERSION            = $(shell $(PY) -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])')
 WHEEL              = dist/appliance-$(VERSION)-py3-none-any.whl
 
-.PHONY: setup system-deps connector dist test test-fast test-deploy faults demo bench lint clean faults-overload dashboards testbed testbed-down
+.PHONY: setup system-deps class-archive connector dist test test-fast test-deploy faults demo bench lint clean faults-overload dashboards testbed testbed-down
 
-setup: $(VENV)/.installed $(KAFKA_CLIENTS_JAR) connector system-deps
+setup: $(VENV)/.installed $(KAFKA_CLIENTS_JAR) connector system-deps class-archive
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -52,6 +52,11 @@ dist: $(KAFKA_CLIENTS_JAR) connector
 	  sys.exit(f"dist: {missing} not in {sys.argv[1]}" if missing else 0)' \
 	  $(WHEEL) $(CONNECTOR_JAR) $(KAFKA_CLIENTS_JAR)
 	@echo "dist: built $(WHEEL)"
+
+# The driver JVM's class-data-sharing archive (docs/appliance.md, "Start-up: the class
+# archive"): one recorded start, about a minute; later starts load Spark's classes from it.
+class-archive: $(VENV)/.installed $(KAFKA_CLIENTS_JAR) connector
+	$(VENV)/bin/appliance class-archive build --if-missing
 
 # Debian packages the tests talk to as real, independent peers (kcat) or servers
 # (prometheus). Installed only when missing and when we may (root); else we say so.

@@ -1,4 +1,5 @@
-"""The ``appliance`` command line: ``run``, ``broker`` and ``rules check``, plus plugins.
+"""The ``appliance`` command line: ``run``, ``broker``, ``rules check`` and
+``class-archive``, plus plugins.
 
 Exit codes: 0 success; 2 bad usage, config or rules (one line naming the file and field);
 1 a runtime failure. argparse already exits 2 on bad usage.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 from importlib.metadata import entry_points
+from pathlib import Path
 
 from appliance.broker.cli import add_broker_options
 from appliance.config import TRIGGERS
@@ -75,6 +77,36 @@ def _cmd_rules_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_class_archive_build(args: argparse.Namespace) -> int:
+    from appliance.class_archive import default_archive
+    from appliance.class_archive_build import ArchiveBuildError, build
+
+    target = Path(args.path) if args.path else default_archive()
+    if args.if_missing and target is not None and target.is_file():
+        print(f"class-archive: {target} is there (without --if-missing: rebuild)", file=sys.stderr)
+        return 0
+    try:
+        build(target, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    except ArchiveBuildError as exc:
+        print(f"class-archive: {str(exc).splitlines()[0]}", file=sys.stderr)
+        rest = str(exc).splitlines()[1:]
+        if rest:
+            print("\n".join(rest), file=sys.stderr)
+        return 1
+    return 0
+
+
+def _cmd_class_archive_path(args: argparse.Namespace) -> int:
+    from appliance.class_archive import default_archive
+
+    target = default_archive()
+    if target is None:
+        print("class-archive: no java (JAVA_HOME or PATH) or no pyspark", file=sys.stderr)
+        return 1
+    print(target)
+    return 0 if target.is_file() else 3
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="appliance", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -96,6 +128,21 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--no-spark", dest="spark", action="store_false",
                        help="structural checks only (no JVM; skips type/function checks)")
     check.set_defaults(func=_cmd_rules_check)
+
+    archive = sub.add_parser(
+        "class-archive", help="the driver JVM's class-data-sharing archive (faster starts)")
+    archive_sub = archive.add_subparsers(dest="archive_command", required=True)
+    build = archive_sub.add_parser(
+        "build", help="start the appliance once and record its classes (about a minute)")
+    build.add_argument("--path", default=None,
+                       help="where to write it (default: what [spark] class_archive = "
+                            '"auto" uses, see `appliance class-archive path`)')
+    build.add_argument("--if-missing", action="store_true",
+                       help="do nothing if the archive is already there")
+    build.set_defaults(func=_cmd_class_archive_build)
+    path = archive_sub.add_parser(
+        "path", help='print where "auto" looks (exit 0 if built, 3 if not built yet)')
+    path.set_defaults(func=_cmd_class_archive_path)
 
     for plugin in sorted(entry_points(group=PLUGIN_GROUP), key=lambda ep: ep.name):
         plugin.load()(sub)

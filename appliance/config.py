@@ -20,6 +20,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, mo
 from pydantic_core import PydanticCustomError
 
 from appliance.broker.toml_file import read_toml
+from appliance.class_archive import AUTO as AUTO_ARCHIVE
+from appliance.class_archive import OFF as NO_ARCHIVE
 from appliance.client_security import ClientSecurity, SecuritySettingsError
 
 TRIGGERS = ("continuous", "realtime", "microbatch")
@@ -183,6 +185,16 @@ class SparkConfig(BaseModel):
     driver_bind_address: str | None = None
     driver_port: int | None = None
     block_manager_port: int | None = None
+    # The driver JVM's class-data-sharing archive: "auto" (this machine's, if built by
+    # `appliance class-archive build`), "off", or a path (appliance.class_archive).
+    class_archive: str = "auto"
+
+    @field_validator("class_archive")
+    @classmethod
+    def _class_archive(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError('must be "auto", "off" or the path of an archive')
+        return value
 
     @field_validator("driver_host", "driver_bind_address")
     @classmethod
@@ -260,7 +272,8 @@ class Config(_Section):
         for key in value.conf:
             if not key.startswith("spark."):
                 raise ValueError(f"unknown key {key!r} (only master, "
-                                 f"{', '.join(DRIVER_CONF_KEYS)} and spark.* keys)")
+                                 f"{', '.join(DRIVER_CONF_KEYS)}, class_archive and "
+                                 f"spark.* keys)")
         for key, spark_key in DRIVER_CONF_KEYS.items():
             if getattr(value, key) is not None and spark_key in value.conf:
                 raise ValueError(f"{key} and {spark_key!r} both set: keep one")
@@ -330,6 +343,11 @@ def _resolve_paths(data: dict[str, Any], base: Path) -> None:
         value = data.setdefault(section, {}).setdefault(key, getattr(default, key))
         if isinstance(value, str) and not os.path.isabs(value):
             data[section][key] = str(base / value)
+    archive = data.get("spark", {}).get("class_archive") \
+        if isinstance(data.get("spark"), dict) else None
+    if isinstance(archive, str) and archive not in (AUTO_ARCHIVE, NO_ARCHIVE) \
+            and archive.strip() and not os.path.isabs(archive):
+        data["spark"]["class_archive"] = str(base / archive)
 
 
 def _one_line(source: str, err: ValidationError, env_keys: set[tuple[str, str]]) -> str:

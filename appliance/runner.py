@@ -166,8 +166,12 @@ class Appliance:
                         self.spark.conf.set(key, value)
                     except Exception:  # static confs only apply to a new SparkContext
                         pass
+        java_options = self.spark.sparkContext.getConf().get(
+            "spark.driver.extraJavaOptions", "")
+        archive = re.search(r"-XX:SharedArchiveFile=(\S+)", java_options or "")
         log.info("spark.ready", master=self.spark.sparkContext.master,
-                 version=self.spark.version, app_id=self.spark.sparkContext.applicationId)
+                 version=self.spark.version, app_id=self.spark.sparkContext.applicationId,
+                 class_archive=archive.group(1) if archive else None)
 
     def connector_options(self) -> tuple[dict[str, str], dict[str, str]]:
         """The source's and the sink's connector options (bootstrap, tuning, pass-through):

@@ -1,13 +1,16 @@
 """Build the SparkSession from config: master, connector jars and the tuning defaults.
 
 The ``[spark]`` section's ``spark.*`` keys win over ``tuning.py`` so an operator can
-override one setting without editing code.
+override one setting without editing code. The driver's class-data-sharing archive
+(``appliance.class_archive``), when there is one, is added to whichever driver JVM
+options result.
 """
 
 from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
+from appliance.class_archive import resolve, with_archive
 from appliance.config import Config
 from appliance.connector import spark_jars_conf
 from appliance.tuning import tuning_for
@@ -25,6 +28,10 @@ def spark_conf(config: Config) -> dict[str, str]:
         conf["spark.driver.bindAddress"] = "127.0.0.1"
     conf.update(config.spark.driver_conf)
     conf.update(config.spark.conf)
+    key = "spark.driver.extraJavaOptions"
+    options = with_archive(conf.get(key, ""), resolve(config.spark.class_archive))
+    if options:
+        conf[key] = options
     return conf
 
 

@@ -1,0 +1,134 @@
+"""Where the driver JVM's class-data-sharing (CDS) archive lives, and the JVM option that
+uses it.
+
+Most of a fresh driver JVM's first seconds go to loading and verifying Spark's classes out
+of ~250 jars (a JFR recording of a start showed ``ZipFile`` lookups as the top frame for
+the whole startup). A dynamic CDS archive (JDK 13+) holds those classes already parsed and
+verified, written by one run with ``-XX:ArchiveClassesAtExit`` and mapped by every later
+JVM with ``-XX:SharedArchiveFile``. ``appliance class-archive build`` writes it
+(``appliance.class_archive_build``); ``make setup`` runs that once.
+
+An archive belongs to one JDK and one Spark installation: its name carries a key of the
+``java`` that ``spark-submit`` runs, the pyspark install and its version, so upgrading
+either picks a new name. Anything finer (a jar replaced in place) the JVM checks itself:
+it compares the class path's jars with the archive's and, on any mismatch, starts without
+the archive (a warning on the JVM's stderr), never with stale classes. What the JVM does
+not survive is a damaged file: a truncated archive aborts every JVM that maps it (seen
+with JDK 17 at every truncation point tried). So an archive is used only after a bare
+``java -XX:SharedArchiveFile=... -version`` accepted it (``verify``: ~0.3 s, and it reads
+the archive into the page cache the driver maps a moment later); one that fails is left
+alone with a ``class_archive.rejected`` warning and the driver starts without it.
+
+Only the driver: in ``local[N]`` the executors are in the driver's JVM; on a cluster the
+executors are started by the workers and do not use it.
+
+``[spark] class_archive``: ``"auto"`` (the default: use this machine's archive if one was
+built), ``"off"``, or the path of an archive.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from appliance import logs
+
+log = logs.get_logger("appliance.class_archive")
+
+AUTO = "auto"
+OFF = "off"
+#: Where ``auto`` archives live: ``$APPLIANCE_CLASS_ARCHIVE_DIR``, else the user's cache.
+DIR_ENV = "APPLIANCE_CLASS_ARCHIVE_DIR"
+#: JVM options that already decide about CDS: an operator's own choice wins.
+CDS_FLAGS = ("SharedArchiveFile", "ArchiveClassesAtExit", "-Xshare")
+
+
+def java_binary() -> Path | None:
+    """The ``java`` Spark's launcher runs: ``$JAVA_HOME/bin/java``, else the one on PATH
+    (the rule of pyspark's ``bin/spark-class``)."""
+    home = os.environ.get("JAVA_HOME")
+    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    return Path(found).resolve() if found and Path(found).exists() else None
+
+
+def spark_home() -> Path | None:
+    spec = importlib.util.find_spec("pyspark")
+    return Path(spec.origin).resolve().parent if spec and spec.origin else None
+
+
+def install_key() -> str | None:
+    """A short key of this JDK and Spark installation; None if either is missing."""
+    java, home = java_binary(), spark_home()
+    if java is None or home is None:
+        return None
+    stat = java.stat()
+    facts = [str(java), str(stat.st_size), str(int(stat.st_mtime)), str(home),
+             importlib.metadata.version("pyspark")]
+    return hashlib.sha256("|".join(facts).encode()).hexdigest()[:16]
+
+
+def archive_dir() -> Path:
+    configured = os.environ.get(DIR_ENV)
+    if configured:
+        return Path(configured)
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "appliance" / "class-archive"
+
+
+def default_archive() -> Path | None:
+    """Where ``auto`` looks for (and ``build`` writes) this installation's archive."""
+    key = install_key()
+    return archive_dir() / f"driver-{key}.jsa" if key else None
+
+
+VERIFY_TIMEOUT_S = 60.0
+
+
+def resolve(setting: str) -> Path | None:
+    """The archive ``[spark] class_archive`` asks for, if it exists and ``verify`` accepts
+    it; None for ``off``."""
+    if setting == OFF:
+        return None
+    path = default_archive() if setting == AUTO else Path(setting)
+    if path is None or not path.is_file():
+        return None
+    problem = verify(path)
+    if problem:
+        log.warning("class_archive.rejected", path=str(path), reason=problem)
+        return None
+    return path
+
+
+def verify(path: Path) -> str | None:
+    """None if a JVM maps ``path`` and runs; else what went wrong, in one line. The class
+    path here is deliberately not Spark's (a mismatch only makes the JVM skip the
+    archive's classes, with exit 0): what is checked is that mapping it does not abort."""
+    java = java_binary()
+    if java is None:
+        return "no java (JAVA_HOME or PATH)"
+    with tempfile.TemporaryDirectory(prefix="class-archive-check-") as empty:
+        try:
+            proc = subprocess.run([str(java), f"-XX:SharedArchiveFile={path}", "-cp", empty,
+                                   "-version"], capture_output=True, text=True,
+                                  timeout=VERIFY_TIMEOUT_S, cwd=empty)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"java -version with the archive did not run: {exc}"
+    if proc.returncode != 0:
+        first = next((line for line in proc.stdout.splitlines() + proc.stderr.splitlines()
+                      if line.strip() and not line.startswith("#")), "")
+        return f"java -version with the archive exited {proc.returncode}: {first}"[:300]
+    return None
+
+
+def with_archive(java_options: str, archive: Path | None) -> str:
+    """``java_options`` plus the option that maps ``archive``, unless there is none or the
+    options already say something about CDS."""
+    if archive is None or any(flag in java_options for flag in CDS_FLAGS):
+        return java_options
+    return f"{java_options} -XX:SharedArchiveFile={archive}".strip()

@@ -1,0 +1,176 @@
+"""The driver JVM's class-data-sharing archive (appliance.class_archive): which archive a
+config asks for, the option that reaches the driver JVM, and, for real, that
+``appliance class-archive build`` writes an archive the next ``appliance run`` maps."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from kafka_io import consume, produce
+
+from appliance import class_archive
+from appliance.class_archive import with_archive
+from appliance.class_archive_build import live_members
+from appliance.config import Config, load_config
+from appliance.config import write_config as write_config_file
+from appliance.logwatch import wait_for_event
+from appliance.session import spark_conf
+
+ROOT = Path(__file__).resolve().parents[2]
+DRIVER_OPTS = "spark.driver.extraJavaOptions"
+
+
+def test_option_added_only_when_there_is_an_archive_and_no_cds_choice():
+    archive = Path("/x/driver.jsa")
+    assert with_archive("-XX:+UseG1GC", archive) == \
+        "-XX:+UseG1GC -XX:SharedArchiveFile=/x/driver.jsa"
+    assert with_archive("", archive) == "-XX:SharedArchiveFile=/x/driver.jsa"
+    assert with_archive("-XX:+UseG1GC", None) == "-XX:+UseG1GC"
+    for own in ("-Xshare:off", "-XX:SharedArchiveFile=/mine.jsa",
+                "-XX:ArchiveClassesAtExit=/out.jsa"):
+        assert with_archive(own, archive) == own
+
+
+@pytest.fixture
+def accept_any(monkeypatch):
+    """Stand-in files instead of real archives: skip the JVM check for these tests."""
+    monkeypatch.setattr(class_archive, "verify", lambda path: None)
+
+
+def test_auto_uses_this_installations_archive_once_built(tmp_path, monkeypatch, accept_any):
+    monkeypatch.setenv(class_archive.DIR_ENV, str(tmp_path))
+    config = Config()
+    assert "SharedArchiveFile" not in spark_conf(config).get(DRIVER_OPTS, "")
+    built = class_archive.default_archive()
+    assert built is not None and built.parent == tmp_path
+    built.write_bytes(b"x")
+    options = spark_conf(config)[DRIVER_OPTS]
+    assert options.endswith(f"-XX:SharedArchiveFile={built}")
+    assert "-XX:+UseG1GC" in options  # the tuning's GC options stay
+    off = Config.model_validate({"spark": {"class_archive": "off"}})
+    assert "SharedArchiveFile" not in spark_conf(off)[DRIVER_OPTS]
+    # The operator's own driver options win, and still get the archive.
+    own = Config.model_validate({"spark": {DRIVER_OPTS: "-Xmx1g"}})
+    assert spark_conf(own)[DRIVER_OPTS] == f"-Xmx1g -XX:SharedArchiveFile={built}"
+
+
+def test_key_follows_the_jdk_and_spark_installation(monkeypatch, tmp_path):
+    key = class_archive.install_key()
+    assert key and len(key) == 16
+    fake_home = tmp_path / "jdk"
+    (fake_home / "bin").mkdir(parents=True)
+    (fake_home / "bin" / "java").write_text("#!/bin/sh\n")
+    monkeypatch.setenv("JAVA_HOME", str(fake_home))
+    assert class_archive.install_key() not in (None, key)
+
+
+def test_a_path_is_relative_to_the_config_file_and_must_exist(tmp_path, accept_any):
+    (tmp_path / "appliance.toml").write_text('[spark]\nclass_archive = "jvm/driver.jsa"\n')
+    config = load_config(tmp_path / "appliance.toml")
+    assert config.spark.class_archive == str(tmp_path / "jvm" / "driver.jsa")
+    assert "SharedArchiveFile" not in spark_conf(config)[DRIVER_OPTS]  # not built: none
+    (tmp_path / "jvm").mkdir()
+    (tmp_path / "jvm" / "driver.jsa").write_bytes(b"x")
+    assert spark_conf(config)[DRIVER_OPTS].endswith(
+        f"-XX:SharedArchiveFile={tmp_path / 'jvm' / 'driver.jsa'}")
+
+
+def test_a_damaged_archive_is_rejected_not_handed_to_the_driver(tmp_path, capsys):
+    """A truncated dynamic archive aborts every JVM that maps it (JDK 17): the real JVM
+    check must catch it, and the driver must start without it."""
+    java = class_archive.java_binary()
+    whole = tmp_path / "small.jsa"
+    dumped = subprocess.run([str(java), f"-XX:ArchiveClassesAtExit={whole}", "-cp",
+                             str(tmp_path), "-version"], capture_output=True, timeout=120)
+    assert dumped.returncode == 0 and whole.stat().st_size > 0, dumped.stderr
+    assert class_archive.verify(whole) is None
+    cut = tmp_path / "cut.jsa"
+    cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
+    problem = class_archive.verify(cut)
+    assert problem and "exited" in problem
+    config = Config.model_validate({"spark": {"class_archive": str(cut)}})
+    assert "SharedArchiveFile" not in spark_conf(config)[DRIVER_OPTS]
+    assert "class_archive.rejected" in capsys.readouterr().out
+    assert class_archive.resolve(str(whole)) == whole
+
+
+def test_blank_setting_is_a_config_error(tmp_path):
+    (tmp_path / "appliance.toml").write_text('[spark]\nclass_archive = " "\n')
+    proc = subprocess.run([sys.executable, "-m", "appliance", "run", "--config",
+                           str(tmp_path / "appliance.toml")], capture_output=True, text=True,
+                          timeout=120, env=_env())
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "spark.class_archive" in lines[0], proc.stderr
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(1200)
+def test_built_archive_is_mapped_by_the_next_run_which_still_alerts(tmp_path, broker):
+    archive = tmp_path / "archive" / "driver.jsa"
+    built = subprocess.run([sys.executable, "-m", "appliance", "class-archive", "build",
+                            "--path", str(archive)], capture_output=True, text=True,
+                           timeout=900, env=_env())
+    assert built.returncode == 0, built.stderr[-3000:]
+    assert archive.is_file() and archive.stat().st_size > 1 << 20
+    assert "wrote" in built.stderr
+    assert not list(archive.parent.glob("class-archive-*"))  # scratch dir removed
+
+    topics = {"events": "ca-events", "alerts": "ca-alerts", "dead_letters": "ca-dlq"}
+    broker.create_topics({"ca-events": 2, "ca-alerts": 1, "ca-dlq": 1})
+    rules = tmp_path / "rules.yml"
+    rules.write_text("rules:\n  - id: hot\n    severity: critical\n"
+                     "    when: \"value > 90\"\n    message: hot\n")
+    config = write_config_file(Config.model_validate({
+        "kafka": {"bootstrap_servers": broker.bootstrap}, "topics": topics,
+        "query": {"checkpoint_dir": str(tmp_path / "checkpoint")},
+        "rules": {"path": str(rules)},
+        "spark": {"class_archive": str(archive)}, "metrics": {"port": 0},
+    }), tmp_path / "appliance.toml")
+    log = tmp_path / "run.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "appliance", "run", "--config",
+                                 str(config)], stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True, env=_env())
+    try:
+        assert wait_for_event(log, "spark.ready", proc, 600)["class_archive"] == str(archive)
+        wait_for_event(log, "appliance.ready", proc, 600)
+        # The JVM accepted the archive: it keeps the file mapped (a rejected one is not).
+        mapped = [pid for pid in live_members(proc.pid) if str(archive) in _maps(pid)]
+        assert mapped, f"no process of group {proc.pid} maps {archive}"
+        produce(broker.bootstrap, topics["events"], [
+            json.dumps({"event_id": "ca-1", "ts": 1732200000123.5, "source": "h1",
+                        "metric": "cpu", "value": 99.0}).encode(),
+            json.dumps({"event_id": "ca-2", "ts": 1732200000123.5, "source": "h1",
+                        "metric": "cpu", "value": 9.0}).encode()])
+        alerts = consume(broker.bootstrap, topics["alerts"], 1, 120)
+        got = [json.loads(v) for _k, v in alerts]
+        assert [(a["alert_id"], [r["id"] for r in a["rules"]]) for a in got] \
+            == [("ca-1", ["hot"])]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=90)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=30)
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("APPLIANCE_")}
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+def _maps(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return ""
