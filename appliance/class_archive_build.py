@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from appliance import process_group
 from appliance.class_archive import default_archive, verify
 from appliance.config import Config, write_config
 from appliance.logwatch import EventNotLogged, log_tail, wait_for_event
@@ -67,11 +68,12 @@ def build(target: Path | None = None, progress: Callable[[str], None] = print) -
                      f"it so the JVM writes the archive")
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=STOP_TIMEOUT_S)
-            _wait_group_gone(proc.pid, DUMP_TIMEOUT_S)
+            # The JVM outlives Python by its dump: wait for it, never kill it mid-write.
+            process_group.wait_gone(proc.pid, DUMP_TIMEOUT_S)
         except (EventNotLogged, subprocess.TimeoutExpired) as exc:
             raise ArchiveBuildError(f"the recording run failed: {exc}") from exc
         finally:
-            _kill_group(proc.pid)
+            process_group.kill(proc)
         if not dump.is_file() or dump.stat().st_size == 0:
             raise ArchiveBuildError(f"the JVM wrote no archive to {dump}; its output:\n"
                                     f"{log_tail(log)}")
@@ -82,36 +84,3 @@ def build(target: Path | None = None, progress: Callable[[str], None] = print) -
     progress(f"class-archive: wrote {target} ({target.stat().st_size / 2**20:.0f} MiB) "
              f"in {time.monotonic() - started:.0f} s")
     return target
-
-
-def _wait_group_gone(pgid: int, timeout: float) -> None:
-    """Until no live process of the group is left (the JVM outlives Python by its dump).
-    Zombies do not count: whether they are reaped is up to the machine's init."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not live_members(pgid):
-            return
-        time.sleep(0.2)
-    raise subprocess.TimeoutExpired(f"process group {pgid}", timeout)
-
-
-def live_members(pgid: int) -> list[int]:
-    """Pids of the group's processes that are not zombies."""
-    members = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:  # gone meanwhile
-            continue
-        # pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses.
-        fields = text[text.rindex(")") + 2:].split()
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            members.append(int(stat.parent.name))
-    return members
-
-
-def _kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass

@@ -14,7 +14,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
@@ -119,6 +119,13 @@ DEFAULT_INTERVAL = {"continuous": "1 second", "realtime": "5 minutes",
                     "microbatch": "0 seconds"}
 
 
+def _a_path(value: str) -> str:
+    """A path setting: blank would mean the config file's directory, never intended."""
+    if not value.strip():
+        raise ValueError("must be a path (got a blank value)")
+    return value
+
+
 class QueryConfig(_Section):
     trigger: str = "continuous"
     interval: str | None = None  # None: DEFAULT_INTERVAL[trigger]
@@ -129,6 +136,11 @@ class QueryConfig(_Section):
     # Micro-batch and real-time: offset/commit logs written in the background
     # (appliance.tuning.ASYNC_PROGRESS). Continuous mode ignores it.
     async_progress: bool = True
+
+    @field_validator("checkpoint_dir")
+    @classmethod
+    def _checkpoint_dir(cls, value: str) -> str:
+        return _a_path(value)
 
     @field_validator("trigger")
     @classmethod
@@ -162,6 +174,11 @@ class QueryConfig(_Section):
 
 class RulesConfig(_Section):
     path: str = "rules.yml"
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, value: str) -> str:
+        return _a_path(value)
 
 
 #: The driver's network settings on a cluster: named keys of ``[spark]`` -> Spark confs.
@@ -332,22 +349,33 @@ def _env_overrides(environ: dict[str, str]) -> dict[str, dict[str, str]]:
     return out
 
 
+class PathKey(NamedTuple):
+    """A config value that is a file or directory path, unless it is one of ``words``."""
+
+    section: str
+    key: str
+    words: frozenset[str] = frozenset()
+
+
+PATH_KEYS = (
+    PathKey("rules", "path"),
+    PathKey("query", "checkpoint_dir"),
+    PathKey("spark", "class_archive", frozenset({AUTO_ARCHIVE, NO_ARCHIVE})),
+)
+
+
 def _resolve_paths(data: dict[str, Any], base: Path) -> None:
     """Relative paths in the file (and their defaults) are relative to the file, not to
     the caller's cwd, so ``appliance run --config /etc/appliance/appliance.toml`` finds
     the rules next to it."""
-    for section, key in (("rules", "path"), ("query", "checkpoint_dir")):
-        if not isinstance(data.get(section, {}), dict):
+    for path_key in PATH_KEYS:
+        if not isinstance(data.get(path_key.section, {}), dict):
             continue
-        default = Config.model_fields[section].default
-        value = data.setdefault(section, {}).setdefault(key, getattr(default, key))
-        if isinstance(value, str) and not os.path.isabs(value):
-            data[section][key] = str(base / value)
-    archive = data.get("spark", {}).get("class_archive") \
-        if isinstance(data.get("spark"), dict) else None
-    if isinstance(archive, str) and archive not in (AUTO_ARCHIVE, NO_ARCHIVE) \
-            and archive.strip() and not os.path.isabs(archive):
-        data["spark"]["class_archive"] = str(base / archive)
+        default = getattr(Config.model_fields[path_key.section].default, path_key.key)
+        value = data.setdefault(path_key.section, {}).setdefault(path_key.key, default)
+        if isinstance(value, str) and value.strip() and value not in path_key.words \
+                and not os.path.isabs(value):
+            data[path_key.section][path_key.key] = str(base / value)
 
 
 def _one_line(source: str, err: ValidationError, env_keys: set[tuple[str, str]]) -> str:

@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pyspark
 
+from appliance import process_group
+
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -121,7 +123,7 @@ class LocalCluster:
         """SIGTERM every daemon's process group (executors included), SIGKILL stragglers."""
         daemons = [*self.worker_daemons, *([self.master] if self.master else [])]
         for daemon in daemons:
-            _signal_group(daemon.proc, signal.SIGTERM)
+            process_group.signal_group(daemon.proc.pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
         for daemon in daemons:
             try:
@@ -129,7 +131,7 @@ class LocalCluster:
             except subprocess.TimeoutExpired:
                 pass
         for daemon in daemons:  # whatever is left in a group (an executor, a hung JVM)
-            _signal_group(daemon.proc, signal.SIGKILL)
+            process_group.signal_group(daemon.proc.pid, signal.SIGKILL)
             try:
                 daemon.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
@@ -214,10 +216,3 @@ class LocalCluster:
             time.sleep(0.5)
         raise ClusterError(f"{alive} of {self.workers} workers registered with "
                            f"{self.master_url} in time:\n{self.worker_daemons[-1].tail()}")
-
-
-def _signal_group(proc: subprocess.Popen, sig: int) -> None:
-    try:
-        os.killpg(proc.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass

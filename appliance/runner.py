@@ -19,6 +19,7 @@ from pathlib import Path
 
 from appliance import logs
 from appliance.checkpoint import repair as repair_checkpoint
+from appliance.class_archive import resolve as resolve_class_archive
 from appliance.config import Config, ConfigError
 from appliance.rules import Rule, RulesError, analyze_rules, load_rules
 from appliance.slots import wait_for_slots
@@ -154,8 +155,10 @@ class Appliance:
     def start_spark(self) -> None:
         from appliance.session import build_session, spark_conf
 
+        archive = None
         if self.spark is None:
-            self.spark = build_session(self.config)
+            archive = resolve_class_archive(self.config.spark.class_archive)
+            self.spark = build_session(self.config, class_archive=archive)
         else:
             # A shared session (tests, bench): run in a child session so the appliance's
             # SQL settings (e.g. ANSI off) apply to its query and nobody else's.
@@ -166,12 +169,9 @@ class Appliance:
                         self.spark.conf.set(key, value)
                     except Exception:  # static confs only apply to a new SparkContext
                         pass
-        java_options = self.spark.sparkContext.getConf().get(
-            "spark.driver.extraJavaOptions", "")
-        archive = re.search(r"-XX:SharedArchiveFile=(\S+)", java_options or "")
         log.info("spark.ready", master=self.spark.sparkContext.master,
                  version=self.spark.version, app_id=self.spark.sparkContext.applicationId,
-                 class_archive=archive.group(1) if archive else None)
+                 class_archive=str(archive) if archive else None)
 
     def connector_options(self) -> tuple[dict[str, str], dict[str, str]]:
         """The source's and the sink's connector options (bootstrap, tuning, pass-through):

@@ -2,22 +2,26 @@
 
 The ``[spark]`` section's ``spark.*`` keys win over ``tuning.py`` so an operator can
 override one setting without editing code. The driver's class-data-sharing archive
-(``appliance.class_archive``), when there is one, is added to whichever driver JVM
-options result.
+(``appliance.class_archive``), when the caller resolved one, is added to whichever driver
+JVM options result; resolving it is left to the caller because it runs a JVM to check the
+file, which only a start of a new driver needs.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pyspark.sql import SparkSession
 
-from appliance.class_archive import resolve, with_archive
+from appliance.class_archive import with_archive
 from appliance.config import Config
 from appliance.connector import spark_jars_conf
 from appliance.tuning import tuning_for
 
 
-def spark_conf(config: Config) -> dict[str, str]:
-    """Every Spark conf the appliance sets, tuning first, then the operator's overrides."""
+def spark_conf(config: Config, class_archive: Path | None = None) -> dict[str, str]:
+    """Every Spark conf the appliance sets, tuning first, then the operator's overrides,
+    and ``class_archive`` (a checked archive, ``class_archive.resolve``) for the driver."""
     conf = dict(tuning_for(config.query.trigger, config.query.async_progress).spark_conf)
     conf.update(spark_jars_conf())
     if config.spark.master.startswith("local"):
@@ -29,15 +33,16 @@ def spark_conf(config: Config) -> dict[str, str]:
     conf.update(config.spark.driver_conf)
     conf.update(config.spark.conf)
     key = "spark.driver.extraJavaOptions"
-    options = with_archive(conf.get(key, ""), resolve(config.spark.class_archive))
+    options = with_archive(conf.get(key, ""), class_archive)
     if options:
         conf[key] = options
     return conf
 
 
-def build_session(config: Config, app_name: str = "appliance") -> SparkSession:
+def build_session(config: Config, app_name: str = "appliance",
+                  class_archive: Path | None = None) -> SparkSession:
     builder = SparkSession.builder.master(config.spark.master).appName(app_name)
-    for key, value in spark_conf(config).items():
+    for key, value in spark_conf(config, class_archive).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")

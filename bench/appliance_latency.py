@@ -24,7 +24,6 @@ import json
 import os
 import platform
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -34,6 +33,7 @@ import uuid
 from dataclasses import replace
 from pathlib import Path
 
+from appliance import process_group
 from appliance.config import Config
 from appliance.config import write_config as write_config_file
 from appliance.logwatch import log_events, wait_for_event
@@ -98,20 +98,7 @@ def write_config(cell: Cell, bootstrap: str, topics: dict[str, str], workdir: Pa
 
 
 def _stop(proc: subprocess.Popen) -> int | None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=90)
-        except subprocess.TimeoutExpired:
-            pass
-    try:  # its JVM too, whatever the exit (it is the process group's leader)
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    try:
-        return proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        return None
+    return process_group.stop(proc, grace=90)
 
 
 def run_appliance_cell(cell: Cell, cp: str, broker, seconds: float, workdir: Path,

@@ -32,6 +32,7 @@ import time
 import uuid
 from pathlib import Path
 
+from appliance import process_group
 from appliance.config import Config, write_config
 from appliance.logwatch import wait_for_event
 from appliance.rules import EXAMPLE_RULES
@@ -58,17 +59,7 @@ class ApplianceRun:
         return wait_for_event(self.log, event, self.proc, timeout)
 
     def stop(self, timeout: float = 60.0) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                pass
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.proc.wait(timeout=30)
+        process_group.stop(self.proc, grace=timeout)
 
 
 def _config(directory: Path, bootstrap: str, topics: dict[str, str], trigger: str,

@@ -133,6 +133,9 @@ def test_warmup_and_async_progress_are_on_by_default_and_can_be_switched_off(tmp
     ('[spark]\nmaster = "mesos://x"\n', "appliance.toml: spark.master: must be local[N]"),
     ('[spark]\n"driver.memory" = "1g"\n', "appliance.toml: spark: "),
     ('[query]\ntriger = "continuous"\n', "appliance.toml: query.triger: unknown key"),
+    # Blank would otherwise resolve to the config file's own directory.
+    ('[rules]\npath = ""\n', "appliance.toml: rules.path: must be a path (got a blank"),
+    ('[query]\ncheckpoint_dir = " "\n', "appliance.toml: query.checkpoint_dir: must be a path"),
     ('[nonsense]\nx = 1\n', "appliance.toml: nonsense: unknown key"),
     ('query = 3\n', "appliance.toml: query: must be a table"),
     ('[query\n', "appliance.toml: not valid TOML"),

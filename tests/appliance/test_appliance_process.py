@@ -19,6 +19,7 @@ import pytest
 from appliance_mix import MIX_RULES, check_outputs, make_mix
 from kafka_io import consume, produce
 
+from appliance import process_group
 from appliance.config import Config
 from appliance.config import write_config as write_config_file
 from appliance.logwatch import log_events, wait_for_event
@@ -51,14 +52,13 @@ class ApplianceProcess:
         return wait_for_event(self.log, event, self.proc, timeout)
 
     def kill(self) -> None:
-        os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(timeout=30)
+        process_group.kill(self.proc)
         self._log_file.close()
 
     def terminate(self, timeout: float = 90, group: bool = False) -> int:
         """SIGTERM the appliance (``group``: and its JVM, as ``timeout`` or systemd do)."""
         if group:
-            os.killpg(self.proc.pid, signal.SIGTERM)
+            process_group.signal_group(self.proc.pid, signal.SIGTERM)
         else:
             self.proc.send_signal(signal.SIGTERM)
         try:
@@ -68,8 +68,7 @@ class ApplianceProcess:
 
     def cleanup(self) -> None:
         if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=30)
+            process_group.kill(self.proc)
 
 
 def has_all(field: str, expected) -> callable:

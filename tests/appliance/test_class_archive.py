@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -14,13 +13,12 @@ from pathlib import Path
 import pytest
 from kafka_io import consume, produce
 
-from appliance import class_archive
+from appliance import class_archive, process_group
 from appliance.class_archive import with_archive
-from appliance.class_archive_build import live_members
 from appliance.config import Config, load_config
 from appliance.config import write_config as write_config_file
 from appliance.logwatch import wait_for_event
-from appliance.session import spark_conf
+from appliance.session import spark_conf as spark_conf_with
 
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER_OPTS = "spark.driver.extraJavaOptions"
@@ -35,6 +33,11 @@ def test_option_added_only_when_there_is_an_archive_and_no_cds_choice():
     for own in ("-Xshare:off", "-XX:SharedArchiveFile=/mine.jsa",
                 "-XX:ArchiveClassesAtExit=/out.jsa"):
         assert with_archive(own, archive) == own
+
+
+def spark_conf(config: Config) -> dict[str, str]:
+    """The conf a new driver gets: the archive resolved as the runner resolves it."""
+    return spark_conf_with(config, class_archive.resolve(config.spark.class_archive))
 
 
 @pytest.fixture
@@ -142,7 +145,7 @@ def test_built_archive_is_mapped_by_the_next_run_which_still_alerts(tmp_path, br
         assert wait_for_event(log, "spark.ready", proc, 600)["class_archive"] == str(archive)
         wait_for_event(log, "appliance.ready", proc, 600)
         # The JVM accepted the archive: it keeps the file mapped (a rejected one is not).
-        mapped = [pid for pid in live_members(proc.pid) if str(archive) in _maps(pid)]
+        mapped = [pid for pid in process_group.live_members(proc.pid) if str(archive) in _maps(pid)]
         assert mapped, f"no process of group {proc.pid} maps {archive}"
         produce(broker.bootstrap, topics["events"], [
             json.dumps({"event_id": "ca-1", "ts": 1732200000123.5, "source": "h1",
@@ -154,13 +157,7 @@ def test_built_archive_is_mapped_by_the_next_run_which_still_alerts(tmp_path, br
         assert [(a["alert_id"], [r["id"] for r in a["rules"]]) for a in got] \
             == [("ca-1", ["hot"])]
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=90)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=30)
+        process_group.stop(proc, grace=90, whole_group=True)
 
 
 def _env() -> dict[str, str]:

@@ -29,6 +29,7 @@ from cluster_config import write_cluster_config
 from kafka_io import consume, produce
 from test_appliance_process import ApplianceProcess, has_all
 
+from appliance import process_group
 from loadgen.arrivals import ArrivalClock
 from loadgen.events import rules_yaml
 
@@ -140,8 +141,7 @@ def test_executor_kill_mid_stream_loses_no_alert(cluster_run, spark_cluster, bro
         assert load.poll() is not None, "loadgen did not finish in time"
     finally:
         if load.poll() is None:
-            os.killpg(load.pid, signal.SIGKILL)
-            load.wait(timeout=30)
+            process_group.kill(load)
         load_log.close()
         clock.close()
     report = json.loads(report_path.read_text())

@@ -27,6 +27,7 @@ from pathlib import Path
 import pyspark
 import yaml
 
+from appliance import process_group
 from appliance.broker import EmbeddedBroker
 from appliance.tuning import spark_metrics_conf
 from dashboards import catalog
@@ -196,16 +197,12 @@ class Stack:
     def stop(self) -> None:
         for proc in reversed(self.procs):
             if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
+                process_group.signal_group(proc.pid, signal.SIGTERM)
         for proc in reversed(self.procs):
             try:
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=30)
+                process_group.kill(proc)
         if self.broker is not None:
             self.broker.stop()
 

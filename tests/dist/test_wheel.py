@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from appliance import process_group
 from appliance.broker.ready_line import read_until_line
 from appliance.logwatch import wait_for_event
 
@@ -105,17 +106,7 @@ class Proc:
         return self.log.read_text(errors="replace")[-4000:]
 
     def stop(self, timeout: float = 240) -> int | None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=30)
-        try:  # the JVM and anything else left in the group
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        process_group.stop(self.proc, grace=timeout)  # and the JVM left in its group
         self._out.close()
         return self.proc.returncode
 

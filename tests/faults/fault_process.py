@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from appliance import process_group
 from appliance.config import Config
 from appliance.config import write_config as write_config_file
 from appliance.logwatch import last_event, log_events, wait_for_event
@@ -66,11 +67,7 @@ class ApplianceProcess:
 
     def kill(self) -> None:
         """SIGKILL to the whole group: the Python process and Spark's JVM."""
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.proc.wait(timeout=30)
+        process_group.kill(self.proc)
         self._log_file.close()
 
     def terminate(self, timeout: float = 120) -> int:
