@@ -243,7 +243,7 @@ class Appliance:
             self._observer = AlertObserver(histogram, self.client_config(),
                                            self.config.topics.alerts)
             self._observer.start()
-            extra.append(histogram)
+            extra.extend((histogram, self._observer))
         self._metrics_server, self.metrics_port = serve(
             collector, self.config.metrics.host, self.config.metrics.port, *extra)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kafka.record import util as kafka_record_util
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -12,6 +13,7 @@ from appliance.alert_latency import (
     SOURCE_TIMESTAMP_HEADER,
     LatencyHistogram,
     bucket_counts,
+    checks_crc_in_python,
     latency_ms,
     quantile_ms,
 )
@@ -69,3 +71,12 @@ def test_exposition_reads_back_into_buckets_and_quantiles():
     assert 1 < quantile_ms(counts, 0.5) <= 2
     assert 30 < quantile_ms(counts, 0.99) <= 40
     assert quantile_ms([0] * len(counts), 0.99) is None
+
+
+def test_fetched_batches_are_checked_by_the_c_crc():
+    """The observer decodes every alert with kafka-python; its CRC-32C check must be the C
+    one (the ``crc32c`` dependency), which is what the cost measured in the docs assumes."""
+    assert not checks_crc_in_python()
+    crc = kafka_record_util.calc_crc32c
+    assert crc(b"123456789") == 0xE3069283  # the CRC-32C check value
+    assert type(crc.__defaults__[0]).__name__ == "builtin_function_or_method"

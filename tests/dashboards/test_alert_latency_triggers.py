@@ -10,11 +10,13 @@ reasons are in ``agreement.py``. The histogram is read from the running applianc
 
 from __future__ import annotations
 
+import time
 import urllib.request
 import uuid
 
 import pytest
 from agreement import agreement
+from prometheus_client.parser import text_string_to_metric_families
 
 from appliance.alert_latency import bucket_counts
 from appliance.config import TopicsConfig
@@ -28,10 +30,27 @@ from loadgen.run import run_load
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(2400)]
 
 
-def scrape_buckets(port: int) -> list[int]:
-    """Per-bucket counts (all severities, +Inf last) from the appliance's /metrics text."""
+def scrape(port: int) -> tuple[list[int], float]:
+    """Per-bucket counts (all severities, +Inf last) and the observer's CPU seconds, from
+    the appliance's /metrics text."""
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
-        return bucket_counts(r.read().decode())
+        text = r.read().decode()
+    cpu = [s.value for family in text_string_to_metric_families(text) for s in family.samples
+           if s.name == "appliance_alert_latency_observer_cpu_seconds_total"]
+    assert len(cpu) == 1, "the observer's own CPU counter is not exported"
+    return bucket_counts(text), cpu[0]
+
+
+def scrape_buckets(port: int, at_least: int, timeout: float = 30.0) -> list[int]:
+    """The bucket counts once ``at_least`` alerts are filed (or at ``timeout``): the
+    observer reads the alerts topic in fetches of up to half a second, so it may still be
+    a fetch behind the consumer that just received them."""
+    deadline = time.monotonic() + timeout
+    counts, _cpu = scrape(port)
+    while sum(counts) < at_least and time.monotonic() < deadline:
+        time.sleep(0.25)
+        counts, _cpu = scrape(port)
+    return counts
 
 
 @pytest.mark.parametrize("trigger", ["realtime", "microbatch"])
@@ -52,13 +71,15 @@ def test_in_band_p99_agrees_with_loadgen(trigger, spark, broker, tmp_path):
             bootstrap=broker.bootstrap, rate=200, duration=8, grace=90,
             events_topic=topics.events, alerts_topic=topics.alerts,
             dlq_topic=topics.dead_letters, floor_seconds=2, progress=False))
-        counts = scrape_buckets(appliance.metrics_port)
+        counts = scrape_buckets(appliance.metrics_port, report.received_alerts)
+        _counts, observer_cpu_s = scrape(appliance.metrics_port)
     finally:
         appliance.stop()
     assert report.ok, f"loadgen lost alerts: {report.lost}"
     assert report.floor_ms and report.floor_ms.get("p99") is not None
     # Every alert loadgen received was observed in-band too (duplicates may add more).
     assert sum(counts) >= report.received_alerts > 0
+    assert observer_cpu_s > 0  # its cost is counted, and it did work
     result = agreement(counts, report, report.received_alerts)
     print(f"agreement {trigger}: {result}")  # the numbers for the notes (pytest -s / -rA)
     assert result.ok, (f"{trigger}: {result} (loadgen {report.latency_ms}, "
