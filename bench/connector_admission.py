@@ -29,7 +29,14 @@ from pyspark.sql import SparkSession
 
 from appliance.broker import EmbeddedBroker
 from appliance.connector import spark_jars_conf
-from loadgen.overload import OverloadRun, Scenario, run_scenario, start_costly_relay, write_png
+from loadgen.overload import (
+    CALIBRATION_BACKLOG,
+    OverloadRun,
+    Scenario,
+    run_scenario,
+    start_costly_relay,
+    write_png,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "reports" / "bench" / "connector_admission.json"
@@ -76,7 +83,7 @@ def run_mode(spark, broker, name: str, options: dict[str, str], scenario: Scenar
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench.connector_admission", description=__doc__)
     parser.add_argument("--overload-seconds", type=float, default=30.0)
-    parser.add_argument("--backlog", type=int, default=3000,
+    parser.add_argument("--backlog", type=int, default=CALIBRATION_BACKLOG,
                         help="records of the calibration backlog")
     parser.add_argument("--target", default="2s", help="adaptiveTargetBatchDuration")
     parser.add_argument("--fixed", default="1000,200000",
