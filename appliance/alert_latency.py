@@ -37,6 +37,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from appliance import logs
 
 METRIC = "appliance_alert_latency_seconds"
+OBSERVER_CPU_METRIC = "appliance_alert_latency_observer_cpu_seconds"  # + "_total" exposed
 SOURCE_TIMESTAMP_HEADER = "appliance.source.timestamp"  # ASCII decimal epoch ms
 SEVERITY_HEADER = "appliance.severity"
 # Upper bounds in milliseconds: fine where a millisecond appliance lives, coarse above.
@@ -107,6 +108,15 @@ def bucket_counts(exposition: str) -> list[int]:
                 cumulative[i] += sample.value
     return [int(round(c - p)) for c, p in zip(cumulative, [0.0, *cumulative[:-1]],
                                               strict=True)]
+
+
+def observer_cpu_s(exposition: str) -> float | None:
+    """The observer thread's CPU seconds from a ``/metrics`` text, None if not exported."""
+    for family in text_string_to_metric_families(exposition):
+        for sample in family.samples:
+            if sample.name == OBSERVER_CPU_METRIC + "_total":
+                return sample.value
+    return None
 
 
 def quantile_ms(counts: list[int], q: float) -> float | None:
@@ -217,7 +227,7 @@ class AlertObserver:
 
     def collect(self) -> Iterable:
         cpu = CounterMetricFamily(
-            "appliance_alert_latency_observer_cpu_seconds",
+            OBSERVER_CPU_METRIC,
             "CPU time of the thread that reads the alerts for the latency histogram")
         cpu.add_metric([], self.cpu_seconds)
         yield cpu

@@ -35,10 +35,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from prometheus_client.parser import text_string_to_metric_families
-
 from appliance import process_group
-from appliance.alert_latency import bucket_counts, quantile_ms
+from appliance.alert_latency import bucket_counts, observer_cpu_s, quantile_ms
 from appliance.broker import EmbeddedBroker
 from bench._machine import process_cpu_s, wait_for_quiet
 
@@ -139,11 +137,10 @@ def _grace_s(seconds: float) -> float:
 
 def _observer_cpu_s(port: int) -> float:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
-        for family in text_string_to_metric_families(r.read().decode()):
-            for sample in family.samples:
-                if sample.name == "appliance_alert_latency_observer_cpu_seconds_total":
-                    return sample.value
-    raise RuntimeError("the appliance exports no observer CPU counter")
+        cpu = observer_cpu_s(r.read().decode())
+    if cpu is None:
+        raise RuntimeError("the appliance exports no observer CPU counter")
+    return cpu
 
 
 def _wait_log(log: Path, pattern: str, proc: subprocess.Popen) -> str:

@@ -11,10 +11,12 @@ from appliance.alert_latency import (
     METRIC,
     SEVERITY_HEADER,
     SOURCE_TIMESTAMP_HEADER,
+    AlertObserver,
     LatencyHistogram,
     bucket_counts,
     checks_crc_in_python,
     latency_ms,
+    observer_cpu_s,
     quantile_ms,
 )
 
@@ -80,3 +82,12 @@ def test_fetched_batches_are_checked_by_the_c_crc():
     crc = kafka_record_util.calc_crc32c
     assert crc(b"123456789") == 0xE3069283  # the CRC-32C check value
     assert type(crc.__defaults__[0]).__name__ == "builtin_function_or_method"
+
+
+def test_observer_cpu_reads_back_from_the_exposition():
+    observer = AlertObserver(LatencyHistogram(), {}, "alerts")
+    observer.cpu_seconds = 1.25
+    registry = CollectorRegistry()
+    registry.register(observer)
+    assert observer_cpu_s(generate_latest(registry).decode()) == 1.25
+    assert observer_cpu_s("") is None

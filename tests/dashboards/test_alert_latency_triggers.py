@@ -16,9 +16,8 @@ import uuid
 
 import pytest
 from agreement import agreement
-from prometheus_client.parser import text_string_to_metric_families
 
-from appliance.alert_latency import bucket_counts
+from appliance.alert_latency import bucket_counts, observer_cpu_s
 from appliance.config import TopicsConfig
 from appliance.runner import Appliance
 from appliance.topics import default_partitions
@@ -35,10 +34,9 @@ def scrape(port: int) -> tuple[list[int], float]:
     the appliance's /metrics text."""
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
         text = r.read().decode()
-    cpu = [s.value for family in text_string_to_metric_families(text) for s in family.samples
-           if s.name == "appliance_alert_latency_observer_cpu_seconds_total"]
-    assert len(cpu) == 1, "the observer's own CPU counter is not exported"
-    return bucket_counts(text), cpu[0]
+    cpu = observer_cpu_s(text)
+    assert cpu is not None, "the observer's own CPU counter is not exported"
+    return bucket_counts(text), cpu
 
 
 def scrape_buckets(port: int, at_least: int, timeout: float = 30.0) -> list[int]:
