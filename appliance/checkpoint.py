@@ -80,7 +80,9 @@ def entry_problem(path: Path) -> str | None:
     return None
 
 
-def _batch_ids(directory: Path) -> list[int]:
+def batch_ids(directory: Path) -> list[int]:
+    """The numbered entries of an ``offsets`` or ``commits`` log, ascending (temp and
+    ``.crc`` files are not entries); [] when the directory does not exist."""
     if not directory.is_dir():
         return []
     return sorted(int(p.name) for p in directory.iterdir() if p.name.isdigit())
@@ -130,14 +132,14 @@ def repair(checkpoint_dir: str | Path) -> list[Repair]:
     # Only the newest entry of a log can be torn by a crash; older ones were complete
     # before the next batch began. A torn one goes; then look at the new newest.
     for directory in (offsets, commits):
-        for batch in reversed(_batch_ids(directory)):
+        for batch in reversed(batch_ids(directory)):
             problem = entry_problem(directory / str(batch))
             if problem is None:
                 break
             mover.move_entry(directory, batch, f"torn last entry ({problem})")
-    kept = _batch_ids(offsets)
+    kept = batch_ids(offsets)
     newest_offsets = kept[-1] if kept else -1
-    for batch in _batch_ids(commits):
+    for batch in batch_ids(commits):
         if batch > newest_offsets:
             mover.move_entry(commits, batch,
                              f"commit of batch {batch}, whose offsets entry is gone")

@@ -7,7 +7,9 @@ grep and alert on; human wording goes into fields, never into the event name.
 from __future__ import annotations
 
 import logging
+import re
 import sys
+from dataclasses import dataclass
 
 import structlog
 
@@ -19,11 +21,51 @@ _configured = False
 QUIET_LIBRARIES = ("kafka", "py4j")
 
 
+@dataclass(frozen=True)
+class ForeignEvent:
+    """A library's log line that gets an event name of its own (see FOREIGN_EVENTS)."""
+    logger: str           # the library's logger, or a parent of it
+    pattern: re.Pattern   # searched in the line's text; named groups become float fields
+    event: str
+    why: str
+
+
+# A library's line (stdlib logging) has text that changes with every call (object
+# addresses, durations), so it cannot be its event name: it becomes ``library.log`` with
+# the text in ``message``, or a named event for the lines operators meet in practice.
+FOREIGN_EVENTS = (
+    ForeignEvent("kafka.net.selector",
+                 re.compile(r"ran for (?P<seconds>\d+(?:\.\d+)?)s \(>(?P<threshold_s>[\d.]+)s"),
+                 "kafka.io_step_slow",
+                 "kafka-python's I/O thread took longer than its threshold (0.1 s) for one "
+                 "step. The library blames a tight loop; here it is a CPU-starved process "
+                 "(saturated cores, a steal-heavy VM), and the client's fetches wait meanwhile"),
+)
+FOREIGN_DEFAULT_EVENT = "library.log"
+
+
+def foreign_event(logger_name: str, text: str) -> tuple[str, dict[str, float]]:
+    """The stable event name of a library's line and the fields taken from its text."""
+    for rule in FOREIGN_EVENTS:
+        if logger_name == rule.logger or logger_name.startswith(rule.logger + "."):
+            match = rule.pattern.search(text)
+            if match:
+                return rule.event, {k: float(v) for k, v in match.groupdict().items()}
+    return FOREIGN_DEFAULT_EVENT, {}
+
+
 def _stdlib_component(logger, method_name, event_dict):
-    """Name a foreign (stdlib logging) line's source the way our own lines do."""
+    """Name a foreign (stdlib logging) line's source the way our own lines do, and give it
+    a stable event name (FOREIGN_EVENTS), its text in ``message``."""
     record = event_dict.get("_record")
     if record is not None:
         event_dict.setdefault("component", record.name)
+        text = str(event_dict.get("event", ""))
+        event, fields = foreign_event(record.name, text)
+        event_dict["event"] = event
+        event_dict["message"] = text
+        for key, value in fields.items():
+            event_dict.setdefault(key, value)
     return event_dict
 
 

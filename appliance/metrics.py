@@ -18,7 +18,8 @@ from kafka import KafkaConsumer
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from appliance.topics import end_offsets
+from appliance.checkpoint import batch_ids
+from appliance.topics import end_offsets, offsets_consumer
 
 
 def last_commit_time(checkpoint_dir: str | Path) -> float | None:
@@ -42,8 +43,7 @@ def committed_offsets(checkpoint_dir: str | Path) -> dict[str, dict[int, int]]:
     finished; only a committed id is safe to call processed.
     """
     root = Path(checkpoint_dir)
-    commits = [int(p.name) for p in (root / "commits").glob("[0-9]*") if p.name.isdigit()]
-    for batch in sorted(commits, reverse=True):
+    for batch in reversed(batch_ids(root / "commits")):
         offsets_file = root / "offsets" / str(batch)
         try:
             lines = offsets_file.read_text(encoding="utf-8").splitlines()
@@ -163,7 +163,7 @@ class MetricsPoller:
 
     def poll_once(self) -> None:
         if self._consumer is None:
-            self._consumer = KafkaConsumer(**self.client_config)
+            self._consumer = offsets_consumer(self.client_config)
         ends, totals = self._totals()
         committed = committed_offsets(self.checkpoint_dir).get(self.topics.events, {})
         read_total = sum(committed.values())

@@ -18,9 +18,11 @@ from datetime import datetime
 from pathlib import Path
 
 from appliance import logs
+from appliance.checkpoint import batch_ids
 from appliance.checkpoint import repair as repair_checkpoint
 from appliance.class_archive import resolve as resolve_class_archive
-from appliance.config import Config, ConfigError
+from appliance.config import Config, ConfigError, interval_ms
+from appliance.epoch_watch import EpochWatch, stall_timeout_s
 from appliance.rules import Rule, RulesError, analyze_rules, load_rules
 from appliance.slots import wait_for_slots
 from appliance.topics import (
@@ -208,10 +210,9 @@ class Appliance:
         output = transform(records, self.rules, cfg.topics,
                            latency_headers=cfg.metrics.alert_latency)
         self.repair_checkpoint()
-        commits = Path(cfg.query.checkpoint_dir) / "commits"
-        self.recovered = any(p.name.isdigit() for p in commits.glob("*"))
         Path(cfg.query.checkpoint_dir).mkdir(parents=True, exist_ok=True)
         self._commits_at_start = self._commits()
+        self.recovered = bool(self._commits_at_start)
         self.query = (output.writeStream.format("appliance-kafka")
                       .queryName("appliance")
                       .option("checkpointLocation", cfg.query.checkpoint_dir)
@@ -306,9 +307,8 @@ class Appliance:
                 return False
         return False
 
-    def _commits(self) -> set[str]:
-        commits = Path(self.config.query.checkpoint_dir) / "commits"
-        return {p.name for p in commits.glob("*") if p.name.isdigit()}
+    def _commits(self) -> set[int]:
+        return set(batch_ids(Path(self.config.query.checkpoint_dir) / "commits"))
 
     def _tasks_running(self) -> int:
         """Running tasks, once this query's run has a running job (Spark files its jobs
@@ -384,11 +384,24 @@ class Appliance:
                      input_rows=progress.get("numInputRows"),
                      durationMs=progress.get("durationMs"))
 
+    def epoch_watch(self) -> EpochWatch | None:
+        """Continuous mode only: Spark keeps a continuous query active when its epoch
+        coordinator fails to write the checkpoint (see ``appliance.epoch_watch``)."""
+        cfg = self.config.query
+        if cfg.trigger != "continuous":
+            return None
+        return EpochWatch(Path(cfg.checkpoint_dir), stall_timeout_s(interval_ms(cfg.interval)))
+
     def serve(self, stop: threading.Event) -> int:
-        """Block until ``stop`` is set (0) or the query dies (1)."""
+        """Block until ``stop`` is set (0) or the query dies or gets stuck (1)."""
+        watch = self.epoch_watch()
         while not stop.is_set():
             self._log_processing()
             self._log_progress()
+            stuck = watch.stalled() if watch is not None else None
+            if stuck is not None:
+                log.error("query.failed", cause=stuck)
+                return 1
             if self._terminated(0.5):
                 if stop.is_set():
                     # SIGTERM to the whole process group (``timeout``, systemd) also stops

@@ -37,6 +37,13 @@ def client_config(kafka: KafkaConfig, bootstrap: str) -> dict:
     return out
 
 
+def offsets_consumer(config: dict) -> KafkaConsumer:
+    """A consumer outside any group, for metadata and end offsets. Auto-commit is off
+    because there is no group to commit to: left on, kafka-python turns it off itself and
+    warns so at every start, a line with no stable event name in the appliance's log."""
+    return KafkaConsumer(**{**config, "group_id": None, "enable_auto_commit": False})
+
+
 def default_partitions(topics: TopicsConfig) -> dict[str, int]:
     """Topic name -> partitions to create it with, for the configured topic names."""
     return {getattr(topics, field): n for field, n in DEFAULT_PARTITIONS.items()}
@@ -44,7 +51,7 @@ def default_partitions(topics: TopicsConfig) -> dict[str, int]:
 
 def partition_counts(config: dict, topics: Iterable[str]) -> dict[str, int]:
     """Partitions per topic; 0 for a topic the cluster does not have."""
-    consumer = KafkaConsumer(**config)
+    consumer = offsets_consumer(config)
     try:
         return {t: len(consumer.partitions_for_topic(t) or ()) for t in topics}
     finally:

@@ -24,14 +24,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kafka import KafkaConsumer
 from pyspark.sql import DataFrame, SparkSession
 
 from appliance import logs
 from appliance.config import TopicsConfig
 from appliance.pipeline import transform
 from appliance.rules import Rule
-from appliance.topics import end_offsets
+from appliance.topics import end_offsets, offsets_consumer
 
 log = logs.get_logger("appliance.warmup")
 
@@ -105,7 +104,7 @@ def warm_up(spark: SparkSession, rules: Sequence[Rule], topic: str | None, clien
         # The synthetic input, written once with the sink's own options (warms the producer);
         # each round re-reads exactly that range (the topic may hold older runs' records, and
         # each round appends its own outputs behind it).
-        consumer = KafkaConsumer(**client)
+        consumer = offsets_consumer(client)
         try:
             before = end_offsets(consumer, [topic])[topic]
             raw = synthetic_records(spark, RECORDS_PER_ROUND).select("key", "value")
