@@ -100,9 +100,11 @@ def test_pause_in_the_appliance_shows_in_every_event_scheduled_during_it(
     """Coordinated omission: a 1.5 s stall must cost every event scheduled inside it.
 
     Event scheduled at ``s`` inside a stall ending at ``p1`` waits ``p1 - s`` at least, so
-    latencies >= pause/2 belong to the first half of the stall: about rate * pause / 2
-    events. A generator that timed from its own (delayed) send, or slowed down with the
-    appliance, would report far fewer.
+    at least the events of the stall's first half (about rate * pause / 2) wait pause/2 or
+    more. A generator that timed from its own (delayed) send, or slowed down with the
+    appliance, would report far fewer. Nor may the stall be charged to events scheduled
+    before it. How long the relay takes to drain its backlog after the stall is the
+    machine's business (on a starved CPU, seconds), so no bound here depends on it.
     """
     rate, pause_s = 400, 1.5
     config = LoadConfig(bootstrap=lg_bootstrap, rate=rate, duration=6.0, alert_ratio=1.0,
@@ -121,7 +123,8 @@ def test_pause_in_the_appliance_shows_in_every_event_scheduled_during_it(
     report = box["report"]
     measured_pause = resumed_at - paused_at
     t0 = report.schedule_start_epoch
-    assert t0 < paused_at and resumed_at < t0 + config.duration, "pause outside the schedule"
+    assert t0 + 1.0 <= paused_at and resumed_at < t0 + config.duration, \
+        "pause outside the schedule"
     assert report.lost == 0 and report.received_alerts == report.expected_alerts == 2400
     assert report.latency_ms["max"] >= (measured_pause - 0.15) * 1000
     histogram = decode_histogram(report.latency_hdr)
@@ -129,13 +132,17 @@ def test_pause_in_the_appliance_shows_in_every_event_scheduled_during_it(
     at_least_half = histogram.get_total_count() - sum(
         histogram.get_count_at_value(v) for v in _recorded_values(histogram)
         if v < half * 1_000_000)
-    # After SIGCONT the relay needs a moment to clear its backlog; that catch-up (what the
-    # max exceeds the pause by) extends the window of slow events a little.
-    catch_up = max(0.0, report.latency_ms["max"] / 1000 - measured_pause)
-    low, high = 0.85 * rate * half, 1.15 * rate * (half + catch_up) + 10
+    # Only events scheduled after the pause began (and the few still in flight at that
+    # moment: a quarter of a second's worth) can have waited that long.
+    low = 0.85 * rate * half
+    high = rate * (t0 + config.duration - paused_at + 0.25)
+    by_second = {row["second"]: row for row in report.latency_series}
     print(f"pause {measured_pause:.3f}s: {at_least_half} events >= {half:.3f}s "
-          f"(expected {low:.0f}..{high:.0f}), max {report.latency_ms['max']} ms")
+          f"(expected {low:.0f}..{high:.0f}), max {report.latency_ms['max']} ms, "
+          f"second 0 p50 {by_second[0]['p50']} ms")
     assert low <= at_least_half <= high
+    # The whole first second was scheduled before the pause: it is not charged the stall.
+    assert by_second[0]["p50"] < half * 1000
     # The stall shows where it happened in the per-second series.
     pause_second = int(paused_at - t0)
     by_second = {row["second"]: row for row in report.latency_series}
