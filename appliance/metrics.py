@@ -81,9 +81,13 @@ class Snapshot:
 class ApplianceCollector:
     """prometheus-client collector over the latest ``Snapshot``."""
 
-    def __init__(self, trigger: str, rules: int, recovered: bool = False):
+    def __init__(self, trigger: str, rules: int, recovered: bool = False,
+                 progress_interval_s: float = 1.0):
         self.trigger = trigger
         self.rules = rules
+        # How often a healthy query commits or reports progress: what the progress age is
+        # compared with (ApplianceQueryStalled), since real-time batches last minutes.
+        self.progress_interval_s = progress_interval_s
         # 1 when this process resumed the query from an existing checkpoint (a restart
         # after a stop or crash); Prometheus' increase() sums it across process restarts.
         self.recoveries = 1 if recovered else 0
@@ -110,6 +114,13 @@ class ApplianceCollector:
                                     "unix time this appliance process started its query")
         started.add_metric([], self.started)
         yield started
+        interval = GaugeMetricFamily(
+            "appliance_query_progress_interval_seconds",
+            "how often the healthy query commits or reports progress: the epoch interval "
+            "(continuous), the batch duration (real-time), the trigger or idle-progress "
+            "interval (micro-batch)")
+        interval.add_metric([], self.progress_interval_s)
+        yield interval
         if snap.progress_age_s is not None:
             age = GaugeMetricFamily("appliance_query_last_progress_age_seconds",
                                     "seconds since the query last committed a batch or epoch")

@@ -21,7 +21,7 @@ from appliance import logs
 from appliance.checkpoint import batch_ids
 from appliance.checkpoint import repair as repair_checkpoint
 from appliance.class_archive import resolve as resolve_class_archive
-from appliance.config import Config, ConfigError, interval_ms
+from appliance.config import Config, ConfigError, QueryConfig, interval_ms
 from appliance.epoch_watch import EpochWatch, stall_timeout_s
 from appliance.rules import Rule, RulesError, analyze_rules, load_rules
 from appliance.slots import wait_for_slots
@@ -32,7 +32,7 @@ from appliance.topics import (
     ensure_topics,
     partition_counts,
 )
-from appliance.tuning import tuning_for
+from appliance.tuning import IDLE_PROGRESS_INTERVAL_MS, tuning_for
 
 SLOT_TRIGGERS = ("continuous", "realtime")  # one long-running task per input partition
 # How long ``start()`` waits for the query to really run before it gives up (exit 1): a
@@ -86,6 +86,16 @@ def trigger_kwargs(config: Config) -> dict[str, str]:
     interval = config.query.interval
     return {"continuous": {"continuous": interval}, "realtime": {"realTime": interval},
             "microbatch": {"processingTime": interval}}[config.query.trigger]
+
+
+def progress_interval_s(query: QueryConfig) -> float:
+    """How often the healthy query commits or reports progress: its interval, but an idle
+    micro-batch query reports only every ``IDLE_PROGRESS_INTERVAL_MS`` (a 0 s trigger
+    means as often as that)."""
+    interval = interval_ms(query.interval)
+    if query.trigger == "microbatch":
+        interval = max(interval, IDLE_PROGRESS_INTERVAL_MS)
+    return interval / 1000.0
 
 
 def output_mode(trigger: str) -> str:
@@ -232,8 +242,9 @@ class Appliance:
         from appliance.alert_latency import AlertObserver, LatencyHistogram
         from appliance.metrics import ApplianceCollector, MetricsPoller, serve
 
-        collector = ApplianceCollector(self.config.query.trigger, len(self.rules),
-                                       recovered=self.recovered)
+        query = self.config.query
+        collector = ApplianceCollector(query.trigger, len(self.rules), recovered=self.recovered,
+                                       progress_interval_s=progress_interval_s(query))
         self._poller = MetricsPoller(collector, self.client_config(), self.config.topics,
                                      self.config.query.checkpoint_dir, self.query_active,
                                      last_progress=self.last_progress_time)

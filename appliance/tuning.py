@@ -23,6 +23,9 @@ GC_OPTIONS = (
 # Spark's metric names start with this namespace instead of the application id (which
 # changes every run), so dashboards and alert rules can name them.
 SPARK_METRICS_NAMESPACE = "appliance"
+# Micro-batch: how often an idle query still reports progress (Spark's default is 10 s).
+# The metrics use it as the longest a healthy idle query goes without progress.
+IDLE_PROGRESS_INTERVAL_MS = 1000
 _PROMETHEUS_SERVLET = "org.apache.spark.metrics.sink.PrometheusServlet"
 
 
@@ -87,7 +90,7 @@ def _spark_conf(jvm: str) -> dict[str, str]:
         "spark.sql.streaming.continuous.epochBacklogQueueSize": "10000",
         # Micro-batch: poll for new data quickly when idle.
         "spark.sql.streaming.pollingDelay": "1ms",
-        "spark.sql.streaming.noDataProgressEventInterval": "1000",
+        "spark.sql.streaming.noDataProgressEventInterval": str(IDLE_PROGRESS_INTERVAL_MS),
         "spark.sql.streaming.minBatchesToRetain": "20",
         "spark.locality.wait": "0s",                # schedule at once, never wait for locality
         "spark.driver.extraJavaOptions": jvm,

@@ -1,13 +1,17 @@
-"""Recoveries and last-progress age: the health metrics that need no running query."""
+"""Recoveries, last-progress age and the progress interval: the health metrics that need
+no running query."""
 
 from __future__ import annotations
 
 import os
 import time
 
+import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
+from appliance.config import Config
 from appliance.metrics import ApplianceCollector, Snapshot, last_commit_time
+from appliance.runner import progress_interval_s
 
 
 def _text(collector) -> str:
@@ -34,8 +38,22 @@ def test_collector_exports_recoveries_start_time_and_progress_age():
     assert "appliance_recoveries_total 0.0" in text
     assert "appliance_start_time_seconds" in text
     assert "appliance_query_last_progress_age_seconds" not in text  # no progress yet
-    resumed = ApplianceCollector("microbatch", 3, recovered=True)
+    assert "appliance_query_progress_interval_seconds 1.0" in text
+    resumed = ApplianceCollector("realtime", 3, recovered=True, progress_interval_s=300.0)
     resumed.snapshot = Snapshot(query_up=True, progress_age_s=1.5)
     text = _text(resumed)
     assert "appliance_recoveries_total 1.0" in text
     assert "appliance_query_last_progress_age_seconds 1.5" in text
+    assert "appliance_query_progress_interval_seconds 300.0" in text
+
+
+@pytest.mark.parametrize(("trigger", "interval", "seconds"), [
+    ("continuous", "100 milliseconds", 0.1),
+    ("realtime", "5 minutes", 300.0),
+    ("microbatch", "0 seconds", 1.0),     # idle, Spark reports progress every second
+    ("microbatch", "10 seconds", 10.0),
+])
+def test_progress_interval_follows_the_trigger(trigger, interval, seconds):
+    query = Config.model_validate({"rules": {"path": "rules.yml"},
+                                   "query": {"trigger": trigger, "interval": interval}}).query
+    assert progress_interval_s(query) == seconds
