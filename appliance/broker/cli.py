@@ -75,6 +75,10 @@ def add_broker_options(parser: argparse.ArgumentParser) -> None:
     sec.add_argument("--sasl-mechanisms", type=_mechanisms, default=None,
                      help="comma-separated, e.g. SCRAM-SHA-512 (default: PLAIN, "
                           "SCRAM-SHA-256, SCRAM-SHA-512 over TLS; no PLAIN without TLS)")
+    sec.add_argument("--failed-auth-close-delay-ms", type=_non_negative, default=100,
+                     help="after refusing an authentication, close the connection this "
+                          "much later, as Kafka's connection.failed.authentication.delay.ms "
+                          "(default 100)")
     parser.set_defaults(func=run_from_args)
 
 
@@ -90,7 +94,8 @@ def run_from_args(args: argparse.Namespace) -> int:
                "segment_bytes": max(args.segment_bytes, 1),
                "security_protocol": args.security_protocol, "ssl_certfile": args.ssl_certfile,
                "ssl_keyfile": args.ssl_keyfile, "ssl_client_ca": args.ssl_client_ca,
-               "sasl_users_file": args.sasl_users, "sasl_mechanisms": args.sasl_mechanisms}
+               "sasl_users_file": args.sasl_users, "sasl_mechanisms": args.sasl_mechanisms,
+               "failed_auth_close_delay_ms": args.failed_auth_close_delay_ms}
     if args.max_message_bytes is not None:
         options["max_message_bytes"] = args.max_message_bytes
     return run_broker(args.host, args.port, args.data_dir, metrics_port=args.metrics_port,

@@ -36,6 +36,11 @@ class BrokerConfig:
     sasl_mechanisms: tuple[str, ...] | None = None  # None: the protocol's defaults
     auth_timeout_ms: int = 60_000  # TLS, then SASL, must each finish within this, or the
     # connection is closed
+    # Kafka's connection.failed.authentication.delay.ms: after answering a failed
+    # authentication, wait this long before closing. It slows password guessing, and real
+    # clients need it: kafka-python drops bytes that arrive together with the close, so
+    # an immediate close hid the error answer from it on a busy machine.
+    failed_auth_close_delay_ms: int = 100
 
 
 def parse_topics(spec: str) -> dict[str, int]:

@@ -9,10 +9,11 @@ reason), so a stranger cannot make the broker buffer or parse much.
 
 Failures answer with the codes real clients turn into clear exceptions - Java
 ``SaslAuthenticationException``, librdkafka ``_AUTHENTICATION``, kafka-python
-``KafkaConnectionError`` - and never echo a user's password, proof or token:
+``SaslAuthenticationFailedError`` - and never echo a user's password, proof or token:
   - a mechanism the listener does not enable: UNSUPPORTED_SASL_MECHANISM and the list;
   - SaslAuthenticate before a handshake, or a second handshake: ILLEGAL_SASL_STATE;
   - wrong user or password: SASL_AUTHENTICATION_FAILED, then the connection closes.
+Each failure closes after ``failed_auth_close_delay_ms`` (the server's job), as Kafka does.
 """
 
 from __future__ import annotations

@@ -116,6 +116,7 @@ class Connection(asyncio.Protocol):
         # SASL listeners: nothing but the handshake until authenticated (sasl.py)
         self.sasl = server.security.new_session()
         self._auth_timer: asyncio.TimerHandle | None = None
+        self._close_timer: asyncio.TimerHandle | None = None
         if self.sasl is not None:
             self.max_frame = min(self.max_frame, sasl.UNAUTHENTICATED_MAX_FRAME)
 
@@ -139,8 +140,9 @@ class Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
-        if self._auth_timer is not None:
-            self._auth_timer.cancel()
+        for timer in (self._auth_timer, self._close_timer):
+            if timer is not None:
+                timer.cancel()
         self.server.connections.discard(self)
         for entry in self.pending:
             result = entry.result
@@ -160,6 +162,8 @@ class Connection(asyncio.Protocol):
             self.transport.resume_reading()
 
     def data_received(self, data: bytes) -> None:
+        if self.closed:  # closing after a failed authentication: ignore what still comes
+            return
         if self.server.metrics is not None:
             self.server.metrics.bytes_in += len(data)
         if self.buf:  # a partial frame is pending: join once, then parse from bytes
@@ -225,13 +229,23 @@ class Connection(asyncio.Protocol):
                        timeout_ms=self.server.config.auth_timeout_ms)
 
     def _close_after_answer(self) -> None:
-        """Close gracefully: the failure answer already written still reaches the client."""
+        """Read nothing more, then close gracefully after the configured delay: the failure
+        answer already written reaches the client, and is read before the close."""
         log.warning("broker.authentication_failed", peer=str(self.peer),
                     mechanism=self.sasl.mechanism, reason=self.sasl.failure)
         self.closed = True
         self.buf.clear()
-        if self.transport is not None:
+        if self.transport is None:
+            return
+        self.transport.pause_reading()
+        if self._auth_timer is not None:
+            self._auth_timer.cancel()
+        delay_s = self.server.config.failed_auth_close_delay_ms / 1000.0
+        if delay_s <= 0:
             self.transport.close()
+        else:
+            self._close_timer = asyncio.get_running_loop().call_later(
+                delay_s, self.transport.close)
 
     def _on_frame(self, frame: memoryview) -> None:
         if len(frame) < _HEADER.size:

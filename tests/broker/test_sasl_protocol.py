@@ -12,6 +12,7 @@ import hmac
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 from secure_helpers import USER, broker_args, make_users, new_password
@@ -108,6 +109,33 @@ def test_authenticate_before_handshake_is_an_illegal_state(sasl_broker):
         resp = _authenticate(c, b"\0" + USER.encode() + b"\0" + sasl_broker.password.encode())
         assert resp["error_code"] == errors.ILLEGAL_SASL_STATE
         assert _closed(c)
+
+
+def test_a_refused_client_reads_its_answer_before_the_close(tmp_path):
+    """Kafka's connection.failed.authentication.delay.ms: after a failed authentication
+    the broker reads nothing more and closes only after the delay, so the client has read
+    the error first (kafka-python discards bytes that arrive together with the close)."""
+    password = new_password()
+    users = make_users(tmp_path / "users.toml", password)
+    b = EmbeddedBroker(extra_args=broker_args("SASL_PLAINTEXT", users=users, mechanisms="PLAIN")
+                       + ["--failed-auth-close-delay-ms", "3000"],
+                       log_path=tmp_path / "broker.log")
+    b.start()
+    try:
+        with WireClient(b.bootstrap) as c:
+            _handshake(c, "PLAIN")
+            resp = _authenticate(c, f"\0{USER}\0not-{password}".encode())
+            assert resp["error_code"] == errors.SASL_AUTHENTICATION_FAILED
+            answered = time.monotonic()
+            c.send_raw(c.encode(schemas.METADATA, 9, {"topics": None,
+                                                      "allow_auto_topic_creation": False}))
+            c.sock.settimeout(0.5)
+            with pytest.raises(TimeoutError):  # still open, and the request is ignored
+                c.sock.recv(1)
+            assert _closed(c)
+            assert time.monotonic() - answered >= 2.5
+    finally:
+        b.stop()
 
 
 @pytest.mark.parametrize("version", [0, 1, 2])
