@@ -79,6 +79,8 @@ def build_report(config: LoadConfig, phase: Phase, mode: str, floor, started_at:
         latency_series=c.latency.series(), latency_curve=c.latency.curve(),
         latency_hdr=c.latency.encoded() if c.latency.count else "", notes=notes,
         resent=sum(r.resent for r in results),
+        delivery_max_ms=(None if c.delivery_max_ms is None
+                         else round(c.delivery_max_ms, 3)),
     )
     if behind["fell_behind"]:
         print(f"loadgen: WARNING {behind_note}", file=sys.stderr, flush=True)

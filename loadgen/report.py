@@ -49,6 +49,9 @@ class Report:
     latency_hdr: str = ""
     notes: list[str] = field(default_factory=list)
     resent: int = 0  # deliveries re-sent because the broker did not acknowledge them
+    # Longest time from an alert record's Kafka timestamp to its consumption here: the
+    # delivery part of the latency, which an in-appliance clock does not see.
+    delivery_max_ms: float | None = None
 
     @property
     def ok(self) -> bool:
