@@ -120,8 +120,7 @@ class Collector:
                 self._answer(message.value(), now_ms, message.timestamp())
         return len(messages)
 
-    def _answer(self, value: bytes | None, now_ms: float,
-                timestamp: tuple[int, int] = (TIMESTAMP_NOT_AVAILABLE, 0)) -> None:
+    def _answer(self, value: bytes | None, now_ms: float, timestamp: tuple[int, int]) -> None:
         """``timestamp``: the alert record's Kafka (type, ms), as confluent-kafka gives it."""
         try:
             record = json.loads(value)

@@ -162,8 +162,6 @@ class Connection(asyncio.Protocol):
             self.transport.resume_reading()
 
     def data_received(self, data: bytes) -> None:
-        if self.closed:  # closing after a failed authentication: ignore what still comes
-            return
         if self.server.metrics is not None:
             self.server.metrics.bytes_in += len(data)
         if self.buf:  # a partial frame is pending: join once, then parse from bytes
@@ -237,7 +235,7 @@ class Connection(asyncio.Protocol):
         self.buf.clear()
         if self.transport is None:
             return
-        self.transport.pause_reading()
+        self.transport.pause_reading()  # what the client still sends is never read
         if self._auth_timer is not None:
             self._auth_timer.cancel()
         delay_s = self.server.config.failed_auth_close_delay_ms / 1000.0
