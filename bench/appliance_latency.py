@@ -1,9 +1,10 @@
 """End-to-end alert latency as users get it: a fresh ``appliance run`` per cell, from ``ready``.
 
 Every cell starts its own ``appliance run`` process (fresh JVM, nothing warmed by an earlier
-cell), waits for its ``appliance.ready`` log line, and at that instant starts a Java driver
-(``bench/java/AlertLatencyBench.java``) sending JSON events open-loop; latency runs from each
-event's *scheduled* send time to its alert being consumed, so the start-up tail counts. The
+cell), waits for its ``appliance.ready`` log line, and at that instant releases a Java driver
+(``bench/java/AlertLatencyBench.java``, warmed on a topic of its own before the appliance
+starts: see ``Driver``) sending JSON events open-loop; latency runs from each event's
+*scheduled* send time to its alert being consumed, so the product's start-up tail counts. The
 floor, a JVM relaying events to alerts without Spark (``passthrough``), runs on the same
 broker in the same bench run, and every cell's steady-state p99 is reported as a ratio to
 it. Each cell is run ``--runs`` times (in rounds: all cells, then all cells again) and the
@@ -23,6 +24,7 @@ import argparse
 import json
 import os
 import platform
+import select
 import shutil
 import statistics
 import subprocess
@@ -34,9 +36,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from appliance import process_group
-from appliance.config import Config
+from appliance.config import Config, TopicsConfig
 from appliance.config import write_config as write_config_file
 from appliance.logwatch import log_events, wait_for_event
+from appliance.topics import default_partitions
 from appliance.tuning import GC_OPTIONS
 from bench import _machine as machine
 from bench._cells import BY_NAME, CELLS, Cell
@@ -50,6 +53,9 @@ ALERT_EVERY = 10          # 10% of events alert (rule cpu-critical of examples/r
 WARMUP_SECONDS = WARMUP_S  # "steady state" = scheduled seconds from here on
 READY_TIMEOUT_S = 300.0
 DRAIN_S = 30.0
+DRIVER_WARMUP_S = 5.0          # the driver's own warm-up, at the cell's rate, before the product
+DRIVER_WARM_TIMEOUT_S = 120.0
+PRODUCER_LINGER_MS = 1         # the driver's event producer's linger.ms (see Driver)
 
 # The issue's targets, checked on the medians (ms unless named).
 TARGETS = {
@@ -62,19 +68,71 @@ READY_TO_FIRST_ALERT_TARGET_S = 10.0
 
 
 # -- the Java driver ------------------------------------------------------------------------
-def _java(cp: str, *args: str) -> list[str]:
+def java_command(cp: str, *args: str) -> list[str]:
     return ["java", "-Xms256m", "-XX:+UseG1GC", "-cp", cp, "AlertLatencyBench", *args]
 
 
-def drive(cp: str, bootstrap: str, topics: dict[str, str], rate: int, seconds: float,
-          partitions: int) -> dict:
-    proc = subprocess.run(
-        _java(cp, "drive", bootstrap, topics["events"], topics["alerts"], str(rate),
-              f"{seconds:g}", str(ALERT_EVERY), str(partitions), f"{DRAIN_S:g}"),
-        capture_output=True, text=True, timeout=seconds + DRAIN_S + 120)
-    if proc.returncode != 0:
-        raise RuntimeError(f"driver failed: {proc.stderr[-2000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+class Driver:
+    """The Java driver as a process, warmed before the product under test starts.
+
+    The driver is a fresh JVM too, and its own JIT and class loading took most of both cores
+    for its first seconds: that landed in the first seconds of every cell (the passthrough
+    floor's included) as if the product were slow. So it first runs the same sends and reads
+    at the same rate on a topic of its own, says ``WARM``, and waits; ``go()`` starts the
+    measurement the moment the product is ready. A firehose's producers are long-running
+    services, warm when an appliance restarts; the product's warm-up still counts in full.
+
+    Its event producer batches for ``linger_ms`` (``--producer-linger-ms``, default
+    ``PRODUCER_LINGER_MS``), as a firehose's producers do (Kafka 4's default is 5 ms). With
+    0, at 10,000 events/s nearly every event was its own produce request: the driver took
+    0.6-1.2 cores and the broker 0.3-0.5 of this 2-core machine, the product what was left.
+    The wait is inside the measured latency (the clock starts at the scheduled send time).
+    """
+
+    def __init__(self, cp: str, broker, topics: dict[str, str], rate: int, seconds: float,
+                 partitions: int, workdir: Path, linger_ms: int = PRODUCER_LINGER_MS) -> None:
+        warm_topic = f"{topics['events']}-driver-warmup"
+        broker.create_topics({warm_topic: partitions})
+        self.seconds = seconds
+        self._stderr = (workdir / "driver.stderr").open("w+")
+        self.proc = subprocess.Popen(
+            java_command(cp, "drive", broker.bootstrap, topics["events"], topics["alerts"],
+                         str(rate), f"{seconds:g}", str(ALERT_EVERY), str(partitions),
+                         f"{DRAIN_S:g}", warm_topic, f"{DRIVER_WARMUP_S:g}", str(linger_ms)),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
+            start_new_session=True)
+
+    def _fail(self, what: str) -> RuntimeError:
+        self._stderr.seek(0)
+        return RuntimeError(f"driver {what} (rc={self.proc.poll()}): "
+                            f"{self._stderr.read()[-2000:]}")
+
+    def wait_warm(self, timeout: float = DRIVER_WARM_TIMEOUT_S) -> str:
+        """Blocks until the driver says WARM (its line, e.g. ``WARM 50000/50000``)."""
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        line = self.proc.stdout.readline().strip() if ready else ""
+        if not line.startswith("WARM"):
+            raise self._fail(f"did not warm up within {timeout:g} s: {line!r}")
+        return line
+
+    def go(self) -> None:
+        self.proc.stdin.write("GO\n")
+        self.proc.stdin.flush()
+
+    def result(self) -> dict:
+        try:
+            out, _ = self.proc.communicate(timeout=self.seconds + DRAIN_S + 120)
+        except subprocess.TimeoutExpired:
+            raise self._fail("did not finish") from None
+        if self.proc.returncode != 0 or not out.strip():
+            raise self._fail("failed")
+        return json.loads(out.strip().splitlines()[-1])
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+        self._stderr.close()
 
 
 # -- one cell -------------------------------------------------------------------------------
@@ -102,19 +160,29 @@ def _stop(proc: subprocess.Popen) -> int | None:
 
 
 def run_appliance_cell(cell: Cell, cp: str, broker, seconds: float, workdir: Path,
-                       ready_timeout: float = READY_TIMEOUT_S) -> dict:
-    from appliance.config import TopicsConfig
-    from appliance.topics import default_partitions
-
+                       ready_timeout: float = READY_TIMEOUT_S,
+                       linger_ms: int = PRODUCER_LINGER_MS) -> dict:
     topics = _topics(cell)
     partitions = default_partitions(TopicsConfig(**topics))
     broker.create_topics(partitions)
+    driver = Driver(cp, broker, topics, cell.rate, seconds, partitions[topics["events"]],
+                    workdir, linger_ms)
+    try:
+        driver_warm = driver.wait_warm()
+        result = _run_appliance(cell, broker, topics, workdir, ready_timeout, driver)
+    finally:
+        driver.close()
+    result["driver_warm"] = driver_warm
+    return result
+
+
+def _run_appliance(cell: Cell, broker, topics: dict[str, str], workdir: Path,
+                   ready_timeout: float, driver: Driver) -> dict:
     base = Path("/dev/shm") if cell.tmpfs_checkpoint and Path("/dev/shm").is_dir() else workdir
     checkpoint = Path(tempfile.mkdtemp(prefix="bench-cp-", dir=base))
     config = write_config(cell, broker.bootstrap, topics, workdir, checkpoint)
     log = workdir / f"{cell.name}.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith("APPLIANCE_")}
-    busy0 = machine.cpu_times()
     spawned = time.monotonic()
     with log.open("wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "appliance", "run", "--config",
@@ -123,8 +191,9 @@ def run_appliance_cell(cell: Cell, cp: str, broker, seconds: float, workdir: Pat
     try:
         ready = wait_for_event(log, "appliance.ready", proc, ready_timeout, poll=0.05)
         ready_s = time.monotonic() - spawned
-        result = drive(cp, broker.bootstrap, topics, cell.rate, seconds,
-                       partitions[topics["events"]])
+        busy0 = machine.cpu_times()   # the machine's load while measured, not at start-up
+        driver.go()
+        result = driver.result()
     finally:
         rc = _stop(proc)
         shutil.rmtree(checkpoint, ignore_errors=True)
@@ -141,21 +210,34 @@ def run_appliance_cell(cell: Cell, cp: str, broker, seconds: float, workdir: Pat
     return result
 
 
-def run_passthrough_cell(cell: Cell, cp: str, broker, seconds: float) -> dict:
+def run_passthrough_cell(cell: Cell, cp: str, broker, seconds: float, workdir: Path,
+                         linger_ms: int = PRODUCER_LINGER_MS) -> dict:
     topics = _topics(cell)
     broker.create_topics({topics["events"]: 2, topics["alerts"]: 1})
-    busy0 = machine.cpu_times()
-    relay = subprocess.Popen(_java(cp, "relay", broker.bootstrap, topics["events"],
-                                   topics["alerts"], f"{seconds + DRAIN_S + 900:g}"),
+    driver = Driver(cp, broker, topics, cell.rate, seconds, 2, workdir, linger_ms)
+    try:
+        driver_warm = driver.wait_warm()
+        result = _run_passthrough(cell, cp, broker, topics, seconds, driver)
+    finally:
+        driver.close()
+    result["driver_warm"] = driver_warm
+    return result
+
+
+def _run_passthrough(cell: Cell, cp: str, broker, topics: dict[str, str], seconds: float,
+                     driver: Driver) -> dict:
+    relay = subprocess.Popen(java_command(cp, "relay", broker.bootstrap, topics["events"],
+                                          topics["alerts"], f"{seconds + DRAIN_S + 900:g}"),
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                              start_new_session=True)
     try:
-        # bounded by the relay's own deadline, generous because the driver JVM must still
-        # start after it (minutes on a busy machine); it is killed as soon as the driver ends
+        # bounded by the relay's own deadline; it is killed as soon as the driver ends
         line = relay.stdout.readline().strip()
         if line != "READY":
             raise RuntimeError(f"relay did not start (rc={relay.poll()}): {line!r}")
-        result = drive(cp, broker.bootstrap, topics, cell.rate, seconds, 2)
+        busy0 = machine.cpu_times()
+        driver.go()
+        result = driver.result()
     finally:
         relay.kill()
         relay.wait(timeout=30)
@@ -262,6 +344,9 @@ def main(argv: list[str] | None = None) -> int:
                              "cells' own rates)")
     parser.add_argument("--ready-timeout", type=float, default=READY_TIMEOUT_S,
                         help="seconds to wait for appliance.ready (a bound, not a target)")
+    parser.add_argument("--producer-linger-ms", type=int, default=PRODUCER_LINGER_MS,
+                        help="linger.ms of the driver's event producer (the firehose's "
+                             "batching; inside the measured latency)")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--list", action="store_true", help="list the cells and exit")
     args = parser.parse_args([] if argv is None else argv)
@@ -284,7 +369,9 @@ def main(argv: list[str] | None = None) -> int:
     cp = compile_driver("AlertLatencyBench.java")
     command = (f"python -m bench.appliance_latency --cells {' '.join(args.cells)} "
                f"--seconds {args.seconds:g} --runs {args.runs}"
-               + (f" --rate {args.rate}" if args.rate is not None else ""))
+               + (f" --rate {args.rate}" if args.rate is not None else "")
+               + (f" --producer-linger-ms {args.producer_linger_ms}"
+                  if args.producer_linger_ms != PRODUCER_LINGER_MS else ""))
     raw: dict[str, list[dict]] = {c.name: [] for c in cells}
     load0 = os.getloadavg()[0]
     started = time.monotonic()
@@ -299,10 +386,12 @@ def main(argv: list[str] | None = None) -> int:
                 workdir.mkdir()
                 try:
                     if cell.trigger == "passthrough":
-                        result = run_passthrough_cell(cell, cp, broker, args.seconds)
+                        result = run_passthrough_cell(cell, cp, broker, args.seconds, workdir,
+                                                      args.producer_linger_ms)
                     else:
                         result = run_appliance_cell(cell, cp, broker, args.seconds, workdir,
-                                                    args.ready_timeout)
+                                                    args.ready_timeout,
+                                                    args.producer_linger_ms)
                 except Exception as exc:  # noqa: BLE001 - one failed cell must not hide the rest
                     print(f"bench: {cell.name} failed: {exc}", file=sys.stderr)
                     result = {"cell": cell.name, "error": str(exc)[:2000]}

@@ -1,14 +1,22 @@
 // End-to-end alert latency driver and the JVM passthrough floor, with the real Java kafka-clients.
 //   drive <bootstrap> <events> <alerts> <rate/s> <seconds> <alert every Nth> <partitions> <drain s>
-//       open-loop JSON events to <events> (every Nth one matches the example rule cpu-critical);
-//       latency = alert consumed from <alerts> minus the event's SCHEDULED send time, so a
-//       stalled producer or appliance counts in full (no coordinated omission). One JSON
-//       object on stdout: totals, overall percentiles, and per scheduled second.
+//         <warm-up topic> <warm-up s> <linger ms>
+//       first warms ITSELF: the same send and receive code at the same rate on <warm-up topic>
+//       (which nobody else reads), so the instrument's own JIT and class loading do not land
+//       in the first seconds of the measurement; prints WARM and waits for a line GO on stdin.
+//       Then open-loop JSON events to <events> (every Nth one matches the example rule
+//       cpu-critical); latency = alert consumed from <alerts> minus the event's SCHEDULED send
+//       time, so a stalled producer or appliance counts in full (no coordinated omission).
+//       One JSON object on stdout: totals, overall percentiles, and per scheduled second.
+//       <linger ms> is the event producer's linger.ms (the firehose's batching; the wait is
+//       inside the measured latency, since the clock starts at the scheduled send time).
 //   relay <bootstrap> <events> <alerts> <seconds>
 //       the floor: consume events and produce the alerting ones (key "a-...") to <alerts>
 //       with the appliance's own client settings, no Spark. Prints READY once positioned.
 // Event keys are "a-<seq>" (alerting) and "n-<seq>"; the appliance keys alerts by event_id,
 // the relay keeps the key, so the driver measures both the same way.
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.*;
@@ -24,7 +32,8 @@ public class AlertLatencyBench {
     public static void main(String[] args) throws Exception {
         if (args[0].equals("drive")) {
             drive(args[1], args[2], args[3], Integer.parseInt(args[4]), Double.parseDouble(args[5]),
-                  Integer.parseInt(args[6]), Integer.parseInt(args[7]), Double.parseDouble(args[8]));
+                  Integer.parseInt(args[6]), Integer.parseInt(args[7]), Double.parseDouble(args[8]),
+                  args[9], Double.parseDouble(args[10]), Integer.parseInt(args[11]));
         } else if (args[0].equals("relay")) {
             relay(args[1], args[2], args[3], Double.parseDouble(args[4]));
         } else {
@@ -85,46 +94,55 @@ public class AlertLatencyBench {
         return v;
     }
 
-    static void drive(String bootstrap, String events, String alerts, int rate, double seconds,
-                      int every, int partitions, double drainSeconds) throws Exception {
-        int total = (int) Math.round(rate * seconds);
-        long interval = Math.round(1e9 / rate);
-        long[] due = new long[total];          // scheduled send time per seq (nanoTime)
-        long[] latency = new long[total];      // first alert's latency per alerting seq; 0 = none yet
-        AtomicInteger received = new AtomicInteger();
-        AtomicLong duplicates = new AtomicLong();
-        AtomicLong firstAlertAt = new AtomicLong();
-        AtomicBoolean stop = new AtomicBoolean();
-        int expected = 0;
-        for (int i = 0; i < total; i++) if (i % every == 0) expected++;
-        final int expectedAlerts = expected;
-        KafkaConsumer<byte[], byte[]> consumer = consumerAtEnd(bootstrap, alerts);
-        Thread reader = new Thread(() -> {
-            try {
-                while (!stop.get() && received.get() < expectedAlerts) {
-                    for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(20))) {
-                        long now = System.nanoTime();
-                        int seq = seqOf(r.key());
-                        if (seq < 0 || seq >= total || due[seq] == 0) continue;
-                        if (latency[seq] != 0) {
-                            duplicates.incrementAndGet();
-                            continue;
-                        }
-                        latency[seq] = Math.max(1, now - due[seq]);
-                        firstAlertAt.compareAndSet(0, now);
-                        received.incrementAndGet();
-                    }
-                }
-            } finally {
-                consumer.close();
-            }
-        }, "alerts-reader");
-        reader.start();
-
-        long late = 0;
+    /** One paced run's bookkeeping: scheduled time and first-alert latency per sequence number. */
+    static final class Run {
+        final int total;
+        final long[] due;          // scheduled send time per seq (nanoTime); 0 = not sent yet
+        final long[] latency;      // first alert's latency per alerting seq; 0 = none yet
+        final int expectedAlerts;
+        final AtomicInteger received = new AtomicInteger();
+        final AtomicLong duplicates = new AtomicLong();
+        final AtomicLong firstAlertAt = new AtomicLong();
         long start;
-        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerProps(bootstrap))) {
-            producer.partitionsFor(events);  // metadata before the clock starts
+        long late;
+        long sendEnd;
+
+        Run(int total, int every) {
+            this.total = total;
+            this.due = new long[total];
+            this.latency = new long[total];
+            this.expectedAlerts = (total + every - 1) / every;
+        }
+
+        /** Reads alerts on its own thread until all came or stop is set; closes the consumer. */
+        Thread reader(KafkaConsumer<byte[], byte[]> consumer, AtomicBoolean stop, String name) {
+            Thread t = new Thread(() -> {
+                try {
+                    while (!stop.get() && received.get() < expectedAlerts) {
+                        for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(20))) {
+                            long now = System.nanoTime();
+                            int seq = seqOf(r.key());
+                            if (seq < 0 || seq >= total || due[seq] == 0) continue;
+                            if (latency[seq] != 0) {
+                                duplicates.incrementAndGet();
+                                continue;
+                            }
+                            latency[seq] = Math.max(1, now - due[seq]);
+                            firstAlertAt.compareAndSet(0, now);
+                            received.incrementAndGet();
+                        }
+                    }
+                } finally {
+                    consumer.close();
+                }
+            }, name);
+            t.start();
+            return t;
+        }
+
+        /** Sends total events open-loop at interval ns, starting 5 ms from now. */
+        void send(KafkaProducer<byte[], byte[]> producer, String topic, long interval, int every,
+                  int partitions) {
             start = System.nanoTime() + 5_000_000L;
             for (int i = 0; i < total; i++) {
                 long at = start + i * interval;
@@ -138,38 +156,80 @@ public class AlertLatencyBench {
                 String json = "{\"event_id\":\"" + id + "\",\"ts\":" + System.currentTimeMillis()
                         + ",\"source\":\"bench-" + (i % 64) + "\",\"metric\":\"cpu.util\",\"value\":"
                         + (alerting ? "97.5" : Integer.toString(i % 90)) + ",\"tags\":{\"dc\":\"b\"}}";
-                producer.send(new ProducerRecord<>(events, i % partitions,
+                producer.send(new ProducerRecord<>(topic, i % partitions,
                         id.getBytes(StandardCharsets.UTF_8), json.getBytes(StandardCharsets.UTF_8)));
             }
             producer.flush();
+            sendEnd = System.nanoTime();
         }
-        long sendEnd = System.nanoTime();
-        reader.join((long) (drainSeconds * 1000));
-        stop.set(true);
-        reader.join(10_000);
+    }
 
-        // overall and per scheduled second (alerting events only)
+    static void drive(String bootstrap, String events, String alerts, int rate, double seconds,
+                      int every, int partitions, double drainSeconds, String warmTopic,
+                      double warmSeconds, int lingerMs) throws Exception {
+        long interval = Math.round(1e9 / rate);
+        Properties props = producerProps(bootstrap);
+        props.put(ProducerConfig.LINGER_MS_CONFIG, Integer.toString(lingerMs));
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(props)) {
+            // 1. Warm the instrument: the same events at the same rate, read back from the warm-up
+            //    topic itself (every key parses, so the reader's bookkeeping runs for each one).
+            producer.partitionsFor(warmTopic);
+            Run warm = new Run((int) Math.round(rate * warmSeconds), 1);
+            AtomicBoolean warmStop = new AtomicBoolean();
+            Thread warmReader = warm.reader(consumerAtEnd(bootstrap, warmTopic), warmStop, "warm-reader");
+            warm.send(producer, warmTopic, interval, every, partitions);
+            warmReader.join(10_000);
+            warmStop.set(true);
+            warmReader.join(10_000);
+
+            // 2. Everything the measurement needs exists before GO: metadata, the alerts consumer
+            //    positioned at the end (no alert can come before the first event is sent).
+            producer.partitionsFor(events);
+            KafkaConsumer<byte[], byte[]> consumer = consumerAtEnd(bootstrap, alerts);
+            System.out.println("WARM " + warm.received.get() + "/" + warm.total);
+            System.out.flush();
+            String go = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine();
+            if (!"GO".equals(go)) {
+                consumer.close();
+                throw new IllegalStateException("expected GO on stdin, got " + go);
+            }
+
+            // 3. The measurement.
+            Run run = new Run((int) Math.round(rate * seconds), every);
+            AtomicBoolean stop = new AtomicBoolean();
+            Thread reader = run.reader(consumer, stop, "alerts-reader");
+            run.send(producer, events, interval, every, partitions);
+            reader.join((long) (drainSeconds * 1000));
+            stop.set(true);
+            reader.join(10_000);
+            System.out.println(report(run, rate, seconds, every));
+        }
+    }
+
+    /** The JSON line the bench reads: overall and per scheduled second (alerting events only). */
+    static String report(Run run, int rate, double seconds, int every) {
         int seconds_ = (int) Math.ceil(seconds);
         List<List<Long>> perSecond = new ArrayList<>();
         for (int s = 0; s < seconds_; s++) perSecond.add(new ArrayList<>());
-        long[] all = new long[received.get()];
+        long[] all = new long[run.received.get()];
         int n = 0;
-        for (int i = 0; i < total; i += every) {
-            if (latency[i] == 0) continue;
-            if (n < all.length) all[n++] = latency[i];
-            int s = (int) ((due[i] - start) / 1_000_000_000L);
-            perSecond.get(Math.min(s, seconds_ - 1)).add(latency[i]);
+        for (int i = 0; i < run.total; i += every) {
+            if (run.latency[i] == 0) continue;
+            if (n < all.length) all[n++] = run.latency[i];
+            int s = (int) ((run.due[i] - run.start) / 1_000_000_000L);
+            perSecond.get(Math.min(s, seconds_ - 1)).add(run.latency[i]);
         }
         all = Arrays.copyOf(all, n);
         Arrays.sort(all);
+        long first = run.firstAlertAt.get();
         StringBuilder out = new StringBuilder();
         out.append(String.format(Locale.ROOT,
                 "{\"rate\": %d, \"seconds\": %s, \"sent\": %d, \"send_s\": %.3f, \"sent_late_over_1ms\": %d, "
                         + "\"alerts_expected\": %d, \"alerts_received\": %d, \"alerts_lost\": %d, "
                         + "\"duplicates\": %d, \"first_alert_after_start_ms\": %.1f, \"latency_ms\": %s, "
                         + "\"per_second\": [",
-                rate, seconds, total, (sendEnd - start) / 1e9, late, expectedAlerts, n, expectedAlerts - n,
-                duplicates.get(), firstAlertAt.get() == 0 ? -1.0 : (firstAlertAt.get() - start) / 1e6,
+                rate, seconds, run.total, (run.sendEnd - run.start) / 1e9, run.late, run.expectedAlerts, n,
+                run.expectedAlerts - n, run.duplicates.get(), first == 0 ? -1.0 : (first - run.start) / 1e6,
                 summary(all)));
         for (int s = 0; s < seconds_; s++) {
             long[] v = perSecond.get(s).stream().mapToLong(Long::longValue).sorted().toArray();
@@ -177,8 +237,7 @@ public class AlertLatencyBench {
                     "{\"second\": %d, \"count\": %d, \"p50\": %.3f, \"p99\": %.3f, \"max\": %.3f}",
                     s, v.length, pct(v, 0.50), pct(v, 0.99), v.length == 0 ? -1.0 : v[v.length - 1] / 1e6));
         }
-        out.append("]}");
-        System.out.println(out);
+        return out.append("]}").toString();
     }
 
     static String summary(long[] sorted) {
