@@ -205,7 +205,8 @@ class Appliance:
 
         source, sink = self.connector_options()
         self.warmup = warm_up(self.spark, self.rules, self.warmup_topic(),
-                              self.client_config(), source, sink)
+                              self.client_config(), source, sink,
+                              latency_headers=self.config.metrics.alert_latency)
 
     def start_query(self) -> None:
         from appliance.pipeline import transform

@@ -18,6 +18,7 @@ from kafka_io import consume, produce
 from appliance.config import Config
 from appliance.rules import RulesError
 from appliance.runner import Appliance
+from appliance.warmup import MIN_EXACT_RECORDS
 
 pytestmark = pytest.mark.spark
 
@@ -65,8 +66,11 @@ def test_known_mix_in_each_trigger_mode(trigger, broker, new_topic, appliance_sp
         alerts = consume(broker.bootstrap, config.topics.alerts, len(mix.alerts), 90)
         dead = consume(broker.bootstrap, config.topics.dead_letters, len(mix.dead_letters), 30)
         assert appliance.failure() is None
-        # the plan was warmed through Kafka before ready ...
+        # the plan was warmed through Kafka before ready, the query's exact plan (no
+        # warm-up rule: its own generated classes) for the JIT's worth of records ...
         assert appliance.warmup.mode == "kafka" and appliance.warmup.records > 0
+        assert appliance.warmup.exact_records >= MIN_EXACT_RECORDS
+        assert appliance.warmup.records > appliance.warmup.exact_records   # + the rule round
         warm = consume(broker.bootstrap, config.topics.warmup, warmup_alert_seen, 30)
     # ... on its own topic: its synthetic alerts and dead letters are there, and none of
     # them reached the real topics (check_outputs is exact)
