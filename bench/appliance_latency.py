@@ -94,6 +94,7 @@ class Driver:
         warm_topic = f"{topics['events']}-driver-warmup"
         broker.create_topics({warm_topic: partitions})
         self.seconds = seconds
+        self.warm_line = ""
         self._stderr = (workdir / "driver.stderr").open("w+")
         self.proc = subprocess.Popen(
             java_command(cp, "drive", broker.bootstrap, topics["events"], topics["alerts"],
@@ -101,6 +102,18 @@ class Driver:
                          f"{DRAIN_S:g}", warm_topic, f"{DRIVER_WARMUP_S:g}", str(linger_ms)),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
             start_new_session=True)
+
+    def __enter__(self) -> Driver:
+        """Waits for WARM (kept as ``warm_line``); the process is killed on any exit."""
+        try:
+            self.warm_line = self.wait_warm()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def _fail(self, what: str) -> RuntimeError:
         self._stderr.seek(0)
@@ -165,15 +178,10 @@ def run_appliance_cell(cell: Cell, cp: str, broker, seconds: float, workdir: Pat
     topics = _topics(cell)
     partitions = default_partitions(TopicsConfig(**topics))
     broker.create_topics(partitions)
-    driver = Driver(cp, broker, topics, cell.rate, seconds, partitions[topics["events"]],
-                    workdir, linger_ms)
-    try:
-        driver_warm = driver.wait_warm()
+    with Driver(cp, broker, topics, cell.rate, seconds, partitions[topics["events"]],
+                workdir, linger_ms) as driver:
         result = _run_appliance(cell, broker, topics, workdir, ready_timeout, driver)
-    finally:
-        driver.close()
-    result["driver_warm"] = driver_warm
-    return result
+    return {**result, "driver_warm": driver.warm_line}
 
 
 def _run_appliance(cell: Cell, broker, topics: dict[str, str], workdir: Path,
@@ -214,14 +222,9 @@ def run_passthrough_cell(cell: Cell, cp: str, broker, seconds: float, workdir: P
                          linger_ms: int = PRODUCER_LINGER_MS) -> dict:
     topics = _topics(cell)
     broker.create_topics({topics["events"]: 2, topics["alerts"]: 1})
-    driver = Driver(cp, broker, topics, cell.rate, seconds, 2, workdir, linger_ms)
-    try:
-        driver_warm = driver.wait_warm()
+    with Driver(cp, broker, topics, cell.rate, seconds, 2, workdir, linger_ms) as driver:
         result = _run_passthrough(cell, cp, broker, topics, seconds, driver)
-    finally:
-        driver.close()
-    result["driver_warm"] = driver_warm
-    return result
+    return {**result, "driver_warm": driver.warm_line}
 
 
 def _run_passthrough(cell: Cell, cp: str, broker, topics: dict[str, str], seconds: float,

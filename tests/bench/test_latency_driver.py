@@ -33,22 +33,22 @@ def test_driver_warms_on_its_own_topic_and_sends_only_after_go(broker, tmp_path)
     tag = f"drv-{uuid.uuid4().hex[:8]}"
     topics = {"events": f"{tag}-events", "alerts": f"{tag}-alerts", "dead_letters": f"{tag}-dlq"}
     broker.create_topics({topics["events"]: 2, topics["alerts"]: 1})
-    driver = Driver(cp, broker, topics, RATE, SECONDS, 2, tmp_path)
     relay = None
     try:
-        warm = int(RATE * DRIVER_WARMUP_S)
-        assert driver.wait_warm() == f"WARM {warm}/{warm}"   # it read back all it sent
-        assert _records(broker.bootstrap, f"{topics['events']}-driver-warmup", 2) == warm
-        assert _records(broker.bootstrap, topics["events"], 2) == 0   # nothing before GO
+        with Driver(cp, broker, topics, RATE, SECONDS, 2, tmp_path) as driver:
+            warm = int(RATE * DRIVER_WARMUP_S)
+            assert driver.warm_line == f"WARM {warm}/{warm}"   # it read back all it sent
+            assert _records(broker.bootstrap, f"{topics['events']}-driver-warmup", 2) == warm
+            assert _records(broker.bootstrap, topics["events"], 2) == 0   # nothing before GO
 
-        relay = subprocess.Popen(java_command(cp, "relay", broker.bootstrap, topics["events"],
-                                       topics["alerts"], "120"),
-                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        assert relay.stdout.readline().strip() == "READY"
-        driver.go()
-        result = driver.result()
+            relay = subprocess.Popen(java_command(cp, "relay", broker.bootstrap,
+                                                  topics["events"], topics["alerts"], "120"),
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     text=True)
+            assert relay.stdout.readline().strip() == "READY"
+            driver.go()
+            result = driver.result()
     finally:
-        driver.close()
         if relay is not None:
             relay.kill()
             relay.wait(timeout=30)
