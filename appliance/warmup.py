@@ -57,10 +57,21 @@ WARMUP_RULE = Rule(id="appliance-warmup", severity="info",
 class WarmupResult:
     mode: str          # "kafka" (reader + plan + sink) or "memory" (plan only, noop sink)
     rounds: int
-    records: int
-    exact_records: int  # of which through the query's exact plan
     seconds: float
     round_seconds: tuple[float, ...]
+
+    @property
+    def records(self) -> int:
+        return self.rounds * RECORDS_PER_ROUND
+
+    @property
+    def exact_records(self) -> int:
+        """Of ``records``, those through the query's exact plan (every round but the first)."""
+        return _exact_records(self.rounds)
+
+
+def _exact_records(rounds: int) -> int:
+    return max(rounds - 1, 0) * RECORDS_PER_ROUND
 
 
 # Synthetic event JSON, built by Spark itself (no Python worker, no driver-side list): 10%
@@ -129,12 +140,8 @@ def warm_up(spark: SparkSession, rules: Sequence[Rule], topic: str | None, clien
         start_json, end_json = _offsets_json(before, topic), _offsets_json(after, topic)
     rounds, round_seconds = 0, []
 
-    def more() -> bool:
-        exact = (rounds - 1) * RECORDS_PER_ROUND
-        return rounds < MAX_ROUNDS and (rounds < 2 or exact < MIN_EXACT_RECORDS
-                                        or time.monotonic() - started < budget_s)
-
-    while more():
+    while rounds < MAX_ROUNDS and (_exact_records(rounds) < MIN_EXACT_RECORDS
+                                   or time.monotonic() - started < budget_s):
         round_started = time.monotonic()
         plan_rules = first_rules if rounds == 0 else exact_rules
         if topic is None:
@@ -149,9 +156,7 @@ def warm_up(spark: SparkSession, rules: Sequence[Rule], topic: str | None, clien
             output.write.format("appliance-kafka").mode("append").options(**sink_options).save()
         rounds += 1
         round_seconds.append(round(time.monotonic() - round_started, 2))
-    result = WarmupResult(mode=mode, rounds=rounds, records=rounds * RECORDS_PER_ROUND,
-                          exact_records=(rounds - 1) * RECORDS_PER_ROUND,
-                          seconds=round(time.monotonic() - started, 2),
+    result = WarmupResult(mode=mode, rounds=rounds, seconds=round(time.monotonic() - started, 2),
                           round_seconds=tuple(round_seconds))
     log.info("warmup.done", mode=result.mode, rounds=result.rounds, records=result.records,
              exact_records=result.exact_records, seconds=result.seconds,
