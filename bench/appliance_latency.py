@@ -132,6 +132,14 @@ class Driver:
         self.proc.stdin.write("GO\n")
         self.proc.stdin.flush()
 
+    def measure(self) -> dict:
+        """GO, then the driver's result, with ``cpu_busy``: the machine's load over exactly
+        the measured window (sending and draining), not the product's start-up."""
+        busy0 = machine.cpu_times()
+        self.go()
+        result = self.result()
+        return {**result, "cpu_busy": machine.busy_since(busy0)}
+
     def result(self) -> dict:
         try:
             out, _ = self.proc.communicate(timeout=self.seconds + DRAIN_S + 120)
@@ -199,9 +207,7 @@ def _run_appliance(cell: Cell, broker, topics: dict[str, str], workdir: Path,
     try:
         ready = wait_for_event(log, "appliance.ready", proc, ready_timeout, poll=0.05)
         ready_s = time.monotonic() - spawned
-        busy0 = machine.cpu_times()   # the machine's load while measured, not at start-up
-        driver.go()
-        result = driver.result()
+        result = driver.measure()
     finally:
         rc = _stop(proc)
         shutil.rmtree(checkpoint, ignore_errors=True)
@@ -213,8 +219,7 @@ def _run_appliance(cell: Cell, broker, topics: dict[str, str], workdir: Path,
         run_to_ready_s=round(ready_s, 2),
         run_to_first_alert_s=round(ready_s + first / 1000, 2) if first >= 0 else None,
         appliance_startup_s=ready.get("startup_s"), warmup_s=ready.get("warmup_s"),
-        duration_ms_median=_phase_medians(progress),
-        cpu_busy=machine.busy_since(busy0))
+        duration_ms_median=_phase_medians(progress))
     return result
 
 
@@ -238,13 +243,11 @@ def _run_passthrough(cell: Cell, cp: str, broker, topics: dict[str, str], second
         line = relay.stdout.readline().strip()
         if line != "READY":
             raise RuntimeError(f"relay did not start (rc={relay.poll()}): {line!r}")
-        busy0 = machine.cpu_times()
-        driver.go()
-        result = driver.result()
+        result = driver.measure()
     finally:
         relay.kill()
         relay.wait(timeout=30)
-    result.update(cell=cell.name, trigger=cell.trigger, cpu_busy=machine.busy_since(busy0))
+    result.update(cell=cell.name, trigger=cell.trigger)
     return result
 
 

@@ -46,8 +46,7 @@ def test_driver_warms_on_its_own_topic_and_sends_only_after_go(broker, tmp_path)
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      text=True)
             assert relay.stdout.readline().strip() == "READY"
-            driver.go()
-            result = driver.result()
+            result = driver.measure()
     finally:
         if relay is not None:
             relay.kill()
@@ -60,3 +59,4 @@ def test_driver_warms_on_its_own_topic_and_sends_only_after_go(broker, tmp_path)
     assert result["alerts_expected"] == RATE * SECONDS // 10
     assert result["alerts_lost"] == 0 and result["alerts_received"] == RATE * SECONDS // 10
     assert [s["count"] for s in result["per_second"]] == [RATE // 10] * SECONDS
+    assert 0 < result["cpu_busy"] <= 1   # the machine's share busy while measured
