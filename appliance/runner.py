@@ -4,6 +4,11 @@ Order matters: everything that can be checked without a JVM (config, rules, topi
 task slots for a local master) is checked before Spark starts, so a typo costs a second,
 not a JVM start. ``Appliance`` is used in-process by ``demo`` and the benchmark;
 ``run`` adds signal handling and exit codes for ``appliance run``.
+
+The modules that pull in pyspark or prometheus_client (session, warmup, pipeline, metrics,
+alert_latency) are imported by the methods that start those parts, not above: there is no
+import cycle, but ``appliance --help`` imports this module through the ``demo`` plugin, and
+a config or rules error should exit 2 without first waiting for pyspark to import.
 """
 
 from __future__ import annotations
