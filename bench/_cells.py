@@ -52,6 +52,10 @@ CELLS: tuple[Cell, ...] = (
     Cell("continuous-c1-only", "continuous", RATE, "JIT flags",
          "C1 only (-XX:TieredStopAtLevel=1): faster warm-up, slower peak (lever ON)",
          jvm_options=("-XX:TieredStopAtLevel=1",)),
+    Cell("continuous-jit-early", "continuous", RATE, "JIT flags",
+         "compile thresholds x0.2 (-XX:CompileThresholdScaling=0.2): the warm-up's records "
+         "reach C2 sooner (lever ON)",
+         jvm_options=("-XX:CompileThresholdScaling=0.2",)),
     Cell("realtime-sync-progress", "realtime", RATE, "async progress",
          "offset/commit logs written synchronously", query={"async_progress": False}),
     Cell("realtime-5s", "realtime", RATE, "5-minute batches",
