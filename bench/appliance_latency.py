@@ -78,8 +78,8 @@ class Driver:
     The driver is a fresh JVM too, and its own JIT and class loading took most of both cores
     for its first seconds: that landed in the first seconds of every cell (the passthrough
     floor's included) as if the product were slow. So it first runs the same sends and reads
-    at the same rate on a topic of its own, says ``WARM``, and waits; ``go()`` starts the
-    measurement the moment the product is ready. A firehose's producers are long-running
+    at the same rate on a topic of its own, says ``WARM``, and waits; ``measure()`` starts
+    the measurement the moment the product is ready. A firehose's producers are long-running
     services, warm when an appliance restarts; the product's warm-up still counts in full.
 
     Its event producer batches for ``linger_ms`` (``--producer-linger-ms``, default
@@ -106,7 +106,7 @@ class Driver:
     def __enter__(self) -> Driver:
         """Waits for WARM (kept as ``warm_line``); the process is killed on any exit."""
         try:
-            self.warm_line = self.wait_warm()
+            self.warm_line = self._wait_warm()
         except BaseException:
             self.close()
             raise
@@ -120,7 +120,7 @@ class Driver:
         return RuntimeError(f"driver {what} (rc={self.proc.poll()}): "
                             f"{self._stderr.read()[-2000:]}")
 
-    def wait_warm(self, timeout: float = DRIVER_WARM_TIMEOUT_S) -> str:
+    def _wait_warm(self, timeout: float = DRIVER_WARM_TIMEOUT_S) -> str:
         """Blocks until the driver says WARM (its line, e.g. ``WARM 50000/50000``)."""
         ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
         line = self.proc.stdout.readline().strip() if ready else ""
@@ -128,19 +128,15 @@ class Driver:
             raise self._fail(f"did not warm up within {timeout:g} s: {line!r}")
         return line
 
-    def go(self) -> None:
-        self.proc.stdin.write("GO\n")
-        self.proc.stdin.flush()
-
     def measure(self) -> dict:
         """GO, then the driver's result, with ``cpu_busy``: the machine's load over exactly
         the measured window (sending and draining), not the product's start-up."""
         busy0 = machine.cpu_times()
-        self.go()
-        result = self.result()
-        return {**result, "cpu_busy": machine.busy_since(busy0)}
+        self.proc.stdin.write("GO\n")
+        self.proc.stdin.flush()
+        return {**self._result(), "cpu_busy": machine.busy_since(busy0)}
 
-    def result(self) -> dict:
+    def _result(self) -> dict:
         try:
             out, _ = self.proc.communicate(timeout=self.seconds + DRAIN_S + 120)
         except subprocess.TimeoutExpired:
