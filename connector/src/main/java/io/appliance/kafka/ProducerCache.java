@@ -1,10 +1,18 @@
 package io.appliance.kafka;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 
 import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.spark.SparkConf;
+import org.apache.spark.SparkEnv;
 
 /**
  * One producer per JVM and settings, shared by all writer tasks: a producer is thread-safe
@@ -14,9 +22,23 @@ import org.apache.kafka.clients.producer.KafkaProducer;
  * failure is retired: new leases get a fresh one, but the retired producer is closed only
  * once its last lease is released, so one task's failure never breaks the in-flight sends
  * of another task sharing it.
+ *
+ * <p>A producer nobody has leased for {@code spark.kafka.producer.cache.timeout} (Spark's
+ * key and default, 10m) is closed by an evictor that runs every
+ * {@code spark.kafka.producer.cache.evictorThreadRunInterval} (1m): without it, the
+ * producer of a stopped query kept its connections, and its reconnect warnings once that
+ * broker went away, until the JVM exited. A running query's micro-batches and epochs lease
+ * far more often than that, so its producer stays warm.
  */
 final class ProducerCache {
+  /** Spark's keys for the same policy of its own Kafka sink, with its defaults. */
+  static final String TIMEOUT_KEY = "spark.kafka.producer.cache.timeout";
+  static final String TIMEOUT_DEFAULT = "10m";
+  static final String EVICTOR_INTERVAL_KEY = "spark.kafka.producer.cache.evictorThreadRunInterval";
+  static final String EVICTOR_INTERVAL_DEFAULT = "1m";
+
   private static final Map<Map<String, String>, Entry> CURRENT = new HashMap<>();
+  private static ScheduledExecutorService evictor;
 
   static {
     Runtime.getRuntime().addShutdownHook(
@@ -30,6 +52,8 @@ final class ProducerCache {
     final KafkaProducer<byte[], byte[]> producer;
     private int leases;
     private boolean retired;
+    /** System.nanoTime() when the last lease was released (meaningful while leases == 0). */
+    private long idleSince;
 
     private Entry(KafkaProducer<byte[], byte[]> producer) {
       this.producer = producer;
@@ -37,6 +61,7 @@ final class ProducerCache {
   }
 
   static synchronized Entry acquire(SinkOptions options) {
+    startEvictor();
     Entry entry = CURRENT.computeIfAbsent(options.kafkaParams(),
         p -> new Entry(new KafkaProducer<>(options.producerConfig())));
     entry.leases++;
@@ -55,10 +80,70 @@ final class ProducerCache {
     synchronized (ProducerCache.class) {
       entry.leases--;
       close = entry.retired && entry.leases == 0;
+      if (entry.leases == 0) {
+        entry.idleSince = System.nanoTime();
+      }
     }
     if (close) {
       closeQuietly(entry.producer);
     }
+  }
+
+  /**
+   * Closes and forgets every producer without a lease for longer than {@code timeoutMs} as
+   * of {@code nowNanos} (System.nanoTime()); returns how many. The evictor's step, and the
+   * Java checks' handle on it with a clock of their own.
+   */
+  static int evictIdle(long nowNanos, long timeoutMs) {
+    List<Entry> idle = new ArrayList<>();
+    synchronized (ProducerCache.class) {
+      for (Iterator<Entry> it = CURRENT.values().iterator(); it.hasNext(); ) {
+        Entry entry = it.next();
+        if (entry.leases == 0
+            && TimeUnit.NANOSECONDS.toMillis(nowNanos - entry.idleSince) > timeoutMs) {
+          it.remove();
+          idle.add(entry);
+        }
+      }
+    }
+    for (Entry entry : idle) {  // outside the lock: closing may wait for the network thread
+      closeQuietly(entry.producer);
+    }
+    return idle.size();
+  }
+
+  /** Starts the evictor with the JVM's Spark settings (defaults outside Spark); once. */
+  private static void startEvictor() {
+    if (evictor != null) {
+      return;
+    }
+    SparkEnv env = SparkEnv.get();
+    SparkConf conf = env == null ? new SparkConf(false) : env.conf();
+    long timeoutMs = positiveMillis(conf, TIMEOUT_KEY, TIMEOUT_DEFAULT);
+    long intervalMs = positiveMillis(conf, EVICTOR_INTERVAL_KEY, EVICTOR_INTERVAL_DEFAULT);
+    evictor = Executors.newSingleThreadScheduledExecutor(task -> {
+      Thread t = new Thread(task, "appliance-kafka-producer-evictor");
+      t.setDaemon(true);
+      return t;
+    });
+    evictor.scheduleWithFixedDelay(() -> evictIdle(System.nanoTime(), timeoutMs),
+        intervalMs, intervalMs, TimeUnit.MILLISECONDS);
+  }
+
+  private static long positiveMillis(SparkConf conf, String key, String fallback) {
+    String raw = conf.get(key, fallback);
+    long ms;
+    try {
+      ms = conf.getTimeAsMs(key, fallback);
+    } catch (NumberFormatException e) {
+      ms = -1;
+    }
+    if (ms <= 0) {
+      throw new IllegalArgumentException(
+          "Spark setting '" + key + "' must be a positive duration like '10m' or '30s', got '"
+          + raw + "'");
+    }
+    return ms;
   }
 
   private static void closeQuietly(KafkaProducer<byte[], byte[]> producer) {

@@ -1,0 +1,143 @@
+// Checks of the sink's shared producers (ProducerCache): leases, retirement and the idle
+// evictor, against a port nobody listens on (no broker is needed to open or close one).
+// Run through spark-submit with spark.kafka.producer.cache.* set, so the evictor reads
+// them from the session's SparkEnv as it does on an executor.
+// Prints "PASS <check>" or "FAIL <check>: <why>" per check; exits 1 if any failed.
+// tests/connector/test_connector_producer_cache.py asserts one line per check.
+package io.appliance.kafka;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
+public class ProducerCacheCheck {
+    interface Check { void run() throws Exception; }
+
+    static void expect(boolean ok, String why) {
+        if (!ok) throw new AssertionError(why);
+    }
+
+    /** Sink options of their own per check (the client id is part of the cache key). */
+    static SinkOptions options(String clientId) {
+        Map<String, String> m = new HashMap<>();
+        m.put("kafka.bootstrap.servers", "127.0.0.1:1");
+        m.put("kafka.client.id", clientId);
+        m.put("kafka.max.block.ms", "100");  // a send on an open producer gives up quickly
+        m.put("topic", "t");
+        return SinkOptions.parse(new CaseInsensitiveStringMap(m));
+    }
+
+    /** A closed KafkaProducer refuses a send at once; an open one tries (and times out). */
+    static boolean closed(KafkaProducer<byte[], byte[]> producer) {
+        try {
+            producer.send(new ProducerRecord<>("t", new byte[0]));
+            return false;
+        } catch (IllegalStateException e) {
+            return true;
+        }
+    }
+
+    static long later(long ms) {
+        return System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ms);
+    }
+
+    public static void main(String[] args) throws Exception {
+        long timeoutMs = Long.parseLong(args[0]);
+        // First: the evictor starts at the first lease and reads the session's settings.
+        SparkSession spark = SparkSession.builder().getOrCreate();
+        List<String> failed = new ArrayList<>();
+        check("writers_with_the_same_settings_share_one_producer", failed, () -> {
+            SinkOptions o = options("share");
+            ProducerCache.Entry a = ProducerCache.acquire(o);
+            ProducerCache.Entry b = ProducerCache.acquire(options("share"));
+            expect(a == b, "two leases, two producers");
+            ProducerCache.Entry other = ProducerCache.acquire(options("other"));
+            expect(other != a, "other settings, same producer");
+            ProducerCache.release(a);
+            ProducerCache.release(b);
+            ProducerCache.release(other);
+        });
+        check("idle_producer_kept_until_its_timeout", failed, () -> {
+            SinkOptions o = options("kept");
+            ProducerCache.Entry a = ProducerCache.acquire(o);
+            ProducerCache.release(a);
+            ProducerCache.evictIdle(later(50_000), 60_000);
+            ProducerCache.Entry again = ProducerCache.acquire(o);
+            expect(again == a, "evicted before its timeout");
+            expect(!closed(a.producer), "closed before its timeout");
+            ProducerCache.release(again);
+        });
+        check("idle_producer_closed_after_its_timeout", failed, () -> {
+            SinkOptions o = options("idle");
+            ProducerCache.Entry a = ProducerCache.acquire(o);
+            ProducerCache.release(a);
+            int evicted = ProducerCache.evictIdle(later(61_000), 60_000);
+            expect(evicted >= 1, "nothing evicted");
+            expect(closed(a.producer), "evicted but still open");
+            ProducerCache.Entry fresh = ProducerCache.acquire(o);
+            expect(fresh != a && !closed(fresh.producer), "no fresh producer after eviction");
+            ProducerCache.release(fresh);
+        });
+        check("leased_producer_never_evicted", failed, () -> {
+            SinkOptions o = options("leased");
+            ProducerCache.Entry a = ProducerCache.acquire(o);
+            ProducerCache.Entry b = ProducerCache.acquire(o);
+            ProducerCache.release(b);  // one writer done, one still writing
+            ProducerCache.evictIdle(later(3_600_000), 1);
+            expect(!closed(a.producer), "closed under a live lease");
+            ProducerCache.Entry again = ProducerCache.acquire(o);
+            expect(again == a, "a leased producer left the cache");
+            ProducerCache.release(again);
+            ProducerCache.release(a);
+        });
+        check("retired_producer_closes_with_its_last_lease", failed, () -> {
+            SinkOptions o = options("retired");
+            ProducerCache.Entry a = ProducerCache.acquire(o);
+            ProducerCache.Entry b = ProducerCache.acquire(o);
+            ProducerCache.retire(o, a);
+            ProducerCache.Entry fresh = ProducerCache.acquire(o);
+            expect(fresh != a, "a retired producer handed out again");
+            ProducerCache.release(a);
+            expect(!closed(b.producer), "closed while another task still sends through it");
+            ProducerCache.release(b);
+            expect(closed(a.producer), "retired and unused, still open");
+            ProducerCache.release(fresh);
+        });
+        check("evictor_closes_idle_producers_with_the_spark_settings", failed, () -> {
+            SinkOptions o = options("evictor");
+            ProducerCache.Entry a = ProducerCache.acquire(o);
+            ProducerCache.release(a);
+            long start = System.nanoTime();
+            long bound = later(timeoutMs * 5 + 5_000);
+            while (!closed(a.producer) && System.nanoTime() < bound) {
+                Thread.sleep(50);
+            }
+            long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+            expect(closed(a.producer), "still open after " + tookMs + " ms");
+            // (from the release, so a few ms earlier than from `start` at most)
+            expect(tookMs >= timeoutMs - 50, "closed after " + tookMs + " ms, before the "
+                + timeoutMs + " ms timeout");
+            System.out.println("evicted after " + tookMs + " ms");
+        });
+        spark.stop();
+        System.out.println(failed.isEmpty() ? "ALL PASSED" : "FAILED " + failed);
+        System.exit(failed.isEmpty() ? 0 : 1);
+    }
+
+    static void check(String name, List<String> failed, Check c) {
+        try {
+            c.run();
+            System.out.println("PASS " + name);
+        } catch (Throwable t) {
+            failed.add(name);
+            System.out.println("FAIL " + name + ": " + t);
+        }
+    }
+}
