@@ -14,6 +14,7 @@ import java.util.concurrent.TimeUnit;
 
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.KafkaException;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
@@ -34,13 +35,21 @@ public class ProducerCacheCheck {
         return SinkOptions.parse(new CaseInsensitiveStringMap(m));
     }
 
-    /** A closed KafkaProducer refuses a send at once; an open one tries (and times out). */
+    /**
+     * A closed KafkaProducer refuses a send at once; an open one waits up to max.block.ms
+     * for metadata that never comes, unless it is closed during that wait (the evictor).
+     */
     static boolean closed(KafkaProducer<byte[], byte[]> producer) {
         try {
             producer.send(new ProducerRecord<>("t", new byte[0]));
             return false;
         } catch (IllegalStateException e) {
             return true;
+        } catch (KafkaException e) {
+            if (String.valueOf(e.getMessage()).contains("closed while send in progress")) {
+                return true;
+            }
+            throw e;
         }
     }
 
