@@ -70,6 +70,10 @@ def spark(tmp_path_factory):
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.sql.streaming.stopTimeout", "30s")
+        # Tests stop their brokers; the sink's idle producers for them close after 30 s
+        # (not Spark's 10 min), so their reconnect warnings do not run on in the log.
+        .config("spark.kafka.producer.cache.timeout", "30s")
+        .config("spark.kafka.producer.cache.evictorThreadRunInterval", "5s")
     )
     for key, value in spark_jars_conf().items():
         builder = builder.config(key, value)
