@@ -8,13 +8,13 @@
 // tests/connector/test_connector_adaptive.py asserts one line per check.
 package io.appliance.kafka;
 
+import static io.appliance.kafka.Checks.expect;
+
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicLong;
@@ -27,16 +27,10 @@ import org.apache.spark.sql.connector.read.streaming.ReadLimit;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 public class MicroBatchStreamCheck {
-    interface Check { void run() throws Exception; }
-
     static String bootstrap;
     static String small;
     static String big;
     static Path work;
-
-    static void expect(boolean ok, String why) {
-        if (!ok) throw new AssertionError(why);
-    }
 
     static CaseInsensitiveStringMap options(String... pairs) {
         Map<String, String> m = new HashMap<>();
@@ -66,9 +60,9 @@ public class MicroBatchStreamCheck {
         small = args[1];
         big = args[2];
         work = Paths.get(args[3]);
-        List<String> failed = new ArrayList<>();
+        Checks checks = new Checks();
 
-        check("min_offsets_wait_until_max_trigger_delay_expires", failed, () -> {
+        checks.run("min_offsets_wait_until_max_trigger_delay_expires", () -> {
             AtomicLong clock = new AtomicLong(1_000_000);
             KafkaMicroBatchStream s = stream(clock, "delay", "subscribe", small,
                 "startingOffsets", "earliest", "minOffsetsPerTrigger", "20", "maxTriggerDelay", "10s");
@@ -89,7 +83,7 @@ public class MicroBatchStreamCheck {
             }
         });
 
-        check("adaptive_limit_follows_measured_batches", failed, () -> {
+        checks.run("adaptive_limit_follows_measured_batches", () -> {
             AtomicLong clock = new AtomicLong(5_000_000);
             KafkaMicroBatchStream s = stream(clock, "adaptive", "subscribe", big,
                 "startingOffsets", "earliest", "maxOffsetsPerTrigger", "auto",
@@ -113,7 +107,7 @@ public class MicroBatchStreamCheck {
             }
         });
 
-        check("adaptive_limit_ends_a_batch_at_the_next_trigger_without_metrics", failed, () -> {
+        checks.run("adaptive_limit_ends_a_batch_at_the_next_trigger_without_metrics", () -> {
             AtomicLong clock = new AtomicLong(7_000_000);
             KafkaMicroBatchStream s = stream(clock, "adaptive2", "subscribe", big,
                 "startingOffsets", "earliest", "maxOffsetsPerTrigger", "auto",
@@ -131,7 +125,7 @@ public class MicroBatchStreamCheck {
             }
         });
 
-        check("initial_offsets_file_uses_the_sessions_hadoop_conf", failed, () -> {
+        checks.run("initial_offsets_file_uses_the_sessions_hadoop_conf", () -> {
             SparkSession spark = SparkSession.builder().getOrCreate();
             expect(!"077".equals(new Configuration().get("fs.permissions.umask-mode")),
                 "a bare Hadoop Configuration must not see spark.hadoop.* (else this check proves nothing)");
@@ -149,18 +143,6 @@ public class MicroBatchStreamCheck {
             spark.stop();
         });
 
-        System.out.println(failed.isEmpty() ? "ALL PASSED" : "FAILED " + failed);
-        System.exit(failed.isEmpty() ? 0 : 1);
-    }
-
-    static void check(String name, List<String> failed, Check c) {
-        try {
-            c.run();
-            System.out.println("PASS " + name);
-        } catch (Throwable t) {
-            failed.add(name);
-            System.out.println("FAIL " + name + ": " + t);
-            t.printStackTrace(System.out);
-        }
+        checks.finish();
     }
 }

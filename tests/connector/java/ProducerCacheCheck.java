@@ -2,13 +2,13 @@
 // evictor, against a port nobody listens on (no broker is needed to open or close one).
 // Run through spark-submit with spark.kafka.producer.cache.* set, so the evictor reads
 // them from the session's SparkEnv as it does on an executor.
-// Prints "PASS <check>" or "FAIL <check>: <why>" per check; exits 1 if any failed.
+// Each check prints PASS or FAIL with its name (Checks.java); exits 1 if any failed.
 // tests/connector/test_connector_producer_cache.py asserts one line per check.
 package io.appliance.kafka;
 
-import java.util.ArrayList;
+import static io.appliance.kafka.Checks.expect;
+
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
@@ -19,12 +19,6 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 public class ProducerCacheCheck {
-    interface Check { void run() throws Exception; }
-
-    static void expect(boolean ok, String why) {
-        if (!ok) throw new AssertionError(why);
-    }
-
     /** Sink options of their own per check (the client id is part of the cache key). */
     static SinkOptions options(String clientId) {
         Map<String, String> m = new HashMap<>();
@@ -61,8 +55,8 @@ public class ProducerCacheCheck {
         long timeoutMs = Long.parseLong(args[0]);
         // First: the evictor starts at the first lease and reads the session's settings.
         SparkSession spark = SparkSession.builder().getOrCreate();
-        List<String> failed = new ArrayList<>();
-        check("writers_with_the_same_settings_share_one_producer", failed, () -> {
+        Checks checks = new Checks();
+        checks.run("writers_with_the_same_settings_share_one_producer", () -> {
             SinkOptions o = options("share");
             ProducerCache.Entry a = ProducerCache.acquire(o);
             ProducerCache.Entry b = ProducerCache.acquire(options("share"));
@@ -73,7 +67,7 @@ public class ProducerCacheCheck {
             ProducerCache.release(b);
             ProducerCache.release(other);
         });
-        check("idle_producer_kept_until_its_timeout", failed, () -> {
+        checks.run("idle_producer_kept_until_its_timeout", () -> {
             SinkOptions o = options("kept");
             ProducerCache.Entry a = ProducerCache.acquire(o);
             ProducerCache.release(a);
@@ -83,7 +77,7 @@ public class ProducerCacheCheck {
             expect(!closed(a.producer), "closed before its timeout");
             ProducerCache.release(again);
         });
-        check("idle_producer_closed_after_its_timeout", failed, () -> {
+        checks.run("idle_producer_closed_after_its_timeout", () -> {
             SinkOptions o = options("idle");
             ProducerCache.Entry a = ProducerCache.acquire(o);
             ProducerCache.release(a);
@@ -94,7 +88,7 @@ public class ProducerCacheCheck {
             expect(fresh != a && !closed(fresh.producer), "no fresh producer after eviction");
             ProducerCache.release(fresh);
         });
-        check("leased_producer_never_evicted", failed, () -> {
+        checks.run("leased_producer_never_evicted", () -> {
             SinkOptions o = options("leased");
             ProducerCache.Entry a = ProducerCache.acquire(o);
             ProducerCache.Entry b = ProducerCache.acquire(o);
@@ -106,7 +100,7 @@ public class ProducerCacheCheck {
             ProducerCache.release(again);
             ProducerCache.release(a);
         });
-        check("retired_producer_closes_with_its_last_lease", failed, () -> {
+        checks.run("retired_producer_closes_with_its_last_lease", () -> {
             SinkOptions o = options("retired");
             ProducerCache.Entry a = ProducerCache.acquire(o);
             ProducerCache.Entry b = ProducerCache.acquire(o);
@@ -119,7 +113,7 @@ public class ProducerCacheCheck {
             expect(closed(a.producer), "retired and unused, still open");
             ProducerCache.release(fresh);
         });
-        check("evictor_closes_idle_producers_with_the_spark_settings", failed, () -> {
+        checks.run("evictor_closes_idle_producers_with_the_spark_settings", () -> {
             SinkOptions o = options("evictor");
             ProducerCache.Entry a = ProducerCache.acquire(o);
             ProducerCache.release(a);
@@ -136,17 +130,6 @@ public class ProducerCacheCheck {
             System.out.println("evicted after " + tookMs + " ms");
         });
         spark.stop();
-        System.out.println(failed.isEmpty() ? "ALL PASSED" : "FAILED " + failed);
-        System.exit(failed.isEmpty() ? 0 : 1);
-    }
-
-    static void check(String name, List<String> failed, Check c) {
-        try {
-            c.run();
-            System.out.println("PASS " + name);
-        } catch (Throwable t) {
-            failed.add(name);
-            System.out.println("FAIL " + name + ": " + t);
-        }
+        checks.finish();
     }
 }

@@ -1,15 +1,13 @@
 // Unit checks of the adaptive read limit's PID rate estimator (no Spark, no broker).
-// Prints "PASS <check>" or "FAIL <check>: <why>" per check; exits 1 if any failed.
+// Each check prints PASS or FAIL with its name (Checks.java); exits 1 if any failed.
 // tests/connector/test_connector_adaptive.py asserts one line per check.
 package io.appliance.kafka;
 
-import java.util.ArrayList;
-import java.util.List;
+import static io.appliance.kafka.Checks.expect;
+
 
 public class RateEstimatorCheck {
     static final long TARGET_MS = 1000;
-
-    interface Check { void run() throws Exception; }
 
     static RateEstimator.Settings settings(double kp, double ki, double kd, double min, double initial) {
         return new RateEstimator.Settings(TARGET_MS, kp, ki, kd, min, initial);
@@ -17,10 +15,6 @@ public class RateEstimatorCheck {
 
     static RateEstimator dstreamDefaults() {
         return new RateEstimator(settings(1.0, 0.2, 0.0, 100, 1000));
-    }
-
-    static void expect(boolean ok, String why) {
-        if (!ok) throw new AssertionError(why);
     }
 
     static void near(double got, double want, double tol, String what) {
@@ -41,44 +35,44 @@ public class RateEstimatorCheck {
     }
 
     public static void main(String[] args) {
-        List<String> failed = new ArrayList<>();
-        check("initial_limit_is_initial_rate_times_target", failed, () -> {
+        Checks checks = new Checks();
+        checks.run("initial_limit_is_initial_rate_times_target", () -> {
             RateEstimator e = dstreamDefaults();
             expect(e.offsetsPerTrigger() == 1000, "limit " + e.offsetsPerTrigger());
         });
-        check("initial_rate_never_below_min_rate", failed, () -> {
+        checks.run("initial_rate_never_below_min_rate", () -> {
             RateEstimator e = new RateEstimator(settings(1, 0.2, 0, 500, 10));
             near(e.rate(), 500, 1e-9, "rate");
         });
-        check("proportional_step_moves_rate_to_processing_rate", failed, () -> {
+        checks.run("proportional_step_moves_rate_to_processing_rate", () -> {
             // 1000 records in 500 ms: processed at 2000/s, on target: no overrun term
             RateEstimator e = dstreamDefaults();
             near(e.update(10_000, 1000, 500), 2000, 1e-6, "rate");
         });
-        check("overrun_lowers_rate_below_processing_rate", failed, () -> {
+        checks.run("overrun_lowers_rate_below_processing_rate", () -> {
             // 4000 records in 2000 ms: 2000/s, 1000 ms over the 1000 ms target:
             // 1000 - (1000-2000) - 0.2 * 1000*2000/1000 = 2000 - 400
             RateEstimator e = new RateEstimator(settings(1.0, 0.2, 0.0, 100, 1000));
             near(e.update(10_000, 4000, 2000), 1600, 1e-6, "rate");
         });
-        check("derivative_term_uses_error_change_per_second", failed, () -> {
+        checks.run("derivative_term_uses_error_change_per_second", () -> {
             RateEstimator e = new RateEstimator(settings(0.0, 0.0, 0.5, 1, 1000));
             e.update(1_000, 500, 1000);   // p=500, error=+500, kp=0: rate stays 1000
             // p=250 one second later: error=+750, dError=+250/s, rate = 1000 - 0.5*250
             near(e.update(2_000, 250, 1000), 875, 1e-6, "rate");
         });
-        check("min_rate_floor", failed, () -> {
+        checks.run("min_rate_floor", () -> {
             RateEstimator e = dstreamDefaults();
             near(e.update(1_000, 10, 60_000), 100, 1e-9, "rate"); // a crawl: clamp to 100/s
             expect(e.offsetsPerTrigger() == 100, "limit " + e.offsetsPerTrigger());
         });
-        check("empty_or_unmeasured_batches_leave_rate_alone", failed, () -> {
+        checks.run("empty_or_unmeasured_batches_leave_rate_alone", () -> {
             RateEstimator e = dstreamDefaults();
             near(e.update(1_000, 0, 500), 1000, 0, "after empty batch");
             near(e.update(2_000, 100, 0), 1000, 0, "after zero duration");
             near(e.update(3_000, -5, 10), 1000, 0, "after negative count");
         });
-        check("converges_to_target_duration_on_backlog", failed, () -> {
+        checks.run("converges_to_target_duration_on_backlog", () -> {
             // 150 ms per batch + 20,000 records/s: the limit that fills 1 s is 17,000
             Query q = new Query(150, 20_000);
             RateEstimator e = dstreamDefaults();
@@ -93,7 +87,7 @@ public class RateEstimatorCheck {
             expect(d >= 700 && d <= 1300, "batch duration after 40 batches: " + d + " ms");
             expect(e.rate() <= 20_000, "rate above the query's capacity: " + e.rate());
         });
-        check("ramps_up_from_min_rate_within_a_few_batches", failed, () -> {
+        checks.run("ramps_up_from_min_rate_within_a_few_batches", () -> {
             Query q = new Query(100, 50_000);
             RateEstimator e = new RateEstimator(settings(1.0, 0.2, 0.0, 100, 100));
             long now = 0;
@@ -108,7 +102,7 @@ public class RateEstimatorCheck {
             expect(e.rate() >= 20_000, "rate after 20 batches: " + e.rate());
             expect(batches <= 8, "needed " + batches + " batches to ramp up");
         });
-        check("slowdown_shrinks_batches", failed, () -> {
+        checks.run("slowdown_shrinks_batches", () -> {
             // the query becomes 4x slower (e.g. the machine is shared): batches shrink back
             Query fast = new Query(100, 40_000);
             Query slow = new Query(100, 10_000);
@@ -131,22 +125,11 @@ public class RateEstimatorCheck {
             expect(e.offsetsPerTrigger() < before / 2, "limit " + before + " -> " + e.offsetsPerTrigger());
             expect(d <= 1300, "batch duration after slowdown: " + d + " ms");
         });
-        check("non_finite_result_falls_back_to_min_rate", failed, () -> {
+        checks.run("non_finite_result_falls_back_to_min_rate", () -> {
             RateEstimator e = new RateEstimator(settings(Double.MAX_VALUE, Double.MAX_VALUE, 0, 100, 1000));
             e.update(1_000, Long.MAX_VALUE / 2, 1);
             expect(e.rate() >= 100 && Double.isFinite(e.rate()), "rate " + e.rate());
         });
-        System.out.println(failed.isEmpty() ? "ALL PASSED" : "FAILED " + failed);
-        System.exit(failed.isEmpty() ? 0 : 1);
-    }
-
-    static void check(String name, List<String> failed, Check c) {
-        try {
-            c.run();
-            System.out.println("PASS " + name);
-        } catch (Throwable t) {
-            failed.add(name);
-            System.out.println("FAIL " + name + ": " + t);
-        }
+        checks.finish();
     }
 }
