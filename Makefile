@@ -66,8 +66,8 @@ system-deps:
 # Everything, the Ansible deploy onto the multi-host test bed last (root; ~30 min).
 # Two pytest workers (pytest-xdist), each taking whole files so a file's module fixtures
 # are built once: most of the suite's time is tests waiting on JVM starts, open-loop load
-# and timeouts, and those overlap well on 2 cores (27:45 serial, 19:23 with two workers,
-# measured). PYTEST_WORKERS=0 runs the suite in one process.
+# and timeouts, and those overlap well on 2 cores (27:45 serial, 19-20 min with two
+# workers, measured). PYTEST_WORKERS=0 runs the suite in one process.
 PYTEST_WORKERS ?= 2
 test: setup
 	$(PY) -m pytest -m "not deploy" -n $(PYTEST_WORKERS) --dist loadfile

@@ -4,7 +4,10 @@ import java.util.Locale;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
-/** Parses Spark-style durations ("15m", "30 seconds", "500ms"): maxTriggerDelay, adaptiveTargetBatchDuration. */
+/**
+ * Parses Spark-style durations ("15m", "30 seconds", "500ms"): maxTriggerDelay,
+ * adaptiveTargetBatchDuration, and the producer cache's Spark settings (ProducerCache).
+ */
 final class Durations {
   private static final Pattern FORMAT = Pattern.compile("(\\d+)\\s*([a-z]*)");
 

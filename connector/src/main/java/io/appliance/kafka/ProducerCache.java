@@ -130,18 +130,12 @@ final class ProducerCache {
         intervalMs, intervalMs, TimeUnit.MILLISECONDS);
   }
 
+  /** A Spark setting in the connector's duration format (Durations), which must be positive. */
   private static long positiveMillis(SparkConf conf, String key, String fallback) {
     String raw = conf.get(key, fallback);
-    long ms;
-    try {
-      ms = conf.getTimeAsMs(key, fallback);
-    } catch (NumberFormatException e) {
-      ms = -1;
-    }
+    long ms = Durations.parseMillis(key, raw);
     if (ms <= 0) {
-      throw new IllegalArgumentException(
-          "Spark setting '" + key + "' must be a positive duration like '10m' or '30s', got '"
-          + raw + "'");
+      throw new IllegalArgumentException("Option '" + key + "' must be positive, got '" + raw + "'");
     }
     return ms;
   }
