@@ -5,6 +5,13 @@ no aggregation), so every input record becomes at most ONE output row, whose per
 ``topic`` column sends it to the alerts or the dead-letter topic through a single sink.
 Only Catalyst expressions are used (no Python UDF ever runs per record).
 
+No Python lambdas either (``F.filter``/``F.transform``): PySpark names each lambda
+variable ``x_<n>`` from a JVM-wide counter, Spark's generated code carries that name in a
+comment, and its class cache is keyed by the code's text. So every planning of the same
+rules generated and compiled new classes, and the warm-up (``appliance.warmup``) JIT-compiled
+classes the real query never ran. The higher-order functions below use built-ins without
+lambdas or a SQL lambda, whose variable keeps the name written.
+
 Validation reads the raw JSON with the VARIANT functions (``try_parse_json``,
 ``schema_of_variant``) because ``from_json`` silently turns a wrong type into null; once a
 record's types are known to be right, one ``from_json`` reads its typed values.
@@ -191,12 +198,12 @@ def _matched_rules(rules: Sequence[Rule]) -> Column:
                         F.lit(rule.ordinal).alias("ordinal")))
         for rule in rules
     ]
-    return F.filter(F.array(*candidates), lambda r: r.isNotNull())
+    return F.array_compact(F.array(*candidates))  # the rules that did not match are null
 
 
 def _highest_severity(matched: Column) -> Column:
     names = F.array(*[F.lit(s) for s in SEVERITIES])
-    return F.element_at(names, F.array_max(F.transform(matched, lambda r: r["ordinal"])))
+    return F.element_at(names, F.array_max(matched["ordinal"]))
 
 
 def _alert_headers() -> Column:
@@ -210,10 +217,10 @@ def _alert_headers() -> Column:
     )
 
 
-def _alert_json(matched: Column) -> Column:
-    listed = F.transform(matched, lambda r: F.struct(r["id"].alias("id"),
-                                                     r["severity"].alias("severity"),
-                                                     r["message"].alias("message")))
+def _alert_json(matched: str) -> Column:
+    """The alert record's JSON; ``matched``: the name of the ``_matched_rules`` column."""
+    listed = F.expr(f"transform({matched}, r -> named_struct("
+                    "'id', r.id, 'severity', r.severity, 'message', r.message))")
     return F.to_json(F.struct(
         F.col("event_id").alias("alert_id"), "event_id", "source", "metric", "value", "ts",
         F.col("_severity").alias("severity"), listed.alias("rules"),
@@ -260,7 +267,7 @@ def route(events: DataFrame, rules: Sequence[Rule], topics: TopicsConfig,
     with_matches = matched.withColumn("_severity", _highest_severity(F.col("_matched")))
     has_match = F.col("error").isNull() & (F.size("_matched") > 0)
     with_alert = with_matches.withColumn(
-        "_alert", F.when(has_match, _alert_json(F.col("_matched"))))
+        "_alert", F.when(has_match, _alert_json("_matched")))
     alert_bytes = F.expr("octet_length(_alert)")
     oversize = F.when(alert_bytes > F.lit(MAX_ALERT_BYTES), F.concat(
         F.lit("alert too large: "), alert_bytes.cast("string"),

@@ -131,6 +131,7 @@ class Appliance:
         self._next_progress_log = 0.0
         self._commits_at_start: set[str] = set()
         self.warmup = None  # appliance.warmup.WarmupResult once warmed
+        self._classes_before_query = 0  # see query_new_classes
 
     # -- checks that need no JVM -------------------------------------------------------
     def load_rules(self) -> list[Rule]:
@@ -299,6 +300,7 @@ class Appliance:
             check_cluster_slots(self.spark, cfg.query.trigger, partitions)
         if cfg.query.warmup:
             self.warm_up()
+        self._classes_before_query = self._generated_classes()
         self.start_query()
         self.start_metrics()
         # ``ready`` means "able to meet the latency targets", not "Spark accepted the
@@ -311,7 +313,19 @@ class Appliance:
         log.info("appliance.ready", bootstrap=self.bootstrap, trigger=cfg.query.trigger,
                  rules=len(self.rules), metrics_port=self.metrics_port,
                  topics=cfg.topics.model_dump(), startup_s=round(time.monotonic() - started, 2),
-                 warmup_s=self.warmup.seconds if self.warmup else 0.0)
+                 warmup_s=self.warmup.seconds if self.warmup else 0.0,
+                 query_new_classes=self.query_new_classes())
+
+    def _generated_classes(self) -> int:
+        from appliance.session import generated_classes
+
+        return generated_classes(self.spark)
+
+    def query_new_classes(self) -> int:
+        """Classes Spark has generated since the query was planned, warm-up excluded: 0
+        while the query runs the classes the warm-up compiled and JIT-warmed (the warm-up's
+        own first round, with its extra rule, generates classes of its own before that)."""
+        return self._generated_classes() - self._classes_before_query
 
     def wait_until_processing(self, timeout: float = 60.0) -> bool:
         """True once the query's tasks really run (see ``_running``); False if it ended or

@@ -47,3 +47,13 @@ def build_session(config: Config, app_name: str = "appliance",
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+def generated_classes(spark: SparkSession) -> int:
+    """How many classes Spark's code generator has compiled in this driver JVM so far.
+
+    Its cache is keyed by the generated source text, so planning code that was generated
+    before compiles nothing: a query started after the warm-up should add none (the
+    runner logs the difference as ``appliance.ready``'s ``query_new_classes``)."""
+    metrics = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics
+    return int(metrics.METRIC_COMPILATION_TIME().getCount())

@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 from appliance.config import TopicsConfig
 from appliance.pipeline import KAFKA_READ_SCHEMA, transform
 from appliance.rules import parse_rules
+from appliance.session import generated_classes
 
 pytestmark = pytest.mark.spark
 
@@ -82,3 +83,17 @@ def test_plan_evaluates_each_expensive_expression_once_per_record(appliance_spar
     }
     counts = {name: plan.count(name) for name in expected}
     assert counts == expected, plan
+
+
+def test_planning_the_same_rules_again_generates_no_new_classes(appliance_spark):
+    """Spark caches generated classes by their code's text, and the warm-up relies on it:
+    the classes it JIT-compiles must be the ones the query then runs. A name that changes
+    with every planning (PySpark's lambda variables, ``x_<n>``) made each planning compile
+    classes of its own."""
+    mix = make_mix("plan-again")
+    rules = parse_rules(mix.rules_yaml)
+    run_batch(appliance_spark, mix)
+    before = generated_classes(appliance_spark)
+    out = transform(as_kafka_records(appliance_spark, mix.records), rules, TopicsConfig())
+    assert len(out.collect()) == len(mix.alerts) + len(mix.dead_letters)
+    assert generated_classes(appliance_spark) == before

@@ -71,6 +71,8 @@ def test_known_mix_in_each_trigger_mode(trigger, broker, new_topic, appliance_sp
         assert appliance.warmup.mode == "kafka" and appliance.warmup.records > 0
         assert appliance.warmup.exact_records >= MIN_EXACT_RECORDS
         assert appliance.warmup.records > appliance.warmup.exact_records   # + the rule round
+        # ... and it ran the query's own generated classes: the query compiled none
+        assert appliance.query_new_classes() == 0
         warm = consume(broker.bootstrap, config.topics.warmup, warmup_alert_seen, 30)
     # ... on its own topic: its synthetic alerts and dead letters are there, and none of
     # them reached the real topics (check_outputs is exact)
