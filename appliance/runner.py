@@ -341,17 +341,18 @@ class Appliance:
     def _commits(self) -> set[int]:
         return set(batch_ids(Path(self.config.query.checkpoint_dir) / "commits"))
 
-    def _tasks_running(self) -> int:
-        """Running tasks, once this query's run has a running job (Spark files its jobs
-        under the run id as job group). The tasks are counted over all active stages:
-        PySpark hands a job's stage ids over as an opaque Java object, and the appliance's
-        session runs no other job while its query runs."""
-        tracker = self.spark.sparkContext.statusTracker()
-        jobs = [tracker.getJobInfo(j) for j in tracker.getJobIdsForGroup(str(self.query.runId))]
-        if not any(job is not None and job.status == "RUNNING" for job in jobs):
-            return 0
-        stages = [tracker.getStageInfo(s) for s in tracker.getActiveStageIds()]
-        return sum(stage.numActiveTasks for stage in stages if stage is not None)
+    def _tasks_launched(self) -> int:
+        """Tasks the driver's task scheduler has launched and not yet seen end, over all
+        executors. The scheduler counts a task as it launches it; the status tracker hears
+        of it later, through the listener bus, which at start-up lagged up to 6-8 s (see
+        ``_running``). ``taskScheduler`` is Spark-internal, reached through py4j. The count
+        is not per query: the appliance's session runs no other job while its query runs."""
+        per_executor = self.spark.sparkContext._jsc.sc().taskScheduler() \
+            .runningTasksByExecutors().values().iterator()
+        launched = 0
+        while per_executor.hasNext():
+            launched += per_executor.next()
+        return launched
 
     def _running(self) -> bool:
         """Whether the query processes events as they come, per trigger:
@@ -362,8 +363,9 @@ class Appliance:
           commit with or without data). Task counts are not asked for: the status
           tracker learns of tasks through the listener bus, which at start-up lagged
           2.5-8 s behind the first commits (measured), holding ``ready`` back;
-        - real-time: a task per partition runs (a batch commits only at its end, minutes
-          away), as the status tracker reports it;
+        - real-time: a task per partition has been launched (a batch commits only at its
+          end, minutes away), as the task scheduler counts them (``_tasks_launched``; the
+          status tracker reported real-time tasks up to 6 s after they were reading);
         - micro-batch: a trigger completed in this run (no-data triggers report progress
           too; nothing commits before data arrives).
         """
@@ -371,7 +373,7 @@ class Appliance:
         if trigger == "microbatch":
             return self.query.lastProgress is not None
         if trigger == "realtime":
-            return self._tasks_running() >= max(self._partitions, 1)
+            return self._tasks_launched() >= max(self._partitions, 1)
         return bool(self._commits() - self._commits_at_start)
 
     def _log_processing(self) -> bool:
