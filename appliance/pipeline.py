@@ -145,15 +145,24 @@ def parse_events(records: DataFrame) -> DataFrame:
         F.col("offset").alias("_offset"), F.col("timestamp").alias("_timestamp"),
     ).withColumn("_text", F.col("_raw").cast("string"))
     raw = raw.withColumn("_utf8", F.expr("is_valid_utf8(_text)"))
-    # try_parse_json reads the first JSON value and ignores whatever follows it
+    # Both JSON parsers read the first value of a text and ignore whatever follows it
     # ('{...} x', '{...}{...}', '{...}]'): not valid JSON, so such a record must be a dead
-    # letter. Wrapped as '[<text>,0]', a record with nothing after its value is an array
-    # of exactly two elements; anything trailing breaks the parse or changes the count.
+    # letter. So the text is parsed wrapped twice, and each wrap fails on what the other
+    # could let through:
+    # - as '[<text>,0]' it must be an array of exactly two elements;
+    # - as '{"v":<text>}' it must parse at all (the variant it yields is the record's).
+    # Either wrap alone can be closed early by the text itself: '<value>,0] x' makes the
+    # array wrap '[<value>,0]' plus ignored junk, and '<value>, "k": 1' is a valid object
+    # wrap. Both at once cannot: after the value, a text that closes the array needs
+    # ']' or ',' <value> ',' before a ']', one that closes the object needs '}' or
+    # ',' <string> ':', and no token sequence is both. So when both hold, each wrap
+    # closed on its own last character and the text is one JSON value.
     whole = "json_array_length(concat('[', _text, ',0]')) = 2"
+    wrapped = "variant_get(try_parse_json(concat('{\"v\":', _text, '}')), '$.v')"
     # A JSON text is an object exactly when its first character after whitespace is '{'.
     is_object = f"startswith(trim(LEADING '{_JSON_WHITESPACE}' FROM _text), '{{')"
     parsed = raw.select(*kafka, "_utf8", "_text",
-                        F.expr(f"CASE WHEN _utf8 AND {whole} THEN try_parse_json(_text) END")
+                        F.expr(f"CASE WHEN _utf8 AND {whole} THEN {wrapped} END")
                         .alias("_json"),
                         F.expr(is_object).alias("_object"))
     probed = parsed.select(*kafka, "_utf8", "_text", "_json", "_object", *_field_types())

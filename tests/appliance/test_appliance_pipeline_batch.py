@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import json
 
 import pytest
 from appliance_mix import check_outputs, make_mix
@@ -52,6 +53,28 @@ def test_dead_letter_keeps_source_position_and_original_key(appliance_spark):
     assert row.key == b"k1"
     assert row.value == ('{"error":"malformed JSON","raw":"nope","encoding":"utf8",'
                          '"topic":"in","partition":3,"offset":41}')
+
+
+# Text after a complete value that closes one of the pipeline's two wraps early: each of
+# these once passed the array-wrap check alone (',0]' closes '[<text>,0]' on the text's own
+# bracket), or would pass the object wrap alone (', "k": 1' continues '{"v":<text>}').
+TRAILING = [b",0]", b",0] x", b",0]]", b', "k": 1', b', "k": 1}', b",0,0]", b" x", b"}",
+            b"]", b"{}", b",", b' {"a": 1}']
+
+
+@pytest.mark.parametrize("junk", TRAILING, ids=[t.decode() for t in TRAILING])
+def test_anything_after_the_json_value_makes_a_dead_letter(appliance_spark, junk):
+    event = json.dumps({"event_id": "trailing", "ts": 1, "source": "h", "metric": "cpu",
+                        "value": 99}).encode()
+    rules = parse_rules("rules:\n  - {id: hot, severity: critical, when: 'value > 90'}\n")
+    records = as_kafka_records(appliance_spark, [event + junk, b" \r\n" + event + b"\t "])
+    rows = transform(records, rules, TopicsConfig()).collect()
+    by_topic = {r.topic: r for r in rows}
+    assert sorted(by_topic) == ["alerts", "events.dlq"], rows
+    dead = json.loads(by_topic["events.dlq"].value)
+    assert (dead["error"], dead["raw"], dead["offset"]) == ("malformed JSON",
+                                                            (event + junk).decode(), 0)
+    assert json.loads(by_topic["alerts"].value)["event_id"] == "trailing"  # whitespace is fine
 
 
 def test_plan_is_map_only_and_has_no_python_udf(appliance_spark):

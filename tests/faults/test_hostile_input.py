@@ -127,8 +127,10 @@ def records(draw) -> bytes | None:
         doc[field] = doc[field] + marker
         return json.dumps(doc).replace(marker, escape).encode()
     if kind == "trailing":
+        # ',0]' and ', "k": 1' each close one of the pipeline's two parse wraps early.
         return text.encode() + draw(st.sampled_from([b" x", b"}", b"]", b",", b"{}", b"\x00",
-                                                     b" " + text.encode()]))
+                                                     b" " + text.encode(), b",0]", b",0] x",
+                                                     b', "k": 1']))
     if kind == "cut":
         raw = text.encode()
         return raw[: draw(st.integers(0, max(len(raw) - 1, 0)))]
