@@ -87,11 +87,13 @@ _EVENT_JSON = """to_json(named_struct(
                                'load.1m'), CAST(id % 5 + 1 AS INT)),
     'value', CAST(id % 100 AS DOUBLE),
     'tags', map('env', 'warmup', 'dc', CAST(id % 3 AS STRING))))"""
+# One of each dead-letter reason in turn. The bad records are ids 7, 57, 107, ... (id % 50
+# = 7), so the choice goes by id DIV 50: by id % 5 it was always the third ('[1, 2]').
 _BAD_VALUE = """element_at(array(
     CAST('{"event_id": "w' AS BINARY), CAST('{"ts": 1}' AS BINARY), CAST('[1, 2]' AS BINARY),
     unhex('FFFE'),
     CAST('{"event_id": 1, "ts": 1, "source": "s", "metric": "m", "value": "x"}' AS BINARY)),
-    CAST(id % 5 + 1 AS INT))"""
+    CAST(id DIV 50 % 5 + 1 AS INT))"""
 
 
 def synthetic_records(spark: SparkSession, count: int) -> DataFrame:
