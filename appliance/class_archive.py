@@ -29,12 +29,13 @@ built), ``"off"``, or the path of an archive.
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from appliance import logs
@@ -62,15 +63,56 @@ def spark_home() -> Path | None:
     return Path(spec.origin).resolve().parent if spec and spec.origin else None
 
 
+@dataclass(frozen=True)
+class Installation:
+    """The facts an archive is keyed by: one ``java`` binary and one pyspark install."""
+
+    java: str
+    java_size: int
+    java_mtime: int
+    spark_home: str
+    spark_version: str
+
+    @property
+    def key(self) -> str:
+        facts = [self.java, str(self.java_size), str(self.java_mtime), self.spark_home,
+                 self.spark_version]
+        return hashlib.sha256("|".join(facts).encode()).hexdigest()[:16]
+
+
+_VERSION = re.compile(r"""^__version__(?:\s*:\s*str)?\s*=\s*["']([^"']+)["']""", re.M)
+
+
+def installation_at(java: Path, home: Path) -> Installation | None:
+    """What is installed at these paths now; None if either is gone. The version is read
+    from the install's own ``version.py`` (not this environment's metadata), so another
+    environment's install can be described too (``appliance.class_archive_prune``)."""
+    try:
+        stat = java.stat()
+        found = _VERSION.search((home / "version.py").read_text(encoding="utf-8"))
+    except OSError:
+        return None
+    if found is None:
+        return None
+    return Installation(str(java), stat.st_size, int(stat.st_mtime), str(home), found.group(1))
+
+
+def installation() -> Installation | None:
+    """This environment's JDK and Spark installation; None if either is missing."""
+    java, home = java_binary(), spark_home()
+    return installation_at(java, home) if java is not None and home is not None else None
+
+
 def install_key() -> str | None:
     """A short key of this JDK and Spark installation; None if either is missing."""
-    java, home = java_binary(), spark_home()
-    if java is None or home is None:
-        return None
-    stat = java.stat()
-    facts = [str(java), str(stat.st_size), str(int(stat.st_mtime)), str(home),
-             importlib.metadata.version("pyspark")]
-    return hashlib.sha256("|".join(facts).encode()).hexdigest()[:16]
+    found = installation()
+    return found.key if found else None
+
+
+def record_path(archive: Path) -> Path:
+    """The JSON next to an archive naming the installation it belongs to (``build``
+    writes it; ``appliance.class_archive_prune`` reads it)."""
+    return archive.with_suffix(".json")
 
 
 def archive_dir() -> Path:

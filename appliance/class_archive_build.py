@@ -12,6 +12,7 @@ starting meanwhile maps the old archive or none, never half a file.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -19,10 +20,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 
 from appliance import process_group
-from appliance.class_archive import default_archive, verify
+from appliance.class_archive import default_archive, installation, record_path, verify
+from appliance.class_archive_prune import prune
 from appliance.config import Config, write_config
 from appliance.logwatch import EventNotLogged, log_tail, wait_for_event
 from appliance.rules import EXAMPLE_RULES
@@ -35,6 +38,14 @@ DUMP_TIMEOUT_S = 300.0   # the JVM's exit, archive dump included (~10 s measured
 
 class ArchiveBuildError(RuntimeError):
     """The archive could not be written; the message says why (and the run's log tail)."""
+
+
+def write_record(archive: Path) -> None:
+    """Record this installation next to ``archive`` (``appliance.class_archive_prune``)."""
+    built_for = installation()
+    if built_for is not None:
+        record_path(archive).write_text(json.dumps(asdict(built_for), indent=1) + "\n",
+                                        encoding="utf-8")
 
 
 def build(target: Path | None = None, progress: Callable[[str], None] = print) -> Path:
@@ -83,4 +94,9 @@ def build(target: Path | None = None, progress: Callable[[str], None] = print) -
         os.replace(dump, target)
     progress(f"class-archive: wrote {target} ({target.stat().st_size / 2**20:.0f} MiB) "
              f"in {time.monotonic() - started:.0f} s")
+    write_record(target)
+    if target == default_archive():  # the shared cache: drop what nobody can use any more
+        for verdict in prune(target.parent):
+            if verdict.removed:
+                progress(f"class-archive: removed {verdict.archive}: {verdict.reason}")
     return target

@@ -78,11 +78,13 @@ def _cmd_rules_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_class_archive_build(args: argparse.Namespace) -> int:
-    from appliance.class_archive import default_archive
-    from appliance.class_archive_build import ArchiveBuildError, build
+    from appliance.class_archive import default_archive, record_path
+    from appliance.class_archive_build import ArchiveBuildError, build, write_record
 
     target = Path(args.path) if args.path else default_archive()
     if args.if_missing and target is not None and target.is_file():
+        if args.path is None and not record_path(target).is_file():
+            write_record(target)  # built before records were kept: its name is our key
         print(f"class-archive: {target} is there (without --if-missing: rebuild)", file=sys.stderr)
         return 0
     try:
@@ -105,6 +107,20 @@ def _cmd_class_archive_path(args: argparse.Namespace) -> int:
         return 1
     print(target)
     return 0 if target.is_file() else 3
+
+
+def _cmd_class_archive_prune(args: argparse.Namespace) -> int:
+    from appliance.class_archive import archive_dir
+    from appliance.class_archive_prune import prune
+
+    directory = archive_dir()
+    verdicts = prune(directory, dry_run=args.dry_run) if directory.is_dir() else []
+    for verdict in verdicts:
+        action = ("would remove" if args.dry_run else "removed") if verdict.removed else "kept"
+        print(f"class-archive: {action} {verdict.archive}: {verdict.reason}")
+    if not verdicts:
+        print(f"class-archive: no archives in {directory}")
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -143,6 +159,11 @@ def build_parser() -> argparse.ArgumentParser:
     path = archive_sub.add_parser(
         "path", help='print where "auto" looks (exit 0 if built, 3 if not built yet)')
     path.set_defaults(func=_cmd_class_archive_path)
+    prune_cmd = archive_sub.add_parser(
+        "prune", help="remove the archives whose JDK or Spark installation is gone or changed")
+    prune_cmd.add_argument("--dry-run", action="store_true",
+                           help="only say what would be removed")
+    prune_cmd.set_defaults(func=_cmd_class_archive_prune)
 
     for plugin in sorted(entry_points(group=PLUGIN_GROUP), key=lambda ep: ep.name):
         plugin.load()(sub)

@@ -4,17 +4,21 @@ config asks for, the option that reaches the driver JVM, and, for real, that
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pyspark
 import pytest
 from kafka_io import consume, produce
 
 from appliance import class_archive, process_group
 from appliance.class_archive import with_archive
+from appliance.class_archive_prune import prune
 from appliance.config import Config, load_config
 from appliance.config import write_config as write_config_file
 from appliance.logwatch import wait_for_event
@@ -113,6 +117,73 @@ def test_blank_setting_is_a_config_error(tmp_path):
     assert len(lines) == 1 and "spark.class_archive" in lines[0], proc.stderr
 
 
+def _installation(root: Path, version: str) -> class_archive.Installation:
+    """A stand-in JDK and pyspark install under ``root`` (files only, nothing runs)."""
+    (root / "jdk" / "bin").mkdir(parents=True, exist_ok=True)
+    (root / "jdk" / "bin" / "java").write_text("#!/bin/sh\n")
+    (root / "pyspark").mkdir(exist_ok=True)
+    (root / "pyspark" / "version.py").write_text(f'__version__: str = "{version}"\n')
+    found = class_archive.installation_at(root / "jdk" / "bin" / "java", root / "pyspark")
+    assert found is not None and found.spark_version == version
+    return found
+
+
+def _archive(directory: Path, built_for: class_archive.Installation | None,
+             key: str | None = None) -> Path:
+    archive = directory / f"driver-{key or built_for.key}.jsa"
+    archive.write_bytes(b"archive")
+    if built_for is not None:
+        class_archive.record_path(archive).write_text(json.dumps(dataclasses.asdict(built_for)))
+    return archive
+
+
+def test_prune_removes_exactly_the_archives_whose_installation_is_gone_or_changed(tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    live = _archive(cache, _installation(tmp_path / "live", "4.3.0"))
+    upgraded_install = _installation(tmp_path / "upgraded", "4.3.0")
+    upgraded = _archive(cache, upgraded_install)
+    (tmp_path / "upgraded" / "pyspark" / "version.py").write_text('__version__ = "4.4.0"\n')
+    deleted = _archive(cache, _installation(tmp_path / "deleted", "4.3.0"))
+    shutil.rmtree(tmp_path / "deleted")
+    unknown = _archive(cache, None, key="0123456789abcdef")
+    other = cache / "notes.txt"
+    other.write_text("not an archive")
+
+    planned = {v.archive.name: (v.removed, v.reason) for v in prune(cache, dry_run=True)}
+    assert {name: removed for name, (removed, _) in planned.items()} == {
+        live.name: False, upgraded.name: True, deleted.name: True, unknown.name: False}
+    assert "4.3.0 -> 4.4.0" in planned[upgraded.name][1]
+    assert "gone" in planned[deleted.name][1]
+    assert "no record" in planned[unknown.name][1]
+    assert all(p.exists() for p in (live, upgraded, deleted, unknown))  # a dry run
+
+    prune(cache)
+    assert sorted(p.name for p in cache.iterdir()) == sorted(
+        [live.name, class_archive.record_path(live).name, unknown.name, other.name])
+
+
+def test_prune_cli_reports_each_archive(tmp_path):
+    _archive(tmp_path, None, key="0123456789abcdef")
+    gone = _archive(tmp_path, _installation(tmp_path / "gone", "4.3.0"))
+    shutil.rmtree(tmp_path / "gone")
+    proc = subprocess.run([sys.executable, "-m", "appliance", "class-archive", "prune"],
+                          capture_output=True, text=True, timeout=120,
+                          env={**_env(), class_archive.DIR_ENV: str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith("class-archive: kept ") and "no record" in lines[0]
+    assert lines[1].startswith(f"class-archive: removed {gone}") and "gone" in lines[1]
+    assert not gone.exists()
+
+
+def test_this_installations_archive_is_described_by_the_key_it_is_named_by():
+    found = class_archive.installation()
+    assert found is not None and found.key == class_archive.install_key()
+    assert found.spark_version == pyspark.__version__
+
+
 @pytest.mark.spark
 @pytest.mark.timeout(1200)
 def test_built_archive_is_mapped_by_the_next_run_which_still_alerts(tmp_path, broker):
@@ -124,6 +195,8 @@ def test_built_archive_is_mapped_by_the_next_run_which_still_alerts(tmp_path, br
     assert archive.is_file() and archive.stat().st_size > 1 << 20
     assert "wrote" in built.stderr
     assert not list(archive.parent.glob("class-archive-*"))  # scratch dir removed
+    record = json.loads(class_archive.record_path(archive).read_text())
+    assert class_archive.Installation(**record) == class_archive.installation()
 
     topics = {"events": "ca-events", "alerts": "ca-alerts", "dead_letters": "ca-dlq"}
     broker.create_topics({"ca-events": 2, "ca-alerts": 1, "ca-dlq": 1})
