@@ -117,6 +117,10 @@ class TopicsConfig(_Section):
 # one interval of events yields duplicate alerts (never lost ones).
 DEFAULT_INTERVAL = {"continuous": "1 second", "realtime": "5 minutes",
                     "microbatch": "0 seconds"}
+# The shortest explicit ``[query] stall_timeout``: this many epoch intervals, and never
+# under MIN_STALL_MS (a saturated machine's epochs were seen a few seconds late).
+MIN_STALL_INTERVALS = 5
+MIN_STALL_MS = 10_000.0
 
 
 def _a_path(value: str) -> str:
@@ -136,6 +140,10 @@ class QueryConfig(_Section):
     # Micro-batch and real-time: offset/commit logs written in the background
     # (appliance.tuning.ASYNC_PROGRESS). Continuous mode ignores it.
     async_progress: bool = True
+    # Continuous: how long without a committed epoch before the query counts as stuck and
+    # the appliance exits 1 (appliance.epoch_watch). None: STALL_INTERVALS intervals, at
+    # least STALL_MIN_S.
+    stall_timeout: str | None = None
 
     @field_validator("checkpoint_dir")
     @classmethod
@@ -149,7 +157,7 @@ class QueryConfig(_Section):
             raise ValueError(f"must be one of {', '.join(TRIGGERS)} (got {value!r})")
         return value
 
-    @field_validator("interval")
+    @field_validator("interval", "stall_timeout")
     @classmethod
     def _interval(cls, value: str | None) -> str | None:
         if value is not None:
@@ -162,6 +170,19 @@ class QueryConfig(_Section):
         as set, so ``Config.with_trigger`` can give a new trigger its own default."""
         if self.interval is None:
             object.__setattr__(self, "interval", DEFAULT_INTERVAL[self.trigger])
+        return self
+
+    @model_validator(mode="after")
+    def _stall_timeout(self) -> QueryConfig:
+        """An explicit stall timeout must leave room for a few late epochs: a healthy
+        query on a saturated machine committed a few seconds late at worst (measured)."""
+        if self.stall_timeout is not None and self.trigger == "continuous":
+            floor_ms = MIN_STALL_INTERVALS * interval_ms(self.interval)
+            if interval_ms(self.stall_timeout) < max(floor_ms, MIN_STALL_MS):
+                raise ValueError(
+                    f"stall_timeout must be at least {MIN_STALL_INTERVALS} intervals and "
+                    f"{MIN_STALL_MS / 1000:g} s (got {self.stall_timeout!r} with interval "
+                    f"{self.interval!r})")
         return self
 
     @field_validator("starting_offsets")

@@ -29,8 +29,12 @@ STALL_INTERVALS = 20
 STALL_MIN_S = 60.0
 
 
-def stall_timeout_s(interval_ms: float) -> float:
-    """Seconds without a committed epoch after which a continuous query counts as stuck."""
+def stall_timeout_s(interval_ms: float, configured_ms: float | None = None) -> float:
+    """Seconds without a committed epoch after which a continuous query counts as stuck:
+    ``[query] stall_timeout`` if set (``configured_ms``; appliance.config bounds it),
+    else STALL_INTERVALS intervals and at least STALL_MIN_S."""
+    if configured_ms is not None:
+        return configured_ms / 1000.0
     return max(STALL_MIN_S, STALL_INTERVALS * interval_ms / 1000.0)
 
 

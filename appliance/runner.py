@@ -426,7 +426,9 @@ class Appliance:
         cfg = self.config.query
         if cfg.trigger != "continuous":
             return None
-        return EpochWatch(Path(cfg.checkpoint_dir), stall_timeout_s(interval_ms(cfg.interval)))
+        configured = interval_ms(cfg.stall_timeout) if cfg.stall_timeout else None
+        return EpochWatch(Path(cfg.checkpoint_dir),
+                          stall_timeout_s(interval_ms(cfg.interval), configured))
 
     def serve(self, stop: threading.Event) -> int:
         """Block until ``stop`` is set (0) or the query dies or gets stuck (1)."""

@@ -120,6 +120,16 @@ def test_warmup_and_async_progress_are_on_by_default_and_can_be_switched_off(tmp
     assert config.query.warmup is True and config.query.async_progress is False
 
 
+def test_stall_timeout_is_continuous_only_and_unset_by_default(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert load_config(None, environ={}).query.stall_timeout is None
+    write(tmp_path, '[query]\nstall_timeout = "15 seconds"\n')
+    assert load_config("appliance.toml", environ={}).query.stall_timeout == "15 seconds"
+    # Real-time's 5-minute batches do not make it too short: the watch is continuous-only.
+    write(tmp_path, '[query]\ntrigger = "realtime"\nstall_timeout = "15 seconds"\n')
+    assert load_config("appliance.toml", environ={}).query.trigger == "realtime"
+
+
 @pytest.mark.parametrize("text, expected", [
     ('[query]\ntrigger = "fast"\n',
      "appliance.toml: query.trigger: must be one of continuous, realtime, microbatch "
@@ -139,6 +149,13 @@ def test_warmup_and_async_progress_are_on_by_default_and_can_be_switched_off(tmp
     ('[nonsense]\nx = 1\n', "appliance.toml: nonsense: unknown key"),
     ('query = 3\n', "appliance.toml: query: must be a table"),
     ('[query\n', "appliance.toml: not valid TOML"),
+    ('[query]\nstall_timeout = "soon"\n', "appliance.toml: query.stall_timeout: must look like"),
+    # Shorter than 5 epoch intervals, or 10 s: a healthy query's late epochs would trip it.
+    ('[query]\nstall_timeout = "9 seconds"\n',
+     "appliance.toml: query: stall_timeout must be at least 5 intervals and 10 s"),
+    ('[query]\ninterval = "4 seconds"\nstall_timeout = "15 seconds"\n',
+     "appliance.toml: query: stall_timeout must be at least 5 intervals and 10 s (got "
+     "'15 seconds' with interval '4 seconds')"),
 ])
 def test_bad_field_is_one_line_naming_file_and_field(tmp_path, monkeypatch, text, expected):
     monkeypatch.chdir(tmp_path)

@@ -30,9 +30,10 @@ def test_latest_commit_ignores_temp_and_crc_files(tmp_path):
     assert latest_commit(tmp_path) == 10
 
 
-def test_timeout_is_a_floor_or_many_intervals():
+def test_timeout_is_a_floor_or_many_intervals_unless_configured():
     assert stall_timeout_s(500) == STALL_MIN_S
     assert stall_timeout_s(60_000) == 20 * 60.0
+    assert stall_timeout_s(500, 15_000.0) == 15.0  # [query] stall_timeout
 
 
 def test_new_commits_keep_it_quiet_and_silence_past_the_timeout_is_reported(tmp_path):

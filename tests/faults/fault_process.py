@@ -21,12 +21,13 @@ INTERVALS = {"continuous": "500 milliseconds", "realtime": "5 seconds",
 
 
 def write_config(directory: Path, bootstrap: str, topics: dict[str, str], trigger: str,
-                 checkpoint: Path, rules: Path) -> Path:
+                 checkpoint: Path, rules: Path, **query: object) -> Path:
+    """``query``: more ``[query]`` settings (e.g. ``stall_timeout``)."""
     return write_config_file(Config.model_validate({
         "kafka": {"bootstrap_servers": bootstrap},
         "topics": topics,
         "query": {"trigger": trigger, "interval": INTERVALS[trigger],
-                  "checkpoint_dir": str(checkpoint)},
+                  "checkpoint_dir": str(checkpoint), **query},
         "rules": {"path": str(rules)},
         "spark": {"master": "local[2]"},
         "metrics": {"port": 0},

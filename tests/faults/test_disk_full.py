@@ -69,6 +69,9 @@ def torn_entries(checkpoint: Path) -> list[str]:
     return out
 
 
+STALL_TIMEOUT = "15 seconds"
+
+
 # Continuous in `make test`: the trigger where Spark does not fail the query on a full
 # checkpoint and the appliance's epoch watch has to (appliance.epoch_watch).
 @pytest.mark.parametrize("trigger", [
@@ -82,7 +85,11 @@ def test_full_checkpoint_disk_fails_cleanly_and_restart_loses_nothing(
     rules = tmp_path / "rules.yml"
     rules.write_text(rules_yaml())
     checkpoint = small_disk / "checkpoint"
-    config = write_config(tmp_path, broker.bootstrap, topics, trigger, checkpoint, rules)
+    # Continuous: the epoch watch fails the stuck query after STALL_TIMEOUT, not the
+    # default 60 s (its floor for a 500 ms interval).
+    extra = {"stall_timeout": STALL_TIMEOUT} if trigger == "continuous" else {}
+    config = write_config(tmp_path, broker.bootstrap, topics, trigger, checkpoint, rules,
+                          **extra)
     procs = [ApplianceProcess(config, tmp_path / "run-0.log")]
     try:
         procs[-1].wait_for("query.processing")
