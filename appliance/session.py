@@ -16,7 +16,13 @@ from pyspark.sql import SparkSession
 from appliance.class_archive import with_archive
 from appliance.config import Config
 from appliance.connector import spark_jars_conf
-from appliance.tuning import tuning_for
+from appliance.tuning import LOCAL_CHECKPOINT_CONF, tuning_for
+
+
+def is_local_path(path: str) -> bool:
+    """A plain path or a ``file:`` URI (not ``hdfs://``, ``s3a://``...)."""
+    scheme = path.split(":", 1)[0] if "://" in path or path.startswith("file:") else ""
+    return scheme in ("", "file")
 
 
 def spark_conf(config: Config, class_archive: Path | None = None) -> dict[str, str]:
@@ -24,6 +30,8 @@ def spark_conf(config: Config, class_archive: Path | None = None) -> dict[str, s
     and ``class_archive`` (a checked archive, ``class_archive.resolve``) for the driver."""
     conf = dict(tuning_for(config.query.trigger, config.query.async_progress).spark_conf)
     conf.update(spark_jars_conf())
+    if is_local_path(config.query.checkpoint_dir):
+        conf.update(LOCAL_CHECKPOINT_CONF)
     if config.spark.master.startswith("local"):
         # Local runs talk over loopback only, whatever the host name resolves to. On a
         # cluster the executors must reach the driver: there Spark's own defaults (the

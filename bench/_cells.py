@@ -46,6 +46,12 @@ CELLS: tuple[Cell, ...] = (
     Cell("continuous-flush-commit", "continuous", RATE, "commit waits own acks",
          "sink commit() flushes the shared producer again",
          jvm_options=("-Dappliance.kafka.sink.flushOnCommit=true",)),
+    Cell("continuous-filecontext-checkpoint", "continuous", RATE, "checkpoint renames",
+         "Spark's default checkpoint manager (FileContext: a `readlink` child process per "
+         "renamed path on a local disk)",
+         spark={"spark.sql.streaming.checkpointFileManagerClass":
+                "org.apache.spark.sql.execution.streaming.checkpointing."
+                "FileContextBasedCheckpointFileManager"}),
     Cell("continuous-tmpfs", "continuous", RATE, "checkpoint on tmpfs",
          "checkpoint under /dev/shm (lever ON: the default is the disk)",
          tmpfs_checkpoint=True),

@@ -56,3 +56,21 @@ def test_async_progress_only_where_spark_has_it_and_only_when_asked():
 def test_epoch_poll_is_not_the_record_path_and_stays_coarse():
     conf = tuning_for("continuous").spark_conf
     assert int(conf["spark.sql.streaming.continuous.executorPollIntervalMs"]) >= 10
+
+
+def test_local_checkpoints_are_renamed_without_a_child_process_per_entry():
+    """Spark's default checkpoint manager renames through Hadoop's FileContext, which
+    runs `readlink` in a child process per path on a local disk (tuning.py); a local
+    checkpoint gets the FileSystem-based manager, any other scheme Spark's default, and
+    the operator's own choice wins."""
+    key = "spark.sql.streaming.checkpointFileManagerClass"
+    local = spark_conf(Config.model_validate({"query": {"checkpoint_dir": "var/cp"}}))
+    assert local[key].endswith(".FileSystemBasedCheckpointFileManager")
+    uri = spark_conf(Config.model_validate({"query": {"checkpoint_dir": "file:///srv/cp"}}))
+    assert uri[key] == local[key]
+    for remote in ("hdfs://nn:8020/cp", "s3a://bucket/cp"):
+        conf = spark_conf(Config.model_validate({"query": {"checkpoint_dir": remote}}))
+        assert key not in conf
+    own = spark_conf(Config.model_validate({"query": {"checkpoint_dir": "var/cp"},
+                                            "spark": {key: "my.Manager"}}))
+    assert own[key] == "my.Manager"
