@@ -117,8 +117,12 @@ class TopicsConfig(_Section):
 # one interval of events yields duplicate alerts (never lost ones).
 DEFAULT_INTERVAL = {"continuous": "1 second", "realtime": "5 minutes",
                     "microbatch": "0 seconds"}
-# The shortest explicit ``[query] stall_timeout``: this many epoch intervals, and never
-# under MIN_STALL_MS (a saturated machine's epochs were seen a few seconds late).
+# Continuous: no committed epoch for this long means the query is stuck (appliance.
+# epoch_watch). By default STALL_INTERVALS intervals and at least STALL_MIN_S; an explicit
+# ``[query] stall_timeout`` at least MIN_STALL_INTERVALS intervals and MIN_STALL_MS (a
+# saturated machine's epochs were seen a few seconds late).
+STALL_INTERVALS = 20
+STALL_MIN_S = 60.0
 MIN_STALL_INTERVALS = 5
 MIN_STALL_MS = 10_000.0
 
@@ -141,8 +145,7 @@ class QueryConfig(_Section):
     # (appliance.tuning.ASYNC_PROGRESS). Continuous mode ignores it.
     async_progress: bool = True
     # Continuous: how long without a committed epoch before the query counts as stuck and
-    # the appliance exits 1 (appliance.epoch_watch). None: STALL_INTERVALS intervals, at
-    # least STALL_MIN_S.
+    # the appliance exits 1 (appliance.epoch_watch); None: the default (stall_timeout_s).
     stall_timeout: str | None = None
 
     @field_validator("checkpoint_dir")
@@ -184,6 +187,13 @@ class QueryConfig(_Section):
                     f"{MIN_STALL_MS / 1000:g} s (got {self.stall_timeout!r} with interval "
                     f"{self.interval!r})")
         return self
+
+    @property
+    def stall_timeout_s(self) -> float:
+        """Seconds without a committed epoch after which a continuous query is stuck."""
+        if self.stall_timeout is not None:
+            return interval_ms(self.stall_timeout) / 1000.0
+        return max(STALL_MIN_S, STALL_INTERVALS * interval_ms(self.interval) / 1000.0)
 
     @field_validator("starting_offsets")
     @classmethod

@@ -11,7 +11,8 @@ needs this.
 An epoch commits every interval whether events came or not, so a commit log that stays
 silent for many intervals means the query is stuck. The timeout is long against a
 saturated machine's epochs (a few seconds late at worst, measured) and short against the
-hour the epoch backlog queue would take to fail the query by itself.
+hour the epoch backlog queue would take to fail the query by itself; its policy (default,
+``[query] stall_timeout``, bounds) is ``QueryConfig.stall_timeout_s``.
 """
 
 from __future__ import annotations
@@ -23,19 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from appliance.checkpoint import batch_ids
-
-# No commit for this many epoch intervals, and at least STALL_MIN_S: stuck.
-STALL_INTERVALS = 20
-STALL_MIN_S = 60.0
-
-
-def stall_timeout_s(interval_ms: float, configured_ms: float | None = None) -> float:
-    """Seconds without a committed epoch after which a continuous query counts as stuck:
-    ``[query] stall_timeout`` if set (``configured_ms``; appliance.config bounds it),
-    else STALL_INTERVALS intervals and at least STALL_MIN_S."""
-    if configured_ms is not None:
-        return configured_ms / 1000.0
-    return max(STALL_MIN_S, STALL_INTERVALS * interval_ms / 1000.0)
 
 
 def latest_commit(checkpoint_dir: Path) -> int | None:

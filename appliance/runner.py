@@ -27,7 +27,7 @@ from appliance.checkpoint import batch_ids
 from appliance.checkpoint import repair as repair_checkpoint
 from appliance.class_archive import resolve as resolve_class_archive
 from appliance.config import Config, ConfigError, QueryConfig, interval_ms
-from appliance.epoch_watch import EpochWatch, stall_timeout_s
+from appliance.epoch_watch import EpochWatch
 from appliance.rules import Rule, RulesError, analyze_rules, load_rules
 from appliance.slots import wait_for_slots
 from appliance.topics import (
@@ -426,9 +426,7 @@ class Appliance:
         cfg = self.config.query
         if cfg.trigger != "continuous":
             return None
-        configured = interval_ms(cfg.stall_timeout) if cfg.stall_timeout else None
-        return EpochWatch(Path(cfg.checkpoint_dir),
-                          stall_timeout_s(interval_ms(cfg.interval), configured))
+        return EpochWatch(Path(cfg.checkpoint_dir), cfg.stall_timeout_s)
 
     def serve(self, stop: threading.Event) -> int:
         """Block until ``stop`` is set (0) or the query dies or gets stuck (1)."""

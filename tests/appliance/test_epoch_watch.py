@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from appliance.epoch_watch import STALL_MIN_S, EpochWatch, latest_commit, stall_timeout_s
+from appliance.config import STALL_MIN_S, QueryConfig
+from appliance.epoch_watch import EpochWatch, latest_commit
 
 
 class Clock:
@@ -30,10 +31,14 @@ def test_latest_commit_ignores_temp_and_crc_files(tmp_path):
     assert latest_commit(tmp_path) == 10
 
 
+def stall_timeout_s(interval: str, configured: str | None = None) -> float:
+    return QueryConfig(interval=interval, stall_timeout=configured).stall_timeout_s
+
+
 def test_timeout_is_a_floor_or_many_intervals_unless_configured():
-    assert stall_timeout_s(500) == STALL_MIN_S
-    assert stall_timeout_s(60_000) == 20 * 60.0
-    assert stall_timeout_s(500, 15_000.0) == 15.0  # [query] stall_timeout
+    assert stall_timeout_s("500 milliseconds") == STALL_MIN_S
+    assert stall_timeout_s("60 seconds") == 20 * 60.0
+    assert stall_timeout_s("500 milliseconds", "15 seconds") == 15.0  # [query] stall_timeout
 
 
 def test_new_commits_keep_it_quiet_and_silence_past_the_timeout_is_reported(tmp_path):
