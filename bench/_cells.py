@@ -62,6 +62,10 @@ CELLS: tuple[Cell, ...] = (
          "compile thresholds x0.2 (-XX:CompileThresholdScaling=0.2): the warm-up's records "
          "reach C2 sooner (lever ON)",
          jvm_options=("-XX:CompileThresholdScaling=0.2",)),
+    Cell("continuous-no-wholestage", "continuous", RATE, "whole-stage code generation",
+         "spark.sql.codegen.wholeStage=false: each operator's expressions compiled in "
+         "small methods instead of one ~6 KB method per stage (lever ON)",
+         spark={"spark.sql.codegen.wholeStage": "false"}),
     Cell("realtime-sync-progress", "realtime", RATE, "async progress",
          "offset/commit logs written synchronously", query={"async_progress": False}),
     Cell("realtime-5s", "realtime", RATE, "5-minute batches",
