@@ -1,7 +1,8 @@
 """The sink's shared producers (``ProducerCache``): one per JVM and settings, a retired one
 closed with its last lease, and an idle one closed after Spark's
 ``spark.kafka.producer.cache.timeout`` by the evictor that runs every
-``spark.kafka.producer.cache.evictorThreadRunInterval``. Java checks (tests/connector/java)
+``spark.kafka.producer.cache.evictorThreadRunInterval``; a bad value of either refuses
+the write when it is planned, naming the key. Java checks (tests/connector/java)
 run through spark-submit so the evictor reads those settings as it does on an executor."""
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ CHECKS = [
     "leased_producer_never_evicted",
     "retired_producer_closes_with_its_last_lease",
     "evictor_closes_idle_producers_with_the_spark_settings",
+    "cache_settings_parsed_and_bad_ones_refused_with_the_key",
+    "bad_cache_setting_fails_the_write_when_planned",
 ]
 
 

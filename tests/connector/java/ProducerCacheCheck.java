@@ -15,6 +15,8 @@ import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.KafkaException;
+import org.apache.spark.SparkConf;
+import org.apache.spark.SparkEnv;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
@@ -49,6 +51,20 @@ public class ProducerCacheCheck {
 
     static long later(long ms) {
         return System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ms);
+    }
+
+    /** The messages of what {@code action} threw and of its causes (empty if it threw nothing). */
+    static String refusal(Checks.Check action) throws Exception {
+        try {
+            action.run();
+            return "";
+        } catch (RuntimeException e) {
+            StringBuilder all = new StringBuilder();
+            for (Throwable t = e; t != null; t = t.getCause()) {
+                all.append(t.getMessage()).append(" | ");
+            }
+            return all.toString();
+        }
     }
 
     public static void main(String[] args) throws Exception {
@@ -128,6 +144,35 @@ public class ProducerCacheCheck {
             expect(tookMs >= timeoutMs - 50, "closed after " + tookMs + " ms, before the "
                 + timeoutMs + " ms timeout");
             System.out.println("evicted after " + tookMs + " ms");
+        });
+        checks.run("cache_settings_parsed_and_bad_ones_refused_with_the_key", () -> {
+            ProducerCache.EvictorSettings defaults = ProducerCache.EvictorSettings.of(new SparkConf(false));
+            expect(defaults.timeoutMs() == 600_000 && defaults.intervalMs() == 60_000,
+                "Spark's defaults are 10m and 1m, got " + defaults);
+            String zero = refusal(() -> ProducerCache.EvictorSettings.of(
+                new SparkConf(false).set(ProducerCache.TIMEOUT_KEY, "0s")));
+            expect(zero.contains("'" + ProducerCache.TIMEOUT_KEY + "' must be positive, got '0s'"),
+                "a zero timeout: " + zero);
+            String word = refusal(() -> ProducerCache.EvictorSettings.of(
+                new SparkConf(false).set(ProducerCache.EVICTOR_INTERVAL_KEY, "soon")));
+            expect(word.contains("'" + ProducerCache.EVICTOR_INTERVAL_KEY
+                + "' must be a duration"), "an interval that is no duration: " + word);
+        });
+        // Last, since it changes this JVM's Spark settings: the evictor already runs (with the
+        // good ones), so only the driver-side check at planning can refuse this write.
+        checks.run("bad_cache_setting_fails_the_write_when_planned", () -> {
+            SparkConf conf = SparkEnv.get().conf();
+            conf.set(ProducerCache.TIMEOUT_KEY, "0ms");
+            try {
+                String refused = refusal(() -> spark.range(1).selectExpr("CAST(id AS STRING) AS value")
+                    .write().format("appliance-kafka").mode("append")
+                    .option("kafka.bootstrap.servers", "127.0.0.1:1").option("kafka.max.block.ms", "100")
+                    .option("topic", "t").save());
+                expect(refused.contains("'" + ProducerCache.TIMEOUT_KEY + "' must be positive"),
+                    "the write was not refused for the bad timeout: '" + refused + "'");
+            } finally {
+                conf.set(ProducerCache.TIMEOUT_KEY, timeoutMs + "ms");
+            }
         });
         spark.stop();
         checks.finish();

@@ -14,11 +14,11 @@ import org.apache.spark.sql.connector.write.streaming.StreamingWrite;
 import org.apache.spark.sql.internal.connector.SupportsStreamingUpdateAsAppend;
 
 /**
- * The sink: a write is validated (options, columns) when the query starts; batch and
- * streaming writes share one writer factory. Kafka has no transactions here, so the
- * driver-side commit has nothing to do: durability comes from each task's flush. Update
- * output mode (which real-time mode requires) appends, as Spark's kafka sink does: Kafka
- * has no keys to update in place.
+ * The sink: a write is validated (options, columns, the producer cache's Spark settings)
+ * when the query starts; batch and streaming writes share one writer factory. Kafka has no
+ * transactions here, so the driver-side commit has nothing to do: durability comes from
+ * each task's flush. Update output mode (which real-time mode requires) appends, as
+ * Spark's kafka sink does: Kafka has no keys to update in place.
  */
 final class KafkaWrite implements WriteBuilder, SupportsStreamingUpdateAsAppend, Write, BatchWrite,
     StreamingWrite {
@@ -26,6 +26,7 @@ final class KafkaWrite implements WriteBuilder, SupportsStreamingUpdateAsAppend,
 
   KafkaWrite(LogicalWriteInfo info) {
     SinkOptions options = SinkOptions.parse(info.options());
+    ProducerCache.EvictorSettings.current();  // a bad cache setting fails here, not per task
     this.factory = new WriterFactory(options, SinkColumns.resolve(info.schema(), options.topic()));
   }
 

@@ -112,22 +112,37 @@ final class ProducerCache {
     return idle.size();
   }
 
-  /** Starts the evictor with the JVM's Spark settings (defaults outside Spark); once. */
+  /**
+   * The evictor's two Spark settings, parsed and checked. The sink checks them when a write
+   * is planned (KafkaWrite, on the driver), so a bad value fails the query at its start
+   * with the key named, instead of failing every writer task's first lease.
+   */
+  record EvictorSettings(long timeoutMs, long intervalMs) {
+    static EvictorSettings of(SparkConf conf) {
+      return new EvictorSettings(positiveMillis(conf, TIMEOUT_KEY, TIMEOUT_DEFAULT),
+          positiveMillis(conf, EVICTOR_INTERVAL_KEY, EVICTOR_INTERVAL_DEFAULT));
+    }
+
+    /** This JVM's Spark settings (Spark's defaults outside Spark). */
+    static EvictorSettings current() {
+      SparkEnv env = SparkEnv.get();
+      return of(env == null ? new SparkConf(false) : env.conf());
+    }
+  }
+
+  /** Starts the evictor with the JVM's Spark settings; once. */
   private static void startEvictor() {
     if (evictor != null) {
       return;
     }
-    SparkEnv env = SparkEnv.get();
-    SparkConf conf = env == null ? new SparkConf(false) : env.conf();
-    long timeoutMs = positiveMillis(conf, TIMEOUT_KEY, TIMEOUT_DEFAULT);
-    long intervalMs = positiveMillis(conf, EVICTOR_INTERVAL_KEY, EVICTOR_INTERVAL_DEFAULT);
+    EvictorSettings settings = EvictorSettings.current();
     evictor = Executors.newSingleThreadScheduledExecutor(task -> {
       Thread t = new Thread(task, "appliance-kafka-producer-evictor");
       t.setDaemon(true);
       return t;
     });
-    evictor.scheduleWithFixedDelay(() -> evictIdle(System.nanoTime(), timeoutMs),
-        intervalMs, intervalMs, TimeUnit.MILLISECONDS);
+    evictor.scheduleWithFixedDelay(() -> evictIdle(System.nanoTime(), settings.timeoutMs()),
+        settings.intervalMs(), settings.intervalMs(), TimeUnit.MILLISECONDS);
   }
 
   /** A Spark setting in the connector's duration format (Durations), which must be positive. */
