@@ -2,7 +2,8 @@
 
 The tests run in file order on one deployed site: validation failures first (on fresh
 hosts), then the deploy and its idempotence, then traffic, a rogue driver, a worker
-reboot mid-stream, and last the rules updates (they change the deployed rules).
+reboot mid-stream, then the rules updates (they change the deployed rules), and last a
+rules file broken by hand on the host.
 """
 
 from __future__ import annotations
@@ -304,3 +305,42 @@ def test_new_rule_rolls_out_without_losing_alerts(testbed, kafka, tmp_path):
     assert kafka.alerts[new_rule[0]["event_id"]]["rules"][0]["id"] == "net-errors"
     checkpoint = _host_file(testbed, appliance, "/etc/appliance/appliance.toml")
     assert "/var/lib/appliance/checkpoints" in checkpoint  # same checkpoint as before
+
+
+# -- last: it leaves the appliance restarting from a fixed rules file -------------------
+
+def _unit(testbed, host, *props: str) -> dict[str, str]:
+    out = testbed.ssh(host, f"systemctl show -p {','.join(props)} appliance").stdout
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+
+def test_broken_rules_on_the_host_leave_the_unit_failed_not_restarting(testbed, deployed):
+    """A hand edit that breaks rules.yml on the host (the play validates every file it
+    ships, an editor does not): `appliance run` exits 2, which no restart can fix, so the
+    unit stays failed with the one-line reason in its journal, not retrying every few
+    seconds forever (StartLimitIntervalSec=0)."""
+    appliance = testbed.one("appliance")
+    rules, backup = "/etc/appliance/rules.yml", "/etc/appliance/rules.yml.before-test"
+    broken = ("rules:\\n  - id: broken\\n    severity: dire\\n"
+              "    when: \\\"value > 1\\\"\\n    message: edited by hand\\n")
+    testbed.ssh(appliance, f"cp -p {rules} {backup} && printf \"{broken}\" > {rules}")
+    try:
+        testbed.ssh(appliance, "systemctl restart appliance")
+        invocation = _invocation(testbed, appliance)
+        failed = bed.wait_for(
+            lambda: _unit(testbed, appliance, "ActiveState")["ActiveState"] == "failed", 120, 1)
+        unit = _unit(testbed, appliance, "ActiveState", "ExecMainStatus", "NRestarts",
+                     "RestartUSec")
+        assert failed, f"the unit did not fail on the broken rules: {unit}"
+        assert unit["ExecMainStatus"] == "2", unit
+        assert unit["RestartUSec"] == "2s", unit  # the role's appliance_restart_delay
+        time.sleep(10)  # five restart delays: a restart would have happened by now
+        later = _unit(testbed, appliance, "ActiveState", "NRestarts")
+        assert later == {"ActiveState": "failed", "NRestarts": unit["NRestarts"]}, later
+        assert _invocation(testbed, appliance) == invocation, "systemd restarted it"
+        journal = testbed.ssh(appliance, "journalctl -o cat --no-pager "
+                              f"_SYSTEMD_INVOCATION_ID={invocation}").stdout
+        assert "rules.yml: rule 'broken': severity: must be one of" in journal, journal[-2000:]
+    finally:
+        testbed.ssh(appliance, f"mv {backup} {rules} && systemctl restart appliance",
+                    check=False)
