@@ -1,6 +1,7 @@
 """Run every benchmark module in this package (or the ones named on the command line).
 
-``make bench`` calls this. Speed is measured here, never asserted in tests: each module
+``make bench`` calls this; each module runs with its defaults (its own options:
+``python -m bench.<name> --help``). Speed is measured here, never asserted in tests: each module
 writes its medians to ``reports/bench/<name>.json`` for the closing notes to quote.
 """
 
@@ -20,7 +21,13 @@ def discover() -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    names = (argv if argv is not None else sys.argv[1:]) or discover()
+    known = discover()
+    names = (argv if argv is not None else sys.argv[1:]) or known
+    unknown = [name for name in names if name not in known]
+    if unknown:  # before any benchmark runs: a typo or an option must not cost a long run
+        print(f"bench: no benchmark {unknown[0]!r} (benchmarks: {', '.join(known)}; a "
+              f"benchmark's options go to python -m bench.<name>)", file=sys.stderr)
+        return 2
     failures = 0
     for name in names:
         module = importlib.import_module(f"bench.{name}")

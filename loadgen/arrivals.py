@@ -1,8 +1,12 @@
 """When alerts arrive: a background reader that stamps every alert with its arrival time.
 
-Recovery after a fault is "how long until alerts flow again": the first alert of an event
-stamped after the fault, counted from the fault. The collector answers "was anything
-lost"; this answers "when did it come back", without slowing the collector's hot loop.
+Recovery after a fault is "how long until alerts flow again", in two figures: the first
+alert of an event stamped after the fault, counted from the fault, and the longest any such
+event waited for its alert. They differ when the fault stops only part of the query: with
+one executor of two killed, the other's partitions alert at once (first: ~0 s) while the
+lost one's events wait for the restart (worst: the recovery as its events see it). The
+collector answers "was anything lost"; this answers "when did it come back", without
+slowing the collector's hot loop.
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ from loadgen.kafka_config import consumer_config
 
 
 class ArrivalClock:
-    """Reads ``topic`` from its current end in a thread; ``first_after`` answers from it."""
+    """Reads ``topic`` from its current end in a thread; ``first_after`` and
+    ``worst_after`` answer from it."""
 
     def __init__(self, bootstrap: str, topic: str):
         from confluent_kafka import Consumer
@@ -49,6 +54,13 @@ class ArrivalClock:
         stamped after it; None if none arrived (yet)."""
         later = [arrived for arrived, ts in list(self.arrivals) if ts / 1000.0 > epoch_s]
         return min(later) - epoch_s if later else None
+
+    def worst_after(self, epoch_s: float) -> float | None:
+        """The longest, in seconds, an event stamped after ``epoch_s`` waited for its alert
+        (arrival minus stamp) among the alerts arrived so far; None if none arrived."""
+        waits = [arrived - ts / 1000.0 for arrived, ts in list(self.arrivals)
+                 if ts / 1000.0 > epoch_s]
+        return max(waits) if waits else None
 
     def close(self) -> None:
         self._stop.set()
