@@ -11,7 +11,8 @@ the appliance restarted when it exits 1 (as systemd's ``Restart=on-failure`` wou
 lost alerts, duplicates, seconds from the kill to the first alert of an event sent
 after it, and the longest any such event waited for its alert (with one executor of two
 lost, the other's partitions alert at once: the first figure is then ~0 s and the second
-is the recovery). Writes ``reports/bench/cluster_latency.json``. The machine is shared: noisy.
+is the recovery). Writes ``reports/bench/cluster_latency.json``. The machine is shared:
+noisy.
 
     .venv/bin/python -m bench cluster_latency
     .venv/bin/python -m bench.cluster_latency --rate 500 --seconds 5 --runs 1 \\
@@ -189,7 +190,6 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds to wait (at most) for idle CPUs before each run")
     parser.add_argument("--out", default=str(OUT))
     args = parser.parse_args([] if argv is None else argv)
-
 
     results: dict = {"latency": [], "recovery": []}
     with tempfile.TemporaryDirectory(prefix="bench-cluster-") as tmp, \

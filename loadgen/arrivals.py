@@ -49,18 +49,23 @@ class ArrivalClock:
                 continue
             self.arrivals.append((arrived, ts))
 
+    def _after(self, epoch_s: float) -> list[tuple[float, float]]:
+        """(arrival epoch s, event stamp epoch s) of the alerts of events stamped after
+        ``epoch_s``, arrived so far."""
+        return [(arrived, ts / 1000.0) for arrived, ts in list(self.arrivals)
+                if ts / 1000.0 > epoch_s]
+
     def first_after(self, epoch_s: float) -> float | None:
         """Seconds from ``epoch_s`` to the first arrival of an alert whose event was
         stamped after it; None if none arrived (yet)."""
-        later = [arrived for arrived, ts in list(self.arrivals) if ts / 1000.0 > epoch_s]
-        return min(later) - epoch_s if later else None
+        later = self._after(epoch_s)
+        return min(arrived for arrived, _ in later) - epoch_s if later else None
 
     def worst_after(self, epoch_s: float) -> float | None:
         """The longest, in seconds, an event stamped after ``epoch_s`` waited for its alert
         (arrival minus stamp) among the alerts arrived so far; None if none arrived."""
-        waits = [arrived - ts / 1000.0 for arrived, ts in list(self.arrivals)
-                 if ts / 1000.0 > epoch_s]
-        return max(waits) if waits else None
+        later = self._after(epoch_s)
+        return max(arrived - stamped for arrived, stamped in later) if later else None
 
     def close(self) -> None:
         self._stop.set()
