@@ -147,6 +147,9 @@ class QueryConfig(_Section):
     # Continuous: how long without a committed epoch before the query counts as stuck and
     # the appliance exits 1 (appliance.epoch_watch); None: the default (stall_timeout_s).
     stall_timeout: str | None = None
+    # Query failures caused by a lost executor that are restarted in the same session within
+    # ten minutes before the appliance exits 1 for its supervisor (appliance.restarts).
+    executor_loss_restarts: int = 3
 
     @field_validator("checkpoint_dir")
     @classmethod
@@ -158,6 +161,13 @@ class QueryConfig(_Section):
     def _trigger(cls, value: str) -> str:
         if value not in TRIGGERS:
             raise ValueError(f"must be one of {', '.join(TRIGGERS)} (got {value!r})")
+        return value
+
+    @field_validator("executor_loss_restarts")
+    @classmethod
+    def _restarts(cls, value: int) -> int:
+        if not 0 <= value <= 100:
+            raise ValueError(f"must be 0..100, 0 = exit 1 on the first loss (got {value!r})")
         return value
 
     @field_validator("interval", "stall_timeout")

@@ -89,7 +89,8 @@ class ApplianceCollector:
         # compared with (ApplianceQueryStalled), since real-time batches last minutes.
         self.progress_interval_s = progress_interval_s
         # 1 when this process resumed the query from an existing checkpoint (a restart
-        # after a stop or crash); Prometheus' increase() sums it across process restarts.
+        # after a stop or crash), plus one per restart in place (appliance.restarts);
+        # Prometheus' increase() sums it across process restarts.
         self.recoveries = 1 if recovered else 0
         self.started = time.time()
         self.snapshot = Snapshot()

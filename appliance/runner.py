@@ -28,6 +28,7 @@ from appliance.checkpoint import repair as repair_checkpoint
 from appliance.class_archive import resolve as resolve_class_archive
 from appliance.config import Config, ConfigError, QueryConfig, interval_ms
 from appliance.epoch_watch import EpochWatch
+from appliance.restarts import RestartBudget, in_place_cause
 from appliance.rules import Rule, RulesError, analyze_rules, load_rules
 from appliance.slots import wait_for_slots
 from appliance.topics import (
@@ -132,6 +133,9 @@ class Appliance:
         self._commits_at_start: set[str] = set()
         self.warmup = None  # appliance.warmup.WarmupResult once warmed
         self._classes_before_query = 0  # see query_new_classes
+        self._collector = None  # appliance.metrics.ApplianceCollector once serving
+        self._restarts = RestartBudget(config.query.executor_loss_restarts)
+        self._failed_at: float | None = None  # monotonic time of the failure being restarted
 
     # -- checks that need no JVM -------------------------------------------------------
     def load_rules(self) -> list[Rule]:
@@ -250,8 +254,9 @@ class Appliance:
         from appliance.metrics import ApplianceCollector, MetricsPoller, serve
 
         query = self.config.query
-        collector = ApplianceCollector(query.trigger, len(self.rules), recovered=self.recovered,
-                                       progress_interval_s=progress_interval_s(query))
+        collector = self._collector = ApplianceCollector(
+            query.trigger, len(self.rules), recovered=self.recovered,
+            progress_interval_s=progress_interval_s(query))
         self._poller = MetricsPoller(collector, self.client_config(), self.config.topics,
                                      self.config.query.checkpoint_dir, self.query_active,
                                      last_progress=self.last_progress_time)
@@ -385,6 +390,10 @@ class Appliance:
                 self._processing = False
             if self._processing:
                 log.info("query.processing", trigger=self.config.query.trigger)
+                if self._failed_at is not None:
+                    log.info("query.recovered", restarts=self._restarts.used,
+                             seconds=round(time.monotonic() - self._failed_at, 2))
+                    self._failed_at = None
         return self._processing
 
     def _terminated(self, timeout: float) -> bool:
@@ -429,7 +438,9 @@ class Appliance:
         return EpochWatch(Path(cfg.checkpoint_dir), cfg.stall_timeout_s)
 
     def serve(self, stop: threading.Event) -> int:
-        """Block until ``stop`` is set (0) or the query dies or gets stuck (1)."""
+        """Block until ``stop`` is set (0) or the query dies or gets stuck (1). A query
+        that died of a cause ``appliance.restarts`` lists is started again in this
+        session while its budget lasts."""
         watch = self.epoch_watch()
         while not stop.is_set():
             self._log_processing()
@@ -449,9 +460,44 @@ class Appliance:
                     if stop.wait(1.0):  # ...because the same SIGTERM is still on its way to us
                         return 0
                     cause = f"Spark driver unreachable: {' '.join(str(exc).split())[:500]}"
-                log.error("query.failed", cause=cause)
-                return 1
+                if not self._restart_in_place(cause):
+                    log.error("query.failed", cause=cause)
+                    return 1
+                watch = self.epoch_watch()
         return 0
+
+    def _restart_in_place(self, cause: str) -> bool:
+        """Start the failed query again in this session if its cause allows it (True);
+        False: the appliance must exit 1 (the cause needs a fresh process, the budget is
+        spent, or the restart itself failed)."""
+        known = in_place_cause(cause)
+        if known is None:
+            return False
+        limit = self.config.query.executor_loss_restarts
+        if not self._restarts.take():
+            log.warning("query.restart_refused", marker=known.marker, limit=limit,
+                        window_s=self._restarts.window_s,
+                        reason="in-place restarts spent: a fresh process is next")
+            return False
+        self._failed_at = time.monotonic()
+        log.warning("query.restarting", cause=cause, reason=known.reason,
+                    restart=self._restarts.used, limit=limit)
+        try:
+            self._processing = False
+            if self._slots_from_cluster():
+                # The lost executor's slots come back with its replacement, seconds later.
+                check_cluster_slots(self.spark, self.config.query.trigger, self._partitions)
+            self.start_query()
+        except Exception as exc:  # noqa: BLE001 - any reason: exit 1 for the supervisor
+            log.error("query.restart_failed", error=" ".join(str(exc).split())[:2000],
+                      kind=type(exc).__name__)
+            return False
+        if self._collector is not None:
+            self._collector.recoveries += 1
+        return True
+
+    def _slots_from_cluster(self) -> bool:
+        return local_slots(self.spark.sparkContext.master) is None
 
     def stop(self) -> None:
         """Stop query, metrics, Spark and embedded broker; safe to call more than once.

@@ -16,7 +16,7 @@ noisy.
 
     .venv/bin/python -m bench cluster_latency
     .venv/bin/python -m bench.cluster_latency --rate 500 --seconds 5 --runs 1 \\
-        --recovery-triggers continuous --recovery-seconds 15
+        --recovery-cells continuous --recovery-seconds 15
 """
 
 from __future__ import annotations
@@ -33,13 +33,14 @@ import tempfile
 import threading
 import time
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from appliance import process_group
 from appliance.broker import EmbeddedBroker
 from appliance.config import Config, write_config
 from appliance.local_cluster import LocalCluster
-from appliance.logwatch import wait_for_event
+from appliance.logwatch import log_events, wait_for_event
 from appliance.rules import EXAMPLE_RULES
 from bench._machine import wait_for_quiet
 from loadgen.arrivals import ArrivalClock
@@ -50,6 +51,25 @@ OUT = Path("reports/bench/cluster_latency.json")
 TRIGGERS = ("continuous", "realtime", "microbatch")
 INTERVALS = {"continuous": "1 second", "realtime": "5 seconds", "microbatch": "0 seconds"}
 PERCENTILES = ("p50", "p99", "p999")
+
+
+@dataclass(frozen=True)
+class RecoveryCell:
+    """One executor-loss measurement: a trigger and the ``[query]`` keys it runs with."""
+
+    name: str
+    trigger: str
+    query: dict = field(default_factory=dict)
+
+
+RECOVERY_CELLS = {cell.name: cell for cell in (
+    # The query restarted in the appliance's own session (appliance.restarts).
+    RecoveryCell("continuous", "continuous"),
+    # The same loss handled by exiting 1 and a fresh process, as before in-place restarts.
+    RecoveryCell("continuous-exit", "continuous", {"executor_loss_restarts": 0}),
+    RecoveryCell("realtime", "realtime"),  # Spark retries the tasks itself
+    RecoveryCell("microbatch", "microbatch"),
+)}
 
 
 class ApplianceRun:
@@ -71,12 +91,12 @@ class ApplianceRun:
 
 
 def _config(directory: Path, bootstrap: str, topics: dict[str, str], trigger: str,
-            master: str, spark: dict[str, str]) -> Path:
+            master: str, spark: dict[str, str], query: dict | None = None) -> Path:
     return write_config(Config.model_validate({
         "kafka": {"bootstrap_servers": bootstrap},
         "topics": topics,
         "query": {"trigger": trigger, "interval": INTERVALS[trigger],
-                  "checkpoint_dir": "checkpoint"},
+                  "checkpoint_dir": "checkpoint", **(query or {})},
         "rules": {"path": str(EXAMPLE_RULES)},
         "spark": {"master": master, "driver_host": "127.0.0.1",
                   "driver_bind_address": "127.0.0.1", **spark},
@@ -84,7 +104,8 @@ def _config(directory: Path, bootstrap: str, topics: dict[str, str], trigger: st
     }), directory / "appliance.toml")
 
 
-def _fresh(broker, directory: Path, trigger: str, master: str) -> tuple[Path, dict]:
+def _fresh(broker, directory: Path, trigger: str, master: str,
+           query: dict | None = None) -> tuple[Path, dict]:
     run = f"bench-{uuid.uuid4().hex[:6]}"
     topics = {"events": f"{run}-events", "alerts": f"{run}-alerts", "dead_letters": f"{run}-dlq"}
     broker.create_topics({topics["events"]: 2, topics["alerts"]: 1, topics["dead_letters"]: 1})
@@ -92,7 +113,7 @@ def _fresh(broker, directory: Path, trigger: str, master: str) -> tuple[Path, di
     cell.mkdir()
     spark = {"spark.cores.max": "2", "spark.executor.memory": "1g"} \
         if master.startswith("spark://") else {}
-    return _config(cell, broker.bootstrap, topics, trigger, master, spark), topics
+    return _config(cell, broker.bootstrap, topics, trigger, master, spark, query), topics
 
 
 def _load(bootstrap: str, topics: dict, rate: float, seconds: float, workers: int,
@@ -121,8 +142,8 @@ def latency_run(broker, directory: Path, master: str, trigger: str, args) -> dic
             "per_second": report.latency_series, "cpu_busy_before": busy}
 
 
-def recovery_run(broker, cluster, directory: Path, trigger: str, args) -> dict:
-    config, topics = _fresh(broker, directory, trigger, cluster.master_url)
+def recovery_run(broker, cluster, directory: Path, cell: RecoveryCell, args) -> dict:
+    config, topics = _fresh(broker, directory, cell.trigger, cluster.master_url, cell.query)
     runs = [ApplianceRun(config, config.parent / "appliance-0.log")]
     outcome: dict = {}
     try:
@@ -154,8 +175,13 @@ def recovery_run(broker, cluster, directory: Path, trigger: str, args) -> dict:
         for run in runs:
             run.stop()
     report = outcome.get("report")
-    return {"trigger": trigger, "rate": args.recovery_rate, "exits": exits,
-            "restarted": bool(exits), "lost": report.lost if report else None,
+    in_place = [event for run in runs for event in log_events(run.log)
+                if event.get("event") == "query.recovered"]
+    return {"cell": cell.name, "trigger": cell.trigger, "rate": args.recovery_rate,
+            "exits": exits, "restarted": bool(exits),
+            "in_place_restarts": len(in_place),
+            "in_place_recovered_s": [event.get("seconds") for event in in_place],
+            "lost": report.lost if report else None,
             "expected_alerts": report.expected_alerts if report else None,
             "duplicates": report.duplicates if report else None,
             "first_alert_after_kill_s": round(first, 2) if first is not None else None,
@@ -181,8 +207,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2, help="loadgen producer processes")
     parser.add_argument("--floor-seconds", type=float, default=3.0)
     parser.add_argument("--triggers", nargs="+", choices=TRIGGERS, default=["continuous"])
-    parser.add_argument("--recovery-triggers", nargs="*", choices=TRIGGERS,
-                        default=list(TRIGGERS))
+    parser.add_argument("--recovery-cells", nargs="*", choices=list(RECOVERY_CELLS),
+                        default=list(RECOVERY_CELLS))
     parser.add_argument("--recovery-rate", type=float, default=2000.0)
     parser.add_argument("--recovery-seconds", type=float, default=40.0)
     parser.add_argument("--kill-after", type=float, default=10.0)
@@ -204,10 +230,11 @@ def main(argv: list[str] | None = None) -> int:
                           f" @ {args.rate:g}/s", file=sys.stderr, flush=True)
                     row = latency_run(broker, Path(tmp), master, trigger, args)
                     results["latency"].append({**row, "master": label})
-        for trigger in args.recovery_triggers:
-            print(f"bench: cluster_latency executor loss, {trigger}", file=sys.stderr,
+        for name in args.recovery_cells:
+            print(f"bench: cluster_latency executor loss, {name}", file=sys.stderr,
                   flush=True)
-            results["recovery"].append(recovery_run(broker, cluster, Path(tmp), trigger, args))
+            results["recovery"].append(
+                recovery_run(broker, cluster, Path(tmp), RECOVERY_CELLS[name], args))
     cells = []
     for trigger in args.triggers:
         local = _summary([r for r in results["latency"]
@@ -235,7 +262,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"p99.9 {s['p999']} ms  (floor p99 {s['floor_p99']} ms, lost {s['lost']})")
         print(f"{'':>10} {'ratio':>8}  {cell['cluster_over_local']}")
     for r in results["recovery"]:
-        print(f"executor loss {r['trigger']:>10}: restarted {r['restarted']}, lost {r['lost']}"
+        print(f"executor loss {r['cell']:>15}: in place {r['in_place_restarts']}, "
+              f"restarted {r['restarted']}, lost {r['lost']}"
               f"/{r['expected_alerts']}, duplicates {r['duplicates']}, first alert "
               f"{r['first_alert_after_kill_s']} s after the kill, the longest an event "
               f"sent after it waited {r['worst_wait_after_kill_s']} s")

@@ -156,6 +156,10 @@ def test_stall_timeout_is_continuous_only_and_unset_by_default(tmp_path, monkeyp
     ('[query]\ninterval = "4 seconds"\nstall_timeout = "15 seconds"\n',
      "appliance.toml: query: stall_timeout must be at least 5 intervals and 10 s (got "
      "'15 seconds' with interval '4 seconds')"),
+    ('[query]\nexecutor_loss_restarts = -1\n',
+     "appliance.toml: query.executor_loss_restarts: must be 0..100, 0 = exit 1 on the first"),
+    ('[query]\nexecutor_loss_restarts = "many"\n',
+     "appliance.toml: query.executor_loss_restarts: "),
 ])
 def test_bad_field_is_one_line_naming_file_and_field(tmp_path, monkeypatch, text, expected):
     monkeypatch.chdir(tmp_path)

@@ -119,6 +119,7 @@ def test_rendered_files_carry_the_tuning(testbed, deployed):
     for key, value in tuning.spark_conf.items():
         assert toml["spark"][key].startswith(value), key
     assert toml["query"]["trigger"] == TRIGGER
+    assert toml["query"]["executor_loss_restarts"] == 3  # the role's default
 
 
 def test_secret_stays_out_of_argv_and_logs(testbed, deployed):

@@ -1,0 +1,73 @@
+"""Which query failures the appliance restarts in its own session, and how often.
+
+Why: continuous mode never retries a task, so one executor JVM lost on a cluster (a kill,
+the OOM killer, a worker host gone) ends the whole query. Exiting 1 for the supervisor
+then costs a new driver JVM, a new session, executors granted again and the warm-up:
+the lost partition's events waited 37 s for their alerts (``bench.cluster_latency``).
+Yet nothing the driver holds is damaged by such a loss: its session, its JIT-warmed
+plan and the checkpoint are intact, and the cluster manager grants a replacement
+executor by itself. So for causes that lie outside the driver the query is started again
+in the same session, from the same checkpoint (at-least-once as after any restart).
+
+The causes are a table, each with its reason, matched against Spark's failure message;
+anything else (a checkpoint that cannot be written, a broker gone, a failing rule) still
+exits 1, because a new query in the same process would meet it again. A budget bounds the
+restarts: more than ``limit`` within ``window_s`` means more is wrong than one lost JVM,
+and a fresh process under the supervisor is the better next step.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+#: Seconds over which ``[query] executor_loss_restarts`` restarts are counted.
+WINDOW_S = 600.0
+
+
+@dataclass(frozen=True)
+class InPlaceCause:
+    """A failure the query survives by starting again in the same session."""
+
+    marker: str  # text Spark puts in the query's failure message for this cause
+    reason: str
+
+
+IN_PLACE_CAUSES: tuple[InPlaceCause, ...] = (
+    InPlaceCause(
+        "ExecutorLostFailure",
+        "an executor JVM died (killed, out of memory, its host lost); the driver's session "
+        "and the checkpoint are intact and the cluster manager grants a replacement executor"),
+)
+
+
+def in_place_cause(failure: str) -> InPlaceCause | None:
+    """The table's entry for this failure message, None if it needs a fresh process."""
+    return next((cause for cause in IN_PLACE_CAUSES if cause.marker in failure), None)
+
+
+@dataclass
+class RestartBudget:
+    """At most ``limit`` restarts within any ``window_s`` seconds; 0 allows none."""
+
+    limit: int
+    window_s: float = WINDOW_S
+    clock: Callable[[], float] = time.monotonic
+    _taken: deque[float] = field(default_factory=deque, init=False)
+
+    def take(self) -> bool:
+        """Spend one restart if the budget allows it now."""
+        now = self.clock()
+        while self._taken and now - self._taken[0] >= self.window_s:
+            self._taken.popleft()
+        if len(self._taken) >= self.limit:
+            return False
+        self._taken.append(now)
+        return True
+
+    @property
+    def used(self) -> int:
+        """Restarts taken within the current window."""
+        return len(self._taken)
