@@ -75,6 +75,12 @@ class OverloadReport:
         names = {n for s in self.samples for n in s.rss}
         return {n: max(s.rss.get(n, 0) for s in self.samples) for n in sorted(names)}
 
+    def max_lag(self, start: float = 0.0, end: float = float("inf")) -> int:
+        """Most records acknowledged but not yet delivered, between ``start`` and ``end``
+        (run seconds)."""
+        return max((s.acked - s.delivered for s in self.samples if start <= s.t <= end),
+                   default=0)
+
     def latency_p50(self, start: float, end: float) -> float | None:
         """Median of the per-second medians between ``start`` and ``end`` (run seconds)."""
         values = sorted(p50 for sec, p50, _ in self.latency_by_second if start <= sec < end)
@@ -85,7 +91,7 @@ class OverloadReport:
                 "duplicates": self.duplicates, "unacked": self.unacked,
                 "drain_s": self.drain_s, "rss_peak_mb": {n: round(v / 2**20, 1)
                                                          for n, v in self.rss_peak.items()},
-                "max_lag": max((s.acked - s.delivered for s in self.samples), default=0),
+                "max_lag": self.max_lag(),
                 "phases": [vars(p) for p in self.phases], **self.extra}
 
 
@@ -339,18 +345,25 @@ def write_png(report: OverloadReport, path: str | Path, title: str) -> None:
 
 def sustained_rate(progress: list[dict]) -> float:
     """Records per second a Spark query processed while it had a backlog, from its progress
-    reports (the batches' own durations; the first busy batch, which includes the query's
-    start, left out)."""
+    reports (the batches' own durations), over the batches that read the backlog's second
+    half: the first ones include the query's start and JIT, and the read limit's ramp keeps
+    them small, so their per-batch overhead made the query look slower than it is."""
     busy = [p for p in progress if p["numInputRows"] > 0]
-    busy = busy[1:] or busy
-    rows = sum(p["numInputRows"] for p in busy)
-    ms = sum(p["durationMs"]["triggerExecution"] for p in busy)
+    total = sum(p["numInputRows"] for p in busy)
+    seen, late = 0, []
+    for p in busy:
+        if seen >= total / 2:
+            late.append(p)
+        seen += p["numInputRows"]
+    late = late or busy[-1:]
+    rows = sum(p["numInputRows"] for p in late)
+    ms = sum(p["durationMs"]["triggerExecution"] for p in late)
     if rows <= 0 or ms <= 0:
         raise RuntimeError(f"no busy batches to measure the sustained rate from: {progress}")
     return rows * 1000.0 / ms
 
 
-CALIBRATION_BACKLOG = 20_000
+CALIBRATION_BACKLOG = 100_000
 
 
 @dataclass
@@ -361,9 +374,11 @@ class Scenario:
     bounded by ``drain_bound_s``."""
 
     overload_s: float
-    # Large enough that the query's batches reach full size: on a 3,000-record backlog its
-    # few small batches were mostly per-batch overhead and the calibration said 1,837/s
-    # for a relay that then kept up with "twice" that; 20,000 gave 6,647/s (measured).
+    # Large enough that the query's batches reach full size: on 3,000 records its few small
+    # batches were mostly per-batch overhead and the calibration said 1,837/s for a relay
+    # that then kept up with "twice" that. 20,000 was still too small once the read limit
+    # ramps from 500/s: the query kept up with "twice" its 10,958/s for 60 s; on 100,000,
+    # counted over its second half, the overload built ~0.9x its seconds of backlog.
     backlog_records: int = CALIBRATION_BACKLOG
     steady_s: float = 5.0
     near_zero_s: float = 4.0
@@ -416,21 +431,26 @@ def run_scenario(run: OverloadRun, scenario: Scenario, start_query, progress, fa
     finally:
         run.close()
     steady = next(p for p in report.phases if p.name == "steady")
+    overload = next(p for p in report.phases if p.name == "overload 2x")
     after = next(p for p in report.phases if p.name == "steady after")
     report.extra.update({
         "overload_s": scenario.overload_s, "sustainable_rate": round(rate),
         "overload_rate": round(rate * 2), "drain_bound_s": scenario.drain_bound_s,
         "near_zero_lag": near_zero,
+        # what the overload itself left behind: at exactly twice the query's rate, about
+        # the sustainable rate times the overload's seconds
+        "overload_max_lag": report.max_lag(overload.start, overload.end),
         "latency_p50_ms_steady": report.latency_p50(steady.start, steady.end),
         "latency_p50_ms_after": report.latency_p50(after.start, after.end),
     })
     return report, drained
 
 
-#: A costly alert rule stand-in: 300 steps of an interpreted higher-order function per row,
-#: always true. It keeps a relay's sustainable rate low enough for one Python producer to
-#: double on a shared machine.
-COSTLY_PREDICATE = "aggregate(sequence(1, 300), 0L, (acc, x) -> acc + x) > 0"
+#: A costly alert rule stand-in: 10,000 steps of an interpreted higher-order function per
+#: row, always true, its start value read from the row. It keeps a relay's sustainable rate
+#: (~11,000/s here) low enough for one Python producer to double on a shared machine; with
+#: 300 steps the relay kept up with 40,000/s, more than the producer could double.
+COSTLY_PREDICATE = "aggregate(sequence(1, 10000), length(value), (acc, x) -> acc + x) > 0"
 
 
 def start_costly_relay(spark, bootstrap: str, src: str, out: str, checkpoint: str,

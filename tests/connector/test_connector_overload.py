@@ -59,6 +59,10 @@ def test_twice_the_sustainable_rate_loses_nothing_and_the_lag_drains(spark, brok
               f"at 2 x {figures['sustainable_rate']}/s")
     print("overload figures:", json.dumps(figures))
 
+    # The scenario must really overload: at exactly twice the calibrated rate the overload
+    # leaves about that rate times its seconds behind; a query that keeps up leaves none.
+    assert figures["overload_max_lag"] >= figures["sustainable_rate"] * OVERLOAD_S / 4, (
+        f"the overload left no backlog: the calibration underrated the query: {figures}")
     assert report.lost == 0, f"{report.lost} acknowledged records never came out: {figures}"
     assert drained is not None, (f"lag did not fall to {figures['near_zero_lag']} within "
                                  f"{scenario.drain_bound_s:.0f} s: {figures}")
