@@ -6,8 +6,10 @@ checkpoint) counted from the moment it logs ``appliance.ready`` (warm-up include
 user gets it), once with ``master = local[2]`` and once against a 2-worker standalone
 cluster (``appliance.local_cluster``) in the same run; medians of ``--runs`` runs, each
 with the instrument's own floor measured just before it, and the cluster/local ratios.
-(2) Executor loss: per trigger, a steady load, one executor JVM killed with SIGKILL,
-the appliance restarted when it exits 1 (as systemd's ``Restart=on-failure`` would):
+(2) Executor loss: per recovery cell (each trigger, and ``continuous-exit``: continuous
+with ``[query] executor_loss_restarts = 0``, the exit-1 path that restarts in place
+replaced), a steady load, one executor JVM killed with SIGKILL, the appliance restarted
+when it exits 1 (as systemd's ``Restart=on-failure`` would): the restarts in place,
 lost alerts, duplicates, seconds from the kill to the first alert of an event sent
 after it, and the longest any such event waited for its alert (with one executor of two
 lost, the other's partitions alert at once: the first figure is then ~0 s and the second
