@@ -120,16 +120,6 @@ def _kill_an_executor(cluster_run, spark_cluster):
     return victim, time.time()
 
 
-def _exit_code(proc, timeout: float) -> int | None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        code = proc.proc.poll()
-        if code is not None:
-            return code
-        time.sleep(0.5)
-    return None
-
-
 def test_executor_kill_mid_stream_loses_no_alert(cluster_run, spark_cluster, broker):
     trigger, topics = cluster_run.trigger, cluster_run.topics
     report_path = cluster_run.directory / "load.json"
@@ -158,7 +148,7 @@ def test_executor_kill_mid_stream_loses_no_alert(cluster_run, spark_cluster, bro
             assert scrape(port)["appliance_recoveries_total"] == 1
             # The budget (one restart) is spent: the next loss is the supervisor's.
             _kill_an_executor(cluster_run, spark_cluster)
-            code = _exit_code(first, 120)
+            code = first.proc.wait(timeout=120)
             assert code == 1, (code, first.log.read_text()[-4000:])
             refused = first.wait_for("query.restart_refused", timeout=5)
             assert refused["limit"] == IN_PLACE_RESTARTS, refused
