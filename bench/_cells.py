@@ -66,6 +66,11 @@ CELLS: tuple[Cell, ...] = (
          "spark.sql.codegen.wholeStage=false: each operator's expressions compiled in "
          "small methods instead of one ~6 KB method per stage (lever ON)",
          spark={"spark.sql.codegen.wholeStage": "false"}),
+    Cell("continuous-split-256", "continuous", RATE, "generated method size",
+         "spark.sql.codegen.methodSplitThreshold=256 (default 1024 characters): the "
+         "stages' expression code split into more, smaller methods, so that each C2 "
+         "compilation is shorter (lever ON)",
+         spark={"spark.sql.codegen.methodSplitThreshold": "256"}),
     Cell("realtime-sync-progress", "realtime", RATE, "async progress",
          "offset/commit logs written synchronously", query={"async_progress": False}),
     Cell("realtime-5s", "realtime", RATE, "5-minute batches",
