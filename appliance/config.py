@@ -134,6 +134,13 @@ def _a_path(value: str) -> str:
     return value
 
 
+def _within(value: int | None, low: int, high: int, zero_means: str) -> int | None:
+    """An integer setting in ``low..high`` (None = unset), its error saying what 0 does."""
+    if value is not None and not low <= value <= high:
+        raise ValueError(f"must be {low}..{high}, 0 = {zero_means} (got {value!r})")
+    return value
+
+
 class QueryConfig(_Section):
     trigger: str = "continuous"
     interval: str | None = None  # None: DEFAULT_INTERVAL[trigger]
@@ -166,9 +173,7 @@ class QueryConfig(_Section):
     @field_validator("executor_loss_restarts")
     @classmethod
     def _restarts(cls, value: int) -> int:
-        if not 0 <= value <= 100:
-            raise ValueError(f"must be 0..100, 0 = exit 1 on the first loss (got {value!r})")
-        return value
+        return _within(value, 0, 100, "exit 1 on the first loss")
 
     @field_validator("interval", "stall_timeout")
     @classmethod
@@ -264,9 +269,7 @@ class SparkConfig(BaseModel):
     @field_validator("driver_port", "block_manager_port")
     @classmethod
     def _port(cls, value: int | None) -> int | None:
-        if value is not None and not 0 <= value <= 65535:
-            raise ValueError(f"must be 0..65535, 0 = any free port (got {value!r})")
-        return value
+        return _within(value, 0, 65535, "any free port")
 
     @field_validator("master")
     @classmethod
@@ -309,9 +312,7 @@ class MetricsConfig(_Section):
     @field_validator("port")
     @classmethod
     def _port(cls, value: int) -> int:
-        if not 0 <= value <= 65535:
-            raise ValueError(f"must be 0..65535, 0 = any free port (got {value!r})")
-        return value
+        return _within(value, 0, 65535, "any free port")
 
 
 class Config(_Section):
