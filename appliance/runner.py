@@ -473,7 +473,7 @@ class Appliance:
         known = in_place_cause(cause)
         if known is None:
             return False
-        limit = self.config.query.executor_loss_restarts
+        limit = self._restarts.limit
         if not self._restarts.take():
             log.warning("query.restart_refused", marker=known.marker, limit=limit,
                         window_s=self._restarts.window_s,
@@ -484,7 +484,7 @@ class Appliance:
                     restart=self._restarts.used, limit=limit)
         try:
             self._processing = False
-            if self._slots_from_cluster():
+            if local_slots(self.spark.sparkContext.master) is None:
                 # The lost executor's slots come back with its replacement, seconds later.
                 check_cluster_slots(self.spark, self.config.query.trigger, self._partitions)
             self.start_query()
@@ -495,9 +495,6 @@ class Appliance:
         if self._collector is not None:
             self._collector.recoveries += 1
         return True
-
-    def _slots_from_cluster(self) -> bool:
-        return local_slots(self.spark.sparkContext.master) is None
 
     def stop(self) -> None:
         """Stop query, metrics, Spark and embedded broker; safe to call more than once.
