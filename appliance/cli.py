@@ -35,7 +35,7 @@ def _fail(lines: str) -> int:
 def _cmd_run(args: argparse.Namespace) -> int:
     from appliance import logs
     from appliance.config import ConfigError, load_config
-    from appliance.rules import RulesError, load_rules
+    from appliance.query.rules import RulesError, load_rules
 
     try:
         config = load_config(args.config, trigger=args.trigger)
@@ -43,13 +43,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except (ConfigError, RulesError) as exc:
         return _fail(str(exc))
     logs.configure()
-    from appliance.runner import run
+    from appliance.process.runner import run
 
     return run(config)
 
 
 def _cmd_rules_check(args: argparse.Namespace) -> int:
-    from appliance.rules import RulesError, analyze_rules, load_rules
+    from appliance.query.rules import RulesError, analyze_rules, load_rules
 
     try:
         rules = load_rules(args.file)
@@ -78,8 +78,8 @@ def _cmd_rules_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_class_archive_build(args: argparse.Namespace) -> int:
-    from appliance.class_archive import default_archive, record_path
-    from appliance.class_archive_build import ArchiveBuildError, build, write_record
+    from appliance.process.class_archive import default_archive, record_path
+    from appliance.process.class_archive_build import ArchiveBuildError, build, write_record
 
     target = Path(args.path) if args.path else default_archive()
     if args.if_missing and target is not None and target.is_file():
@@ -99,7 +99,7 @@ def _cmd_class_archive_build(args: argparse.Namespace) -> int:
 
 
 def _cmd_class_archive_path(args: argparse.Namespace) -> int:
-    from appliance.class_archive import default_archive
+    from appliance.process.class_archive import default_archive
 
     target = default_archive()
     if target is None:
@@ -110,8 +110,8 @@ def _cmd_class_archive_path(args: argparse.Namespace) -> int:
 
 
 def _cmd_class_archive_prune(args: argparse.Namespace) -> int:
-    from appliance.class_archive import archive_dir
-    from appliance.class_archive_prune import prune
+    from appliance.process.class_archive import archive_dir
+    from appliance.process.class_archive_prune import prune
 
     directory = archive_dir()
     verdicts = prune(directory, dry_run=args.dry_run) if directory.is_dir() else []

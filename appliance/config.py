@@ -20,13 +20,14 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, mo
 from pydantic_core import PydanticCustomError
 
 from appliance.broker.toml_file import read_toml
-from appliance.class_archive import AUTO as AUTO_ARCHIVE
-from appliance.class_archive import OFF as NO_ARCHIVE
 from appliance.client_security import ClientSecurity, SecuritySettingsError
 
 TRIGGERS = ("continuous", "realtime", "microbatch")
 DEFAULT_CONFIG_FILE = "appliance.toml"
 ENV_PREFIX = "APPLIANCE_"
+# The two words of ``[spark] class_archive`` that are not a path (appliance.process.class_archive).
+ARCHIVE_AUTO = "auto"
+ARCHIVE_OFF = "off"
 
 _INTERVAL = re.compile(
     r"^\s*(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|minutes?|min)\s*$", re.I
@@ -97,7 +98,7 @@ class TopicsConfig(_Section):
     events: str = "events"
     alerts: str = "alerts"
     dead_letters: str = "events.dlq"
-    # Synthetic records of the start-up warm-up (appliance.warmup); the embedded broker
+    # Synthetic records of the start-up warm-up (appliance.query.warmup); the embedded broker
     # creates it, on an external cluster it is used only if the operator created it.
     warmup: str = "appliance.warmup"
 
@@ -146,16 +147,17 @@ class QueryConfig(_Section):
     interval: str | None = None  # None: DEFAULT_INTERVAL[trigger]
     checkpoint_dir: str = "var/checkpoints"
     starting_offsets: str = "earliest"
-    # Run the query's plan over synthetic records before ``appliance.ready`` (appliance.warmup).
+    # Run the query's plan over synthetic records before ``appliance.ready``
+    # (appliance.query.warmup).
     warmup: bool = True
     # Micro-batch and real-time: offset/commit logs written in the background
     # (appliance.tuning.ASYNC_PROGRESS). Continuous mode ignores it.
     async_progress: bool = True
     # Continuous: how long without a committed epoch before the query counts as stuck and
-    # the appliance exits 1 (appliance.epoch_watch); None: the default (stall_timeout_s).
+    # the appliance exits 1 (appliance.query.epoch_watch); None: the default (stall_timeout_s).
     stall_timeout: str | None = None
     # Query failures caused by a lost executor that are restarted in the same session within
-    # ten minutes before the appliance exits 1 for its supervisor (appliance.restarts).
+    # ten minutes before the appliance exits 1 for its supervisor (appliance.process.restarts).
     executor_loss_restarts: int = 3
 
     @field_validator("checkpoint_dir")
@@ -249,7 +251,7 @@ class SparkConfig(BaseModel):
     driver_port: int | None = None
     block_manager_port: int | None = None
     # The driver JVM's class-data-sharing archive: "auto" (this machine's, if built by
-    # `appliance class-archive build`), "off", or a path (appliance.class_archive).
+    # `appliance class-archive build`), "off", or a path (appliance.process.class_archive).
     class_archive: str = "auto"
 
     @field_validator("class_archive")
@@ -306,7 +308,8 @@ class ConnectorOptions(BaseModel):
 class MetricsConfig(_Section):
     port: int = 9464
     host: str = "127.0.0.1"
-    # In-band alert latency histogram (appliance.alert_latency); off only to measure its cost.
+    # In-band alert latency histogram (appliance.observability.alert_latency); off only to
+    # measure its cost.
     alert_latency: bool = True
 
     @field_validator("port")
@@ -402,7 +405,7 @@ class PathKey(NamedTuple):
 PATH_KEYS = (
     PathKey("rules", "path"),
     PathKey("query", "checkpoint_dir"),
-    PathKey("spark", "class_archive", frozenset({AUTO_ARCHIVE, NO_ARCHIVE})),
+    PathKey("spark", "class_archive", frozenset({ARCHIVE_AUTO, ARCHIVE_OFF})),
 )
 
 

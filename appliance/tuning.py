@@ -108,7 +108,7 @@ def _spark_conf(jvm: str) -> dict[str, str]:
 # made ~40 processes a second, 1.0 s of child CPU per 20 s plus ~0.5 s of the JVM's own.
 # The FileSystem-based manager renames with the plain file rename, atomic on a local
 # disk, and makes none (0.2 s of child CPU per 20 s left). Only for a LOCAL checkpoint
-# directory (appliance.session): on an object store a rename is not atomic at all, and
+# directory (appliance.process.session): on an object store a rename is not atomic at all, and
 # Spark's default is the careful choice there.
 LOCAL_CHECKPOINT_CONF = {
     "spark.sql.streaming.checkpointFileManagerClass":

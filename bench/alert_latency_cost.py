@@ -35,9 +35,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-from appliance import process_group
-from appliance.alert_latency import bucket_counts, observer_cpu_s, quantile_ms
 from appliance.broker import EmbeddedBroker
+from appliance.observability.alert_latency import bucket_counts, observer_cpu_s, quantile_ms
+from appliance.process import process_group
 from bench._machine import process_cpu_s, wait_for_quiet
 
 OUT = Path("reports/bench/alert_latency_cost.json")

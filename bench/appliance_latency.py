@@ -35,10 +35,10 @@ import uuid
 from dataclasses import replace
 from pathlib import Path
 
-from appliance import process_group
 from appliance.config import Config, TopicsConfig
 from appliance.config import write_config as write_config_file
-from appliance.logwatch import log_events, wait_for_event
+from appliance.process import process_group
+from appliance.process.logwatch import log_events, wait_for_event
 from appliance.topics import default_partitions
 from appliance.tuning import GC_OPTIONS
 from bench import _machine as machine

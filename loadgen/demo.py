@@ -27,8 +27,8 @@ from appliance.config import (
     RulesConfig,
     SparkConfig,
 )
-from appliance.rules import EXAMPLE_RULES
-from appliance.runner import Appliance
+from appliance.process.runner import Appliance
+from appliance.query.rules import EXAMPLE_RULES
 from loadgen.config import LoadConfig
 from loadgen.report import Report, write_reports
 from loadgen.run import run_load

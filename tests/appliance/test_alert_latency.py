@@ -6,11 +6,9 @@ from kafka.record import util as kafka_record_util
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from appliance.alert_latency import (
+from appliance.observability.alert_latency import (
     BUCKETS_MS,
     METRIC,
-    SEVERITY_HEADER,
-    SOURCE_TIMESTAMP_HEADER,
     AlertObserver,
     LatencyHistogram,
     bucket_counts,
@@ -19,6 +17,7 @@ from appliance.alert_latency import (
     observer_cpu_s,
     quantile_ms,
 )
+from appliance.query.alert_headers import SEVERITY_HEADER, SOURCE_TIMESTAMP_HEADER
 
 
 def test_latency_from_headers():

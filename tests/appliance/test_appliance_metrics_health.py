@@ -10,8 +10,8 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from appliance.config import Config
-from appliance.metrics import ApplianceCollector, Snapshot, last_commit_time
-from appliance.runner import progress_interval_s
+from appliance.observability.metrics import ApplianceCollector, Snapshot, last_commit_time
+from appliance.process.runner import progress_interval_s
 
 
 def _text(collector) -> str:

@@ -10,9 +10,9 @@ from appliance_mix import check_outputs, make_mix
 from pyspark.sql import functions as F
 
 from appliance.config import TopicsConfig
-from appliance.pipeline import KAFKA_READ_SCHEMA, transform
-from appliance.rules import parse_rules
-from appliance.session import generated_classes
+from appliance.process.session import generated_classes
+from appliance.query.pipeline import KAFKA_READ_SCHEMA, transform
+from appliance.query.rules import parse_rules
 
 pytestmark = pytest.mark.spark
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from appliance.metrics import committed_offsets
-from appliance.runner import PreflightError, check_slots, local_slots, output_mode
+from appliance.observability.metrics import committed_offsets
+from appliance.process.runner import PreflightError, check_slots, local_slots, output_mode
 
 
 @pytest.mark.parametrize("master, slots", [

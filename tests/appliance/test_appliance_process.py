@@ -19,10 +19,10 @@ import pytest
 from appliance_mix import MIX_RULES, check_outputs, make_mix
 from kafka_io import consume, produce
 
-from appliance import process_group
 from appliance.config import Config
 from appliance.config import write_config as write_config_file
-from appliance.logwatch import log_events, wait_for_event
+from appliance.process import process_group
+from appliance.process.logwatch import log_events, wait_for_event
 
 pytestmark = pytest.mark.spark
 

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from appliance.rules import Rule, RulesError, analyze_rules, load_rules, parse_rules
+from appliance.query.rules import Rule, RulesError, analyze_rules, load_rules, parse_rules
 
 
 def rules_yaml(*rules: tuple[str, str, str]) -> str:

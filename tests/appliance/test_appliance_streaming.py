@@ -16,9 +16,9 @@ from appliance_mix import check_outputs, make_mix
 from kafka_io import consume, produce
 
 from appliance.config import Config
-from appliance.rules import RulesError
-from appliance.runner import Appliance
-from appliance.warmup import MIN_EXACT_RECORDS
+from appliance.process.runner import Appliance
+from appliance.query.rules import RulesError
+from appliance.query.warmup import MIN_EXACT_RECORDS
 
 pytestmark = pytest.mark.spark
 
@@ -41,7 +41,7 @@ def topic_config(new_topic, broker, tmp_path, trigger: str, rules_yaml: str) -> 
 
 
 def warmup_alert_seen(records: list[tuple]) -> bool:
-    """A synthetic alert of the warm-up's own rule (``appliance.warmup.WARMUP_RULE``)."""
+    """A synthetic alert of the warm-up's own rule (``appliance.query.warmup.WARMUP_RULE``)."""
     return any(b'"id":"appliance-warmup"' in v for _k, v in records)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from appliance.config import Config
-from appliance.session import spark_conf
+from appliance.process.session import spark_conf
 from appliance.tuning import GC_OPTIONS, main, tuning_for
 
 

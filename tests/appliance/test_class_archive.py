@@ -1,4 +1,4 @@
-"""The driver JVM's class-data-sharing archive (appliance.class_archive): which archive a
+"""The driver JVM's class-data-sharing archive (appliance.process.class_archive): which archive a
 config asks for, the option that reaches the driver JVM, and, for real, that
 ``appliance class-archive build`` writes an archive the next ``appliance run`` maps."""
 
@@ -16,13 +16,13 @@ import pyspark
 import pytest
 from kafka_io import consume, produce
 
-from appliance import class_archive, process_group
-from appliance.class_archive import with_archive
-from appliance.class_archive_prune import prune
 from appliance.config import Config, load_config
 from appliance.config import write_config as write_config_file
-from appliance.logwatch import wait_for_event
-from appliance.session import spark_conf as spark_conf_with
+from appliance.process import class_archive, process_group
+from appliance.process.class_archive import with_archive
+from appliance.process.class_archive_prune import prune
+from appliance.process.logwatch import wait_for_event
+from appliance.process.session import spark_conf as spark_conf_with
 
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER_OPTS = "spark.driver.extraJavaOptions"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from appliance.config import STALL_MIN_S, QueryConfig
-from appliance.epoch_watch import EpochWatch, latest_commit
+from appliance.query.epoch_watch import EpochWatch, latest_commit
 
 
 class Clock:

@@ -1,4 +1,4 @@
-"""``appliance.logwatch``: waiting for a structlog event in another process's log file."""
+"""``appliance.process.logwatch``: waiting for a structlog event in another process's log file."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from appliance.logwatch import EventNotLogged, last_event, log_events, wait_for_event
+from appliance.process.logwatch import EventNotLogged, last_event, log_events, wait_for_event
 
 # A writer like ``appliance run``: JSON events mixed with foreign lines, then it stays up.
 WRITER = textwrap.dedent("""

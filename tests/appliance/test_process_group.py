@@ -1,4 +1,4 @@
-"""``appliance.process_group``: a stop ends what the process left behind in its group."""
+"""``appliance.process.process_group``: a stop ends what the process left behind in its group."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-from appliance import process_group
+from appliance.process import process_group
 
 # A leader that starts a child in its group and dies on SIGTERM without stopping it: the
 # shape of pyspark's driver and its JVM when Python is killed first.

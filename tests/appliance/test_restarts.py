@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from appliance.restarts import IN_PLACE_CAUSES, WINDOW_S, RestartBudget, in_place_cause
+from appliance.process.restarts import IN_PLACE_CAUSES, WINDOW_S, RestartBudget, in_place_cause
 
 #: The message a continuous query died with when one executor JVM of two was killed on the
 #: test cluster (bench.cluster_latency's log), plan dump dropped as the appliance logs it.

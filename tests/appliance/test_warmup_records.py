@@ -9,8 +9,8 @@ import json
 import pytest
 
 from appliance.config import TopicsConfig
-from appliance.pipeline import transform
-from appliance.warmup import WARMUP_RULE, synthetic_records
+from appliance.query.pipeline import transform
+from appliance.query.warmup import WARMUP_RULE, synthetic_records
 
 pytestmark = pytest.mark.spark
 

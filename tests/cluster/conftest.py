@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from appliance.local_cluster import LocalCluster
+from appliance.process.local_cluster import LocalCluster
 
 # The cluster suite reuses the appliance suite's known event mix and process helper.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "appliance"))

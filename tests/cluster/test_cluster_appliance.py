@@ -7,7 +7,7 @@ give exactly the expected alerts and dead letters. Then, under a steady open-loo
 from ``loadgen run``, one executor JVM is killed with SIGKILL: no alert may be lost. Where
 Spark recovers by itself (real-time and micro-batch retry the lost tasks), the appliance
 must not notice. Continuous mode never retries a task, so the query dies: the appliance
-must start it again in its own session (``appliance.restarts``). Its budget is one such
+must start it again in its own session (``appliance.process.restarts``). Its budget is one such
 restart here, so a second kill must end in exit 1 with ``query.failed``, and the appliance
 is restarted on the same checkpoint as systemd's ``Restart=on-failure`` would.
 """
@@ -31,7 +31,7 @@ from cluster_config import write_cluster_config
 from kafka_io import consume, produce
 from test_appliance_process import ApplianceProcess, has_all, scrape
 
-from appliance import process_group
+from appliance.process import process_group
 from loadgen.arrivals import ArrivalClock
 from loadgen.events import rules_yaml
 

@@ -8,8 +8,8 @@ import pytest
 
 from appliance import connector
 from appliance.config import ConfigError, load_config
-from appliance.rules import EXAMPLE_RULES, load_rules
-from appliance.session import spark_conf
+from appliance.process.session import spark_conf
+from appliance.query.rules import EXAMPLE_RULES, load_rules
 from appliance.tuning import tuning_for
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from appliance.alert_latency import BUCKETS_MS
+from appliance.observability.alert_latency import BUCKETS_MS
 from loadgen.latency import decode_histogram
 
 

@@ -27,8 +27,8 @@ from pathlib import Path
 import pyspark
 import yaml
 
-from appliance import process_group
 from appliance.broker import EmbeddedBroker
+from appliance.process import process_group
 from appliance.tuning import spark_metrics_conf
 from dashboards import catalog
 

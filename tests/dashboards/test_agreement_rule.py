@@ -7,7 +7,7 @@ from bisect import bisect_left
 
 from agreement import agreement
 
-from appliance.alert_latency import BUCKETS_MS
+from appliance.observability.alert_latency import BUCKETS_MS
 from loadgen.latency import LatencyRecorder
 
 

@@ -17,9 +17,9 @@ import uuid
 import pytest
 from agreement import agreement
 
-from appliance.alert_latency import bucket_counts, observer_cpu_s
 from appliance.config import TopicsConfig
-from appliance.runner import Appliance
+from appliance.observability.alert_latency import bucket_counts, observer_cpu_s
+from appliance.process.runner import Appliance
 from appliance.topics import default_partitions
 from loadgen.config import LoadConfig
 from loadgen.demo import demo_config

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from appliance import process_group
+from appliance.process import process_group
 from appliance.broker.ready_line import read_until_line
-from appliance.logwatch import wait_for_event
+from appliance.process.logwatch import wait_for_event
 
 ROOT = Path(__file__).resolve().parents[2]
 KAFKA_CLIENTS_SHA256 = "7568b998572d256f0b7bc0afdc1b7a2588b8b08415c62ce314c864a6851ae9d9"
@@ -120,7 +120,7 @@ def test_installed_wheel_runs_broker_appliance_and_loadgen_without_a_checkout(
     probe = subprocess.run(
         [str(bin_dir / "python"), "-c",
          "import json, sys, appliance, loadgen; from appliance import connector; "
-         "from appliance.rules import EXAMPLE_RULES; print(json.dumps({"
+         "from appliance.query.rules import EXAMPLE_RULES; print(json.dumps({"
          "'appliance': appliance.__file__, 'loadgen': loadgen.__file__, "
          "'jars': connector.jars(), 'rules': str(EXAMPLE_RULES), 'path': sys.path}))"],
         cwd=work, env=env, capture_output=True, text=True, timeout=120)

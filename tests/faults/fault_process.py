@@ -10,10 +10,10 @@ import sys
 import time
 from pathlib import Path
 
-from appliance import process_group
 from appliance.config import Config
 from appliance.config import write_config as write_config_file
-from appliance.logwatch import last_event, log_events, wait_for_event
+from appliance.process import process_group
+from appliance.process.logwatch import last_event, log_events, wait_for_event
 
 ROOT = Path(__file__).resolve().parents[2]
 INTERVALS = {"continuous": "500 milliseconds", "realtime": "5 seconds",

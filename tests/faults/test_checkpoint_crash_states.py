@@ -8,7 +8,7 @@ be alerted again by the replay (a restart that skipped them would fail the test)
 
 The real-time crash loop of the issue (an empty ``commits/.0.<uuid>.tmp`` next to an
 uncommitted ``offsets/0``) is ``commit-temp-of-batch-0``; the tests at the bottom show
-that Spark itself refuses those states without ``appliance.checkpoint.repair``.
+that Spark itself refuses those states without ``appliance.query.checkpoint.repair``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from fault_kafka import alert_ids, has_ids
 from kafka_io import consume, produce
 
 from appliance.config import Config
-from appliance.runner import Appliance
+from appliance.process.runner import Appliance
 
 # Several JVM starts per test: minutes each on a loaded 2-core box (the suite-wide
 # pytest timeout is 600 s).

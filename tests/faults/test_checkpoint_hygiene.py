@@ -1,11 +1,11 @@
-"""``appliance.checkpoint.repair`` on hand-made checkpoint directories (no Spark): what it
+"""``appliance.query.checkpoint.repair`` on hand-made checkpoint directories (no Spark): what it
 moves aside, what it must never touch, and that nothing is deleted."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from appliance.checkpoint import INITIAL_OFFSETS, entry_problem, repair
+from appliance.query.checkpoint import INITIAL_OFFSETS, entry_problem, repair
 
 OFFSETS = 'v1\n{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}\n{"events":{"0":5}}'
 COMMIT = 'v1\n{"nextBatchWatermarkMs":0}'

@@ -17,7 +17,7 @@ from fault_knobs import knob
 from fault_process import ApplianceProcess, write_config
 from loadrun import LoadThread, rules_yaml
 
-from appliance.checkpoint import LOG_DIRS, entry_problem
+from appliance.query.checkpoint import LOG_DIRS, entry_problem
 
 # Several JVM starts per test: minutes each on a loaded 2-core box (the suite-wide
 # pytest timeout is 600 s).
@@ -73,7 +73,7 @@ STALL_TIMEOUT = "15 seconds"
 
 
 # Continuous in `make test`: the trigger where Spark does not fail the query on a full
-# checkpoint and the appliance's epoch watch has to (appliance.epoch_watch).
+# checkpoint and the appliance's epoch watch has to (appliance.query.epoch_watch).
 @pytest.mark.parametrize("trigger", [
     "continuous",
     pytest.param("microbatch", marks=pytest.mark.faults_long),

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from appliance.config import Config
-from appliance.pipeline import MAX_RAW_BYTES
-from appliance.runner import Appliance
+from appliance.process.runner import Appliance
+from appliance.query.pipeline import MAX_RAW_BYTES
 
 # Several JVM starts per test: minutes each on a loaded 2-core box (the suite-wide
 # pytest timeout is 600 s).

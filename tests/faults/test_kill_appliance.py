@@ -24,7 +24,7 @@ KILL_WINDOW_S = (0.5, 8.0)  # after the restarted appliance says ready
 
 @pytest.mark.parametrize("trigger", [
     pytest.param("continuous", marks=pytest.mark.faults_long),
-    "realtime",  # the trigger that crash-looped before appliance.checkpoint
+    "realtime",  # the trigger that crash-looped before appliance.query.checkpoint
     pytest.param("microbatch", marks=pytest.mark.faults_long),
 ])
 def test_kill_9_rounds_lose_nothing(trigger, broker, fault_topics, tmp_path, rng):

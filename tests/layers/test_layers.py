@@ -42,9 +42,13 @@ def test_the_tree_keeps_every_contract():
 
 @pytest.mark.parametrize("module,upward,contract", [
     ("appliance/config.py", "import loadgen.run", "the load generator above the appliance"),
-    ("appliance/broker/records.py", "import appliance.rules", "inside the appliance"),
+    ("appliance/broker/records.py", "import appliance.query.rules", "inside the appliance"),
     ("appliance/broker/codec.py", "import appliance.broker.codegen", "inside the broker"),
-    ("appliance/events.py", "import appliance.pipeline", "inside the appliance"),
+    ("appliance/query/events.py", "import appliance.query.pipeline", "inside the query"),
+    ("appliance/query/pipeline.py", "import appliance.observability.metrics",
+     "inside the appliance"),
+    ("appliance/process/class_archive.py", "import appliance.process.runner",
+     "inside the process layer"),
 ])
 def test_an_upward_import_breaks_its_contract(tmp_path, module, upward, contract):
     tree = _copy_tree(tmp_path)

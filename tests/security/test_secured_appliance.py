@@ -42,7 +42,7 @@ from secure_helpers import (
 )
 
 from appliance.broker import EmbeddedBroker
-from appliance.logwatch import log_events, wait_for_event
+from appliance.process.logwatch import log_events, wait_for_event
 
 # Micro-batch: the security path is the same in every trigger, and continuous mode's epoch
 # RPCs time out on a badly overloaded host. Minutes only there; about two when quiet.

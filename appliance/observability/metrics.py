@@ -18,7 +18,7 @@ from kafka import KafkaConsumer
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from appliance.checkpoint import batch_ids
+from appliance.query.checkpoint import batch_ids
 from appliance.topics import end_offsets, offsets_consumer
 
 
@@ -89,7 +89,7 @@ class ApplianceCollector:
         # compared with (ApplianceQueryStalled), since real-time batches last minutes.
         self.progress_interval_s = progress_interval_s
         # 1 when this process resumed the query from an existing checkpoint (a restart
-        # after a stop or crash), plus one per restart in place (appliance.restarts);
+        # after a stop or crash), plus one per restart in place (appliance.process.restarts);
         # Prometheus' increase() sums it across process restarts.
         self.recoveries = 1 if recovered else 0
         self.started = time.time()

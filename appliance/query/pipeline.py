@@ -8,7 +8,7 @@ Only Catalyst expressions are used (no Python UDF ever runs per record).
 No Python lambdas either (``F.filter``/``F.transform``): PySpark names each lambda
 variable ``x_<n>`` from a JVM-wide counter, Spark's generated code carries that name in a
 comment, and its class cache is keyed by the code's text. So every planning of the same
-rules generated and compiled new classes, and the warm-up (``appliance.warmup``) JIT-compiled
+rules generated and compiled new classes, and the warm-up (``appliance.query.warmup``) JIT-compiled
 classes the real query never ran. The higher-order functions below use built-ins without
 lambdas or a SQL lambda, whose variable keeps the name written.
 
@@ -33,9 +33,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from appliance.alert_latency import SEVERITY_HEADER, SOURCE_TIMESTAMP_HEADER
 from appliance.config import TopicsConfig
-from appliance.events import (
+from appliance.query.alert_headers import SEVERITY_HEADER, SOURCE_TIMESTAMP_HEADER
+from appliance.query.events import (
     EVENT_DDL,
     FIELD_NAMES,
     FIELDS,
@@ -44,7 +44,7 @@ from appliance.events import (
     STRING_MAP,
     EventField,
 )
-from appliance.rules import SEVERITIES, Rule
+from appliance.query.rules import SEVERITIES, Rule
 
 # The columns of the Kafka source (Spark's built-in ``kafka`` format has the same).
 KAFKA_READ_SCHEMA = StructType([
@@ -269,7 +269,7 @@ def route(events: DataFrame, rules: Sequence[Rule], topics: TopicsConfig,
 
     Valid events matching no rule are dropped by the final ``where``. With
     ``latency_headers`` each alert carries the headers the in-band latency metric reads
-    (``appliance.alert_latency``); dead letters carry none.
+    (``appliance.observability.alert_latency``); dead letters carry none.
     """
     matched = events.withColumn("_matched", _matched_rules(rules))
     # Its own projection: the severity is used by both the JSON and a header.

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pyspark
 
-from appliance import process_group
+from appliance.process import process_group
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"

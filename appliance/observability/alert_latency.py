@@ -9,7 +9,7 @@ how fast anybody reads the alerts: the observer below may fall behind under load
 records the right latencies, just later.
 
 How: the query copies the event record's timestamp into a header of the alert it writes
-(``appliance.pipeline``, no extra JSON field, the alert contract is unchanged), and a
+(``appliance.query.pipeline``, no extra JSON field, the alert contract is unchanged), and a
 daemon thread here reads the alerts topic from its end (no consumer group, nothing
 committed) and files ``alert.timestamp - header`` into a histogram. That works the same in
 every trigger mode and needs no load generator. Its cost is one fetch stream of the alerts
@@ -35,11 +35,10 @@ from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 from prometheus_client.parser import text_string_to_metric_families
 
 from appliance import logs
+from appliance.query.alert_headers import SEVERITY_HEADER, SOURCE_TIMESTAMP_HEADER
 
 METRIC = "appliance_alert_latency_seconds"
 OBSERVER_CPU_METRIC = "appliance_alert_latency_observer_cpu_seconds"  # + "_total" exposed
-SOURCE_TIMESTAMP_HEADER = "appliance.source.timestamp"  # ASCII decimal epoch ms
-SEVERITY_HEADER = "appliance.severity"
 # Upper bounds in milliseconds: fine where a millisecond appliance lives, coarse above.
 BUCKETS_MS = (0.5, 1, 2, 3, 4, 5, 7.5, 10, 15, 20, 25, 30, 40, 50, 75, 100, 150, 200, 300,
               500, 750, 1000, 2000, 5000, 10000)

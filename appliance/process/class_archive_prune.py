@@ -1,7 +1,7 @@
 """``appliance class-archive prune``: remove the archives no installation can use any more.
 
 An archive is ~180 MB and belongs to one JDK and one pyspark install (its name carries
-their key, ``appliance.class_archive``). Upgrading either, or deleting a virtualenv, makes
+their key, ``appliance.process.class_archive``). Upgrading either, or deleting a virtualenv, makes
 ``auto`` look for a new name, and the old file stayed in the cache for good: a machine
 that had been set up from four checkouts held four of them. ``build`` now writes a record
 of the installation next to each archive (``driver-<key>.json``), and pruning removes an
@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from appliance.class_archive import Installation, installation_at, record_path
+from appliance.process.class_archive import Installation, installation_at, record_path
 
 GLOB = "driver-*.jsa"
 

@@ -6,7 +6,7 @@ of ~250 jars (a JFR recording of a start showed ``ZipFile`` lookups as the top f
 the whole startup). A dynamic CDS archive (JDK 13+) holds those classes already parsed and
 verified, written by one run with ``-XX:ArchiveClassesAtExit`` and mapped by every later
 JVM with ``-XX:SharedArchiveFile``. ``appliance class-archive build`` writes it
-(``appliance.class_archive_build``); ``make setup`` runs that once.
+(``appliance.process.class_archive_build``); ``make setup`` runs that once.
 
 An archive belongs to one JDK and one Spark installation: its name carries a key of the
 ``java`` that ``spark-submit`` runs, the pyspark install and its version, so upgrading
@@ -39,11 +39,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from appliance import logs
+from appliance.config import ARCHIVE_AUTO, ARCHIVE_OFF
 
 log = logs.get_logger("appliance.class_archive")
 
-AUTO = "auto"
-OFF = "off"
 #: Where ``auto`` archives live: ``$APPLIANCE_CLASS_ARCHIVE_DIR``, else the user's cache.
 DIR_ENV = "APPLIANCE_CLASS_ARCHIVE_DIR"
 #: JVM options that already decide about CDS: an operator's own choice wins.
@@ -86,7 +85,7 @@ _VERSION = re.compile(r"""^__version__(?:\s*:\s*str)?\s*=\s*["']([^"']+)["']""",
 def installation_at(java: Path, home: Path) -> Installation | None:
     """What is installed at these paths now; None if either is gone. The version is read
     from the install's own ``version.py`` (not this environment's metadata), so another
-    environment's install can be described too (``appliance.class_archive_prune``)."""
+    environment's install can be described too (``appliance.process.class_archive_prune``)."""
     try:
         stat = java.stat()
         found = _VERSION.search((home / "version.py").read_text(encoding="utf-8"))
@@ -111,7 +110,7 @@ def install_key() -> str | None:
 
 def record_path(archive: Path) -> Path:
     """The JSON next to an archive naming the installation it belongs to (``build``
-    writes it; ``appliance.class_archive_prune`` reads it)."""
+    writes it; ``appliance.process.class_archive_prune`` reads it)."""
     return archive.with_suffix(".json")
 
 
@@ -135,9 +134,9 @@ VERIFY_TIMEOUT_S = 60.0
 def resolve(setting: str) -> Path | None:
     """The archive ``[spark] class_archive`` asks for, if it exists and ``verify`` accepts
     it; None for ``off``."""
-    if setting == OFF:
+    if setting == ARCHIVE_OFF:
         return None
-    path = default_archive() if setting == AUTO else Path(setting)
+    path = default_archive() if setting == ARCHIVE_AUTO else Path(setting)
     if path is None or not path.is_file():
         return None
     problem = verify(path)

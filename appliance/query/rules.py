@@ -20,12 +20,12 @@ import sqlglot
 import yaml
 from sqlglot import exp
 
-from appliance.events import EVENT_DDL, FIELD_NAMES
+from appliance.query.events import EVENT_DDL, FIELD_NAMES
 
 SEVERITIES = ("info", "warning", "critical")  # ascending: position + 1 is the ordinal
 #: The example rules shipped as package data (``appliance demo``, loadgen's event mix):
-#: found next to this module in a checkout and in an installed wheel alike.
-EXAMPLE_RULES = Path(__file__).resolve().parent / "examples" / "rules.yml"
+#: in the package's ``examples`` folder, in a checkout and in an installed wheel alike.
+EXAMPLE_RULES = Path(__file__).resolve().parents[1] / "examples" / "rules.yml"
 RULE_KEYS = ("id", "severity", "when", "message")
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 

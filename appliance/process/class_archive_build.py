@@ -1,5 +1,6 @@
-"""``appliance class-archive build``: write the driver's CDS archive (appliance.class_archive)
-by starting the appliance once as users start it and letting its JVM dump what it loaded.
+"""``appliance class-archive build``: write the driver's CDS archive
+(appliance.process.class_archive) by starting the appliance once as users start it and
+letting its JVM dump what it loaded.
 
 The dumping run is a real ``appliance run`` in a process of its own (embedded broker,
 a scratch checkpoint, the packaged example rules, the default warm-up), so the archive
@@ -23,12 +24,12 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
-from appliance import process_group
-from appliance.class_archive import default_archive, installation, record_path, verify
-from appliance.class_archive_prune import prune
 from appliance.config import Config, write_config
-from appliance.logwatch import EventNotLogged, log_tail, wait_for_event
-from appliance.rules import EXAMPLE_RULES
+from appliance.process import process_group
+from appliance.process.class_archive import default_archive, installation, record_path, verify
+from appliance.process.class_archive_prune import prune
+from appliance.process.logwatch import EventNotLogged, log_tail, wait_for_event
+from appliance.query.rules import EXAMPLE_RULES
 from appliance.tuning import GC_OPTIONS
 
 READY_TIMEOUT_S = 600.0  # a cold start on a loaded 2-core machine took up to ~2 min
@@ -41,7 +42,7 @@ class ArchiveBuildError(RuntimeError):
 
 
 def write_record(archive: Path) -> None:
-    """Record this installation next to ``archive`` (``appliance.class_archive_prune``)."""
+    """Record this installation next to ``archive`` (``appliance.process.class_archive_prune``)."""
     built_for = installation()
     if built_for is not None:
         record_path(archive).write_text(json.dumps(asdict(built_for), indent=1) + "\n",

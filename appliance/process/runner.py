@@ -23,14 +23,14 @@ from datetime import datetime
 from pathlib import Path
 
 from appliance import logs
-from appliance.checkpoint import batch_ids
-from appliance.checkpoint import repair as repair_checkpoint
-from appliance.class_archive import resolve as resolve_class_archive
 from appliance.config import Config, ConfigError, QueryConfig, interval_ms
-from appliance.epoch_watch import EpochWatch
-from appliance.restarts import RestartBudget, in_place_cause
-from appliance.rules import Rule, RulesError, analyze_rules, load_rules
-from appliance.slots import wait_for_slots
+from appliance.process.class_archive import resolve as resolve_class_archive
+from appliance.process.restarts import RestartBudget, in_place_cause
+from appliance.process.slots import wait_for_slots
+from appliance.query.checkpoint import batch_ids
+from appliance.query.checkpoint import repair as repair_checkpoint
+from appliance.query.epoch_watch import EpochWatch
+from appliance.query.rules import Rule, RulesError, analyze_rules, load_rules
 from appliance.topics import (
     TopicError,
     client_config,
@@ -131,9 +131,9 @@ class Appliance:
         self._partitions = 0
         self._next_progress_log = 0.0
         self._commits_at_start: set[str] = set()
-        self.warmup = None  # appliance.warmup.WarmupResult once warmed
+        self.warmup = None  # appliance.query.warmup.WarmupResult once warmed
         self._classes_before_query = 0  # see query_new_classes
-        self._collector = None  # appliance.metrics.ApplianceCollector once serving
+        self._collector = None  # appliance.observability.metrics.ApplianceCollector once serving
         self._restarts = RestartBudget(config.query.executor_loss_restarts)
         self._failed_at: float | None = None  # monotonic time of the failure being restarted
 
@@ -175,7 +175,7 @@ class Appliance:
 
     # -- Spark -------------------------------------------------------------------------
     def start_spark(self) -> None:
-        from appliance.session import build_session, spark_conf
+        from appliance.process.session import build_session, spark_conf
 
         archive = None
         if self.spark is None:
@@ -210,8 +210,8 @@ class Appliance:
                 {**bootstrap, **tuning.sink_options, **cfg.sink.options, **passthrough})
 
     def warm_up(self) -> None:
-        """Run the query's plan on synthetic records (appliance.warmup) before ``ready``."""
-        from appliance.warmup import warm_up
+        """Run the query's plan on synthetic records (appliance.query.warmup) before ``ready``."""
+        from appliance.query.warmup import warm_up
 
         source, sink = self.connector_options()
         self.warmup = warm_up(self.spark, self.rules, self.warmup_topic(),
@@ -219,7 +219,7 @@ class Appliance:
                               latency_headers=self.config.metrics.alert_latency)
 
     def start_query(self) -> None:
-        from appliance.pipeline import transform
+        from appliance.query.pipeline import transform
 
         cfg = self.config
         tuning = tuning_for(cfg.query.trigger, cfg.query.async_progress)
@@ -244,14 +244,14 @@ class Appliance:
                  interval=cfg.query.interval, checkpoint=cfg.query.checkpoint_dir)
 
     def repair_checkpoint(self) -> None:
-        """Move aside what a crash left in the checkpoint (see ``appliance.checkpoint``)."""
+        """Move aside what a crash left in the checkpoint (see ``appliance.query.checkpoint``)."""
         for fix in repair_checkpoint(self.config.query.checkpoint_dir):
             log.warning("checkpoint.repaired", path=fix.path, moved_to=fix.moved_to,
                         reason=fix.reason)
 
     def start_metrics(self) -> None:
-        from appliance.alert_latency import AlertObserver, LatencyHistogram
-        from appliance.metrics import ApplianceCollector, MetricsPoller, serve
+        from appliance.observability.alert_latency import AlertObserver, LatencyHistogram
+        from appliance.observability.metrics import ApplianceCollector, MetricsPoller, serve
 
         query = self.config.query
         collector = self._collector = ApplianceCollector(
@@ -322,7 +322,7 @@ class Appliance:
                  query_new_classes=self.query_new_classes())
 
     def _generated_classes(self) -> int:
-        from appliance.session import generated_classes
+        from appliance.process.session import generated_classes
 
         return generated_classes(self.spark)
 
@@ -431,7 +431,7 @@ class Appliance:
 
     def epoch_watch(self) -> EpochWatch | None:
         """Continuous mode only: Spark keeps a continuous query active when its epoch
-        coordinator fails to write the checkpoint (see ``appliance.epoch_watch``)."""
+        coordinator fails to write the checkpoint (see ``appliance.query.epoch_watch``)."""
         cfg = self.config.query
         if cfg.trigger != "continuous":
             return None
@@ -439,7 +439,7 @@ class Appliance:
 
     def serve(self, stop: threading.Event) -> int:
         """Block until ``stop`` is set (0) or the query dies or gets stuck (1). A query
-        that died of a cause ``appliance.restarts`` lists is started again in this
+        that died of a cause ``appliance.process.restarts`` lists is started again in this
         session while its budget lasts."""
         watch = self.epoch_watch()
         while not stop.is_set():

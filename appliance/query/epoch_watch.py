@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from appliance.checkpoint import batch_ids
+from appliance.query.checkpoint import batch_ids
 
 
 def latest_commit(checkpoint_dir: Path) -> int | None:

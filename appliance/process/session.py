@@ -2,7 +2,7 @@
 
 The ``[spark]`` section's ``spark.*`` keys win over ``tuning.py`` so an operator can
 override one setting without editing code. The driver's class-data-sharing archive
-(``appliance.class_archive``), when the caller resolved one, is added to whichever driver
+(``appliance.process.class_archive``), when the caller resolved one, is added to whichever driver
 JVM options result; resolving it is left to the caller because it runs a JVM to check the
 file, which only a start of a new driver needs.
 """
@@ -13,9 +13,9 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from appliance.class_archive import with_archive
 from appliance.config import Config
 from appliance.connector import spark_jars_conf
+from appliance.process.class_archive import with_archive
 from appliance.tuning import LOCAL_CHECKPOINT_CONF, tuning_for
 
 

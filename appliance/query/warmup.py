@@ -28,8 +28,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from appliance import logs
 from appliance.config import TopicsConfig
-from appliance.pipeline import transform
-from appliance.rules import Rule
+from appliance.query.pipeline import transform
+from appliance.query.rules import Rule
 from appliance.topics import end_offsets, offsets_consumer
 
 log = logs.get_logger("appliance.warmup")
@@ -37,7 +37,7 @@ log = logs.get_logger("appliance.warmup")
 RECORDS_PER_ROUND = 20_000
 # Records through the query's EXACT plan (its rules, nothing added) before ready. Spark
 # caches generated classes by their source, and literals (topic names) are references, not
-# source, nor are names that change per planning (appliance.pipeline has no Python
+# source, nor are names that change per planning (appliance.query.pipeline has no Python
 # lambdas): so the warm-up's classes are the ones the query runs, and their JIT-compiled
 # code is ready for the first real event (``appliance.ready`` logs ``query_new_classes``).
 # 5,000 records left the hot loop interpreted or in C1: at 10,000 events/s its C2
