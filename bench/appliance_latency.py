@@ -75,7 +75,8 @@ TARGETS = {
     "realtime-reload": {"swap_window_max": 1000},
 }
 READY_TO_FIRST_ALERT_TARGET_S = 10.0
-# The reload cells: seconds on either side of the swap that count as "around the swap", and
+# The reload cells: seconds on either side of the swap that count as "around the swap" (the
+# signal to the swap's end, widened by this much), and
 # the rule the new file adds (on a metric the driver never sends: its events keep alerting
 # exactly as before).
 SWAP_WINDOW_S = 5
@@ -313,10 +314,14 @@ def derive(result: dict) -> dict:
                "run_to_ready_s": result.get("run_to_ready_s")}
     reload = result.get("reload")
     if reload and reload.get("reloaded"):
-        at = int(reload["at_s"])
-        around = [s for s in series if at - SWAP_WINDOW_S <= s["second"] < at + SWAP_WINDOW_S]
+        # From the signal to the end of the swap (the old query runs until its boundary),
+        # widened by SWAP_WINDOW_S on both sides.
+        signal_s = reload["signalled_s"]
+        done_s = signal_s + reload["reloaded"].get("seconds", 0.0)
+        around = [s for s in series
+                  if signal_s - SWAP_WINDOW_S <= s["second"] < done_s + SWAP_WINDOW_S]
         before = [s for s in series
-                  if WARMUP_SECONDS <= s["second"] < at - SWAP_WINDOW_S]
+                  if WARMUP_SECONDS <= s["second"] < signal_s - SWAP_WINDOW_S]
         derived.update(
             swap_gap_s=reload["reloaded"].get("gap_s"),
             swap_window_worst_second_p99=max((s["p99"] for s in around), default=None),
