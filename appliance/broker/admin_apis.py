@@ -1,7 +1,7 @@
 """Wire handlers of the configs and DeleteRecords APIs (what admin tools call).
 
 DescribeConfigs answers from ``topic_configs``' tables: a topic's own value (source
-TOPIC_CONFIG) or the broker's (STATIC_BROKER_CONFIG when a flag set it, else
+DYNAMIC_TOPIC_CONFIG) or the broker's (STATIC_BROKER_CONFIG when a flag set it, else
 DEFAULT_CONFIG), with the broker-level synonym when asked. IncrementalAlterConfigs (SET,
 DELETE, APPEND, SUBTRACT) and the older AlterConfigs (replace all) change a topic's configs
 as a whole, validated first, in force at once. Broker configs are read-only: altering one
@@ -14,6 +14,7 @@ import enum
 
 from appliance.broker import errors, topic_configs
 from appliance.broker.config import BrokerConfig
+from appliance.broker.group_coordinator import Caller
 from appliance.broker.topic_configs import ConfigError, ConfigSource, ResourceType
 from appliance.broker.topics import TopicError, TopicRegistry
 
@@ -29,9 +30,9 @@ BROKER_READ_ONLY = ("broker configs are read-only on this broker: restart `appli
                     "with other flags")
 
 
-def _entry(version: int, name: str, value: str | None, read_only: bool,
-           source: ConfigSource, config_type: int, doc: str, synonyms: list[dict],
-           with_synonyms: bool, with_docs: bool) -> dict:
+def _entry(name: str, value: str | None, read_only: bool, source: ConfigSource,
+           config_type: int, doc: str, synonyms: list[dict], with_synonyms: bool,
+           with_docs: bool) -> dict:
     return {"name": name, "value": value, "read_only": read_only,
             "config_source": int(source), "is_default": source is ConfigSource.DEFAULT_CONFIG,
             "is_sensitive": False, "synonyms": synonyms if with_synonyms else [],
@@ -45,7 +46,7 @@ class AdminApis:
 
     # -- DescribeConfigs ------------------------------------------------------------------
 
-    def _topic_configs(self, version: int, name: str, keys, with_synonyms: bool,
+    def _topic_configs(self, name: str, keys, with_synonyms: bool,
                        with_docs: bool) -> list[dict]:
         topic = self.registry.topics[name]
         out = []
@@ -58,23 +59,24 @@ class AdminApis:
             own = topic.configs.get(spec.name) if spec.live else None
             if own is not None:
                 synonyms.append({"name": spec.name, "value": own,
-                                 "source": int(ConfigSource.TOPIC_CONFIG)})
+                                 "source": int(ConfigSource.DYNAMIC_TOPIC_CONFIG)})
             synonyms.append({"name": spec.broker_synonym, "value": default,
                              "source": int(default_source)})
-            out.append(_entry(version, spec.name, own if own is not None else default,
-                              not spec.live,
-                              ConfigSource.TOPIC_CONFIG if own is not None else default_source,
-                              int(spec.type), spec.doc, synonyms, with_synonyms, with_docs))
+            if own is None:
+                value, source = default, default_source
+            else:
+                value, source = own, ConfigSource.DYNAMIC_TOPIC_CONFIG
+            out.append(_entry(spec.name, value, not spec.live, source, int(spec.type), spec.doc,
+                              synonyms, with_synonyms, with_docs))
         return out
 
-    def _broker_configs(self, version: int, keys, with_synonyms: bool,
-                        with_docs: bool) -> list[dict]:
+    def _broker_configs(self, keys, with_synonyms: bool, with_docs: bool) -> list[dict]:
         out = []
         for s in topic_configs.BROKER_SETTINGS:
             if keys is not None and s.name not in keys:
                 continue
             value, source = s.value(self.config), s.source(self.config)
-            out.append(_entry(version, s.name, value, True, source, int(s.type), s.doc,
+            out.append(_entry(s.name, value, True, source, int(s.type), s.doc,
                               [{"name": s.name, "value": value, "source": int(source)}],
                               with_synonyms, with_docs))
         return out
@@ -84,7 +86,7 @@ class AdminApis:
             return None
         return f"this broker's id is {self.config.node_id}, not {name!r}"
 
-    def describe_configs(self, version: int, req: dict, caller):
+    def describe_configs(self, version: int, req: dict, caller: Caller):
         results = []
         for r in req["resources"]:
             rtype, name = r["resource_type"], r["resource_name"]
@@ -93,7 +95,7 @@ class AdminApis:
                    "resource_name": name, "configs": []}
             if rtype == ResourceType.TOPIC:
                 if name in self.registry.topics:
-                    res["configs"] = self._topic_configs(version, name, keys,
+                    res["configs"] = self._topic_configs(name, keys,
                                                          req["include_synonyms"],
                                                          req["include_documentation"])
                 else:
@@ -102,7 +104,7 @@ class AdminApis:
             elif rtype == ResourceType.BROKER:
                 problem = self._broker_name_error(name)
                 if problem is None:
-                    res["configs"] = self._broker_configs(version, keys,
+                    res["configs"] = self._broker_configs(keys,
                                                           req["include_synonyms"],
                                                           req["include_documentation"])
                 else:
@@ -140,7 +142,7 @@ class AdminApis:
             res.update(error_code=exc.code, error_message=exc.message)
         return res
 
-    def incremental_alter_configs(self, version: int, req: dict, caller):
+    def incremental_alter_configs(self, version: int, req: dict, caller: Caller):
         out = []
         for r in req["resources"]:
             def compute(current: dict[str, str], ops=r["configs"]) -> dict[str, str | None]:
@@ -171,7 +173,7 @@ class AdminApis:
                                    req["validate_only"]))
         return {"throttle_time_ms": 0, "responses": out}
 
-    def alter_configs(self, version: int, req: dict, caller):
+    def alter_configs(self, version: int, req: dict, caller: Caller):
         out = []
         for r in req["resources"]:
             def compute(current: dict[str, str], given=r["configs"]) -> dict[str, str | None]:
@@ -182,7 +184,7 @@ class AdminApis:
 
     # -- DeleteRecords --------------------------------------------------------------------
 
-    def delete_records(self, version: int, req: dict, caller):
+    def delete_records(self, version: int, req: dict, caller: Caller):
         topics = []
         for t in req["topics"]:
             parts = []

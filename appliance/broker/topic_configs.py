@@ -34,7 +34,7 @@ class ConfigType(enum.IntEnum):
 class ConfigSource(enum.IntEnum):
     """DescribeConfigs v1+ ``config_source``."""
 
-    TOPIC_CONFIG = 1
+    DYNAMIC_TOPIC_CONFIG = 1
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
 

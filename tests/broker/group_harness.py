@@ -226,13 +226,14 @@ def live_owned(groups: list[Members]) -> dict[str, frozenset[int] | None]:
     return out
 
 
-def partitioned(owned: dict[str, frozenset[int] | None], members: int) -> bool:
+def partitioned(owned: dict[str, frozenset[int] | None], members: int,
+                partitions: int = PARTITIONS) -> bool:
     """Each of ``members`` consumers owns partitions, none twice, all of them together."""
     sets = list(owned.values())
     if len(sets) != members or any(not s for s in sets):
         return False
     every = [p for s in sets for p in s]  # type: ignore[union-attr]
-    return len(every) == len(set(every)) == PARTITIONS
+    return len(every) == len(set(every)) == partitions
 
 
 def consumed(groups: list[Members], since: float = 0.0) -> dict[int, set[int]]:
@@ -240,7 +241,7 @@ def consumed(groups: list[Members], since: float = 0.0) -> dict[int, set[int]]:
     for m in groups:
         for t, p, first, last in m.recs():
             if t >= since:
-                out[p].update(range(first, last + 1))
+                out.setdefault(p, set()).update(range(first, last + 1))
     return out
 
 
@@ -367,3 +368,91 @@ def run_group_lifecycle(tmp_path: Path, launch: Callable[..., list[str]], assign
             if m.alive():
                 m.kill()
         broker.stop()
+
+
+def group_broker(tmp_path: Path, **kw) -> EmbeddedBroker:
+    """A broker whose new groups wait 1 s for their members (the 3 s default, shortened)."""
+    return EmbeddedBroker(extra_args=["--group-initial-rebalance-delay-ms", "1000"],
+                          log_path=tmp_path / "broker.log", **kw)
+
+
+def run_assignor_round(broker: EmbeddedBroker, tmp_path: Path, launch: Callable[..., list[str]],
+                       assignor: str, label: str) -> None:
+    """Three consumers in one process share a 6-partition topic with ``assignor``; the
+    broker only relayed: DescribeGroups names the protocol the members chose."""
+    topic, group = f"asg-{label}-{assignor}", f"asg-{label}-{assignor}"
+    broker.create_topics({topic: PARTITIONS})
+    produce_round(broker.bootstrap, topic, 20, assignor)
+    m = Members(launch(broker.bootstrap, topic, group, assignor, count=3),
+                f"{label}-{assignor}", tmp_path, count=3)
+    try:
+        wait_until(f"3 {assignor} members to share the partitions",
+                   lambda: partitioned(m.owned(), 3), 90, m.tail)
+        hwm = high_watermarks(broker.bootstrap, topic)
+        wait_until("every record to be consumed", lambda: all_consumed([m], hwm), 60, m.tail)
+        d = describe_group(broker.bootstrap, group)
+        assert (d["group_state"], d["protocol_type"], d["protocol_data"]) == (
+            "Stable", "consumer", assignor)
+        assert len(d["members"]) == 3
+    finally:
+        m.stop()
+
+
+def run_static_restart(broker: EmbeddedBroker, tmp_path: Path,
+                       launch: Callable[..., list[str]], assignor: str, label: str) -> None:
+    """Static members (group.instance.id): one is killed -9 and started again within its
+    session timeout. It gets its partitions back and nobody else notices: no rebalance."""
+    topic, group = f"static-{label}", f"static-{label}"
+    broker.create_topics({topic: PARTITIONS})
+    procs = [Members(launch(broker.bootstrap, topic, group, assignor,
+                            instance=f"{label}-{i}"), f"static{i}", tmp_path)
+             for i in range(2)]
+    try:
+        wait_until("2 static members to share the partitions",
+                   lambda: partitioned(live_owned(procs), 2), 90,
+                   lambda: "\n".join(m.tail() for m in procs))
+        before = generations(broker.log_path, group)
+        owned_before = procs[1].owned()["static1/0"]
+        survivor_lines = len(procs[0].lines)
+        procs[1].kill()
+        again = Members(launch(broker.bootstrap, topic, group, assignor,
+                               instance=f"{label}-1"), "static1-again", tmp_path)
+        procs.append(again)
+        wait_until("the restarted static member to own its partitions again",
+                   lambda: again.owned()["static1-again/0"] == owned_before, 60, again.tail)
+        produce_round(broker.bootstrap, topic, 10, "static")
+        hwm = high_watermarks(broker.bootstrap, topic)
+        wait_until("every record to be consumed", lambda: all_consumed(procs, hwm), 60,
+                   again.tail)
+        assert generations(broker.log_path, group) == before  # no rebalance happened
+        assert not any(" OWNED " in line for line in procs[0].lines[survivor_lines:])
+        assert "broker.group_static_member_replaced" in broker.log_path.read_text()
+    finally:
+        for m in procs:
+            m.stop()
+
+
+def run_partitions_added(broker: EmbeddedBroker, tmp_path: Path,
+                         launch: Callable[..., list[str]], assignor: str, label: str) -> None:
+    """Three members over 6 partitions; the topic grows to 9: the group rebalances and
+    the new partitions get owners (and their records are consumed)."""
+    topic, group = f"grow-{label}", f"grow-{label}"
+    broker.create_topics({topic: PARTITIONS})
+    m = Members(launch(broker.bootstrap, topic, group, assignor, count=3), "grow", tmp_path,
+                count=3)
+    try:
+        wait_until("3 members to share 6 partitions", lambda: partitioned(m.owned(), 3), 90,
+                   m.tail)
+        with WireClient(broker.bootstrap) as c:
+            resp = c.request(schemas.CREATE_PARTITIONS, 1, {
+                "topics": [{"name": topic, "count": 9, "assignments": None}],
+                "timeout_ms": 1000, "validate_only": False})
+            assert resp["results"][0]["error_code"] == 0
+            for p in range(6, 9):
+                produce(c, topic, p, batch([b"new partition %d" % p]))
+        wait_until("3 members to share 9 partitions",
+                   lambda: partitioned(m.owned(), 3, partitions=9), 60, m.tail)
+        wait_until("the new partitions' records to be consumed",
+                   lambda: {p for _t, p, _f, _l in m.recs()} >= {6, 7, 8}, 60, m.tail)
+    finally:
+        m.stop()

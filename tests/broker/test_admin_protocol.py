@@ -53,10 +53,10 @@ def test_describe_topic_configs_every_version(broker, new_topic, version):
             assert got["retention.ms"]["is_default"] is False
             assert got["retention.bytes"]["is_default"] is True
         else:
-            assert got["retention.ms"]["config_source"] == ConfigSource.TOPIC_CONFIG
+            assert got["retention.ms"]["config_source"] == ConfigSource.DYNAMIC_TOPIC_CONFIG
             assert got["retention.bytes"]["config_source"] == ConfigSource.DEFAULT_CONFIG
             assert [(s["name"], s["source"]) for s in got["retention.ms"]["synonyms"]] == [
-                ("retention.ms", ConfigSource.TOPIC_CONFIG),
+                ("retention.ms", ConfigSource.DYNAMIC_TOPIC_CONFIG),
                 ("log.retention.ms", ConfigSource.DEFAULT_CONFIG)]
         if version >= 3:
             assert got["retention.ms"]["config_type"] == 5  # LONG

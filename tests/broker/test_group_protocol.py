@@ -44,10 +44,11 @@ def subscription(*topics: str) -> bytes:
 def join_body(group: str, member: str = "", instance: str | None = None,
               session: int = SESSION_MS, ptype: str = "consumer",
               protocols=None) -> dict:
+    if protocols is None:
+        protocols = [("range", subscription("gp"))]
     return {"group_id": group, "session_timeout_ms": session, "rebalance_timeout_ms": 3000,
             "member_id": member, "group_instance_id": instance, "protocol_type": ptype,
-            "protocols": [{"name": n, "metadata": m} for n, m in (protocols if protocols is not None else [
-                ("range", subscription("gp"))])], "reason": None}
+            "protocols": [{"name": n, "metadata": m} for n, m in protocols], "reason": None}
 
 
 class Sent:
