@@ -457,3 +457,22 @@ def test_retention_by_time_drops_old_batches(broker, new_topic):
             time.sleep(0.1)
         assert list_offset(c, topic, 0, -2)["offset"] == 1
         assert produce(c, topic, 0, batch([b"new"]))["base_offset"] == 1
+
+
+def test_the_api_table_in_the_docs_is_what_api_versions_advertises(broker):
+    """docs/broker.md lists the served APIs and versions; it must not drift from the code."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "broker.md").read_text()
+    table = doc.split("| key | API | served versions | notes |", 1)[1].split("\n\n", 1)[0]
+    documented = {}
+    for row in table.strip().splitlines()[1:]:
+        key, name, versions = (c.strip() for c in row.strip("|").split("|")[:3])
+        low, _, high = versions.partition("-")
+        documented[int(key)] = (name, int(low), int(high or low))
+    with WireClient(broker.bootstrap) as c:
+        resp = c.request(schemas.API_VERSIONS, 3, {"client_software_name": "t",
+                                                   "client_software_version": "1"})
+    advertised = {a["api_key"]: (schemas.BY_KEY[a["api_key"]].name, a["min_version"],
+                                 a["max_version"]) for a in resp["api_keys"]}
+    assert documented == advertised
