@@ -312,7 +312,7 @@ class GroupCoordinator:
     def _replace_static(self, group: Group, old: Member, new_id: str, req: JoinRequest,
                         caller: Caller):
         """A static member came back (restarted): it takes over its old identity."""
-        changed = old.protocols != req.protocols
+        old_leader = group.leader_id
         _answer(old.join_waiter, JoinResult(errors.FENCED_INSTANCE_ID, member_id=old.member_id))
         _answer(old.sync_waiter, SyncResult(errors.FENCED_INSTANCE_ID))
         if old.session_timer is not None:
@@ -329,12 +329,18 @@ class GroupCoordinator:
         self._touch(group, member)
         log.info("broker.group_static_member_replaced", group=group.group_id,
                  instance=req.instance_id, old_member=old.member_id, member=new_id)
-        leader = group.leader_id == new_id
-        if group.state is GroupState.STABLE and not changed and (
-                not leader or req.can_skip_assignment):
-            # Nothing changed: no rebalance (KIP-345). A leader on v9+ gets the members and
-            # skip_assignment: it keeps the assignment the group already has (KIP-814).
-            return self._join_result(group, member, members=leader, skip=leader)
+        if (group.state is GroupState.STABLE
+                and self._select_protocol(group) == group.protocol_name):
+            # The group's assignment still holds: no rebalance (KIP-345), the member takes
+            # its stored assignment with SyncGroup. A leader on JoinGroup v9+ gets the
+            # members and skip_assignment (KIP-814); an older one is told the old leader id,
+            # so it acts as a follower, as Kafka answers it.
+            if group.leader_id != new_id:
+                return self._join_result(group, member, members=False)
+            if req.can_skip_assignment:
+                return self._join_result(group, member, members=True, skip=True)
+            return self._join_result(group, member, members=False)._replace(
+                leader=old_leader or "")
         waiter = self._new_waiter(member)
         if group.state is GroupState.PREPARING_REBALANCE:
             self._maybe_complete_join(group)

@@ -257,6 +257,17 @@ def committed_up_to(bootstrap: str, group: str, topic: str, hwm: dict[int, int])
         return False
 
 
+def group_events(log_path: Path, group: str) -> list[str]:
+    """The broker's log events for ``group``, one short line each (for failure messages)."""
+    out = []
+    for line in log_path.read_text(errors="replace").splitlines():
+        if f'"group": "{group}"' in line:
+            e = json.loads(line)
+            out.append(" ".join(str(e.get(k, "")) for k in (
+                "timestamp", "event", "generation", "reason", "member", "instance")))
+    return out
+
+
 def generations(log_path: Path, group: str) -> list[int]:
     """The group's generations, in the order the broker logged them (broker.group_joined)."""
     out = []
@@ -267,6 +278,29 @@ def generations(log_path: Path, group: str) -> list[int]:
         if event.get("group") == group:
             out.append(event["generation"])
     return out
+
+
+def settled_generations(log_path: Path, group: str, quiet_s: float = 1.5,
+                        timeout: float = 30.0) -> list[int]:
+    """The generations once no rebalance has started for ``quiet_s`` (a client may rejoin
+    once more right after its first assignment, e.g. when its metadata caught up)."""
+    last = generations(log_path, group)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        time.sleep(quiet_s)
+        now = generations(log_path, group)
+        if now == last and last_rebalance_event(log_path, group) == "broker.group_stable":
+            return now
+        last = now
+    raise AssertionError(f"group {group} kept rebalancing: {group_events(log_path, group)}")
+
+
+def last_rebalance_event(log_path: Path, group: str) -> str:
+    """The last rebalance event the broker logged for the group."""
+    events = [e.split()[1] for e in group_events(log_path, group)]
+    rebalancing = [e for e in events if e in ("broker.group_rebalance_started",
+                                              "broker.group_joined", "broker.group_stable")]
+    return rebalancing[-1] if rebalancing else ""
 
 
 @dataclass
@@ -390,9 +424,11 @@ def run_assignor_round(broker: EmbeddedBroker, tmp_path: Path, launch: Callable[
                    lambda: partitioned(m.owned(), 3), 90, m.tail)
         hwm = high_watermarks(broker.bootstrap, topic)
         wait_until("every record to be consumed", lambda: all_consumed([m], hwm), 60, m.tail)
+        wait_until("the group to be Stable",
+                   lambda: describe_group(broker.bootstrap, group)["group_state"] == "Stable",
+                   30, m.tail)
         d = describe_group(broker.bootstrap, group)
-        assert (d["group_state"], d["protocol_type"], d["protocol_data"]) == (
-            "Stable", "consumer", assignor)
+        assert (d["protocol_type"], d["protocol_data"]) == ("consumer", assignor)
         assert len(d["members"]) == 3
     finally:
         m.stop()
@@ -411,7 +447,7 @@ def run_static_restart(broker: EmbeddedBroker, tmp_path: Path,
         wait_until("2 static members to share the partitions",
                    lambda: partitioned(live_owned(procs), 2), 90,
                    lambda: "\n".join(m.tail() for m in procs))
-        before = generations(broker.log_path, group)
+        before = settled_generations(broker.log_path, group)
         owned_before = procs[1].owned()["static1/0"]
         survivor_lines = len(procs[0].lines)
         procs[1].kill()
@@ -424,7 +460,8 @@ def run_static_restart(broker: EmbeddedBroker, tmp_path: Path,
         hwm = high_watermarks(broker.bootstrap, topic)
         wait_until("every record to be consumed", lambda: all_consumed(procs, hwm), 60,
                    again.tail)
-        assert generations(broker.log_path, group) == before  # no rebalance happened
+        assert generations(broker.log_path, group) == before, (  # no rebalance happened
+            "\n".join(group_events(broker.log_path, group)))
         assert not any(" OWNED " in line for line in procs[0].lines[survivor_lines:])
         assert "broker.group_static_member_replaced" in broker.log_path.read_text()
     finally:

@@ -343,3 +343,38 @@ def test_transaction_apis_are_refused_at_once_without_being_advertised(gbroker):
                 "partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
                 "committed_metadata": None}]}]})
         assert resp["topics"][0]["partitions"][0]["error_code"] == refused
+
+
+@pytest.mark.parametrize("version", [5, 9])
+def test_static_leader_restart_keeps_the_group_stable(gbroker, version):
+    """A restarted static leader: on JoinGroup v9+ it gets the members and skip_assignment
+    (KIP-814); before v9 it is told the old leader id, acts as a follower and takes its
+    stored assignment. No rebalance either way."""
+    group = unique(f"g-static-leader-v{version}")
+    with WireClient(gbroker.bootstrap) as a, WireClient(gbroker.bootstrap) as b:
+        ja = join(a, group, version=version, instance="lead")
+        jb = Sent(b, schemas.JOIN_GROUP, version, join_body(group, instance="follow"))
+        ra = a.request(schemas.JOIN_GROUP, version, join_body(group, member=ja["member_id"],
+                                                              instance="lead"))
+        rb = jb.answer()
+        gen, leader = ra["generation_id"], ra["member_id"]
+        assert ra["leader"] == leader
+        sb = Sent(b, schemas.SYNC_GROUP, 3, {
+            "group_id": group, "generation_id": gen, "member_id": rb["member_id"],
+            "group_instance_id": "follow", "assignments": []})
+        sync(a, group, gen, leader, [(leader, b"lead-part"), (rb["member_id"], b"f-part")],
+             instance="lead")
+        assert bytes(sb.answer()["assignment"]) == b"f-part"
+        with WireClient(gbroker.bootstrap) as a2:
+            again = a2.request(schemas.JOIN_GROUP, version, join_body(group, instance="lead"))
+            assert (again["error_code"], again["generation_id"]) == (0, gen)
+            if version >= 9:
+                assert again["skip_assignment"] and again["leader"] == again["member_id"]
+                assert len(again["members"]) == 2
+            else:
+                assert again["leader"] == leader != again["member_id"]  # "you follow"
+                assert again["members"] == []
+            got = sync(a2, group, gen, again["member_id"], instance="lead")
+            assert bytes(got["assignment"]) == b"lead-part"
+            assert heartbeat(b, group, gen, rb["member_id"], "follow") == 0
+            assert describe(b, group)["group_state"] == "Stable"
