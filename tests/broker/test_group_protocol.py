@@ -378,3 +378,25 @@ def test_static_leader_restart_keeps_the_group_stable(gbroker, version):
             assert bytes(got["assignment"]) == b"lead-part"
             assert heartbeat(b, group, gen, rb["member_id"], "follow") == 0
             assert describe(b, group)["group_state"] == "Stable"
+
+
+def test_a_member_that_heartbeats_but_never_rejoins_is_dropped_at_the_rebalance_timeout(
+        gbroker):
+    group = unique("g-rebalance-timeout")
+    with WireClient(gbroker.bootstrap) as a, WireClient(gbroker.bootstrap) as b:
+        ja = join(a, group)  # rebalance timeout 3000 ms (join_body), session 1500 ms
+        sync(a, group, 1, ja["member_id"], [(ja["member_id"], b"x")])
+        first = b.request(schemas.JOIN_GROUP, 5, join_body(group))
+        started = time.monotonic()
+        jb = Sent(b, schemas.JOIN_GROUP, 5, join_body(group, member=first["member_id"]))
+        codes = []
+        while time.monotonic() - started < 10:  # a stays alive, but will not rejoin
+            codes.append(heartbeat(a, group, 1, ja["member_id"]))
+            if codes[-1] == errors.UNKNOWN_MEMBER_ID:
+                break
+            time.sleep(0.3)
+        rb = jb.answer()
+        assert set(codes[:-1]) == {errors.REBALANCE_IN_PROGRESS}
+        assert codes[-1] == errors.UNKNOWN_MEMBER_ID
+        assert time.monotonic() - started >= 3.0 * 0.8  # not before the rebalance timeout
+        assert [m["member_id"] for m in rb["members"]] == [rb["member_id"]]
