@@ -96,6 +96,11 @@ def _mechanisms(value: str) -> tuple[str, ...]:
 
 
 def run_from_args(args: argparse.Namespace) -> int:
+    if args.group_min_session_timeout_ms > args.group_max_session_timeout_ms:
+        print(f"broker: --group-min-session-timeout-ms {args.group_min_session_timeout_ms} "
+              f"is above --group-max-session-timeout-ms {args.group_max_session_timeout_ms}",
+              file=sys.stderr)
+        return 2
     options = {"initial_topics": args.topics, "auto_create_topics": args.auto_create_topics,
                "default_partitions": max(args.default_partitions, 1),
                "retention_bytes": args.retention_bytes, "retention_ms": args.retention_ms,
