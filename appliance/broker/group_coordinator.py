@@ -216,13 +216,14 @@ class GroupCoordinator:
         if not (c.group_min_session_timeout_ms <= req.session_timeout_ms
                 <= c.group_max_session_timeout_ms):
             return JoinResult(errors.INVALID_SESSION_TIMEOUT, member_id=req.member_id)
+        if not req.protocol_type or not req.protocols:
+            return JoinResult(errors.INCONSISTENT_GROUP_PROTOCOL, member_id=req.member_id)
         group = self.groups.get(req.group_id)
         if group is None:
             if req.member_id:
                 return JoinResult(errors.UNKNOWN_MEMBER_ID, member_id=req.member_id)
             group = self.groups[req.group_id] = Group(req.group_id)
-        if not req.protocol_type or not req.protocols or not group.supports(
-                req.protocol_type, req.protocols):
+        if not group.supports(req.protocol_type, req.protocols):
             return JoinResult(errors.INCONSISTENT_GROUP_PROTOCOL, member_id=req.member_id)
         if not req.member_id:
             return self._join_new(group, req, caller)
