@@ -162,6 +162,14 @@ def validate(configs: dict[str, str | None]) -> dict[str, str]:
     return out
 
 
+def stored(configs: dict[str, str]) -> tuple[dict[str, str], set[str]]:
+    """(the LIVE configs among a recovered topic's, the names left out): FIXED ones cannot
+    differ and unknown ones never had an effect; keeping them would make every later
+    alteration of the topic fail its validation."""
+    kept = {k: v for k, v in configs.items() if k in BY_NAME and BY_NAME[k].live}
+    return kept, set(configs) - set(kept)
+
+
 @dataclass(frozen=True)
 class BrokerSetting:
     """A read-only broker config: Kafka's name, read from the running broker's settings."""

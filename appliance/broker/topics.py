@@ -65,7 +65,11 @@ class TopicRegistry:
         if self.storage is None:
             return
         for found in self.storage.recover():
-            topic = Topic(found.name, found.topic_id, configs=found.configs)
+            configs, ignored = topic_configs.stored(found.configs)
+            if ignored:  # written by an older broker, which stored any name without effect
+                log.warning("broker.topic_configs_ignored", topic=found.name,
+                            configs=sorted(ignored))
+            topic = Topic(found.name, found.topic_id, configs=configs)
             batches = 0
             for recovered in found.partitions:
                 part = PartitionLog(topic.name, recovered.index, recovered.segments)

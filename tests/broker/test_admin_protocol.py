@@ -3,6 +3,7 @@ Kafka's error codes, and configs that take effect at once (and after a restart).
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -243,3 +244,22 @@ def test_describe_cluster(broker, version):
     assert [(b["broker_id"], b["host"], b["port"]) for b in resp["brokers"]] == [
         (0, "127.0.0.1", port)]
     assert resp["cluster_authorized_operations"] > 0
+
+
+def test_configs_an_older_broker_stored_without_effect_do_not_block_alterations(tmp_path):
+    with EmbeddedBroker(data_dir=tmp_path, topics={"old": 1},
+                        log_path=tmp_path / "b.log") as b:
+        with WireClient(b.bootstrap) as c:
+            assert alter(c, TOPIC, "old", [("retention.ms", SET, "5000")])["error_code"] == 0
+        b.stop()
+        meta = tmp_path / "topics" / "old" / "topic.json"
+        doc = json.loads(meta.read_text())  # as an older broker wrote it: any name stored
+        doc["configs"].update({"cleanup.policy": "compact", "flush.ms": "10"})
+        meta.write_text(json.dumps(doc))
+        b.start()
+        with WireClient(b.bootstrap) as c:
+            assert alter(c, TOPIC, "old", [("retention.bytes", SET, "9")])["error_code"] == 0
+            got = configs(c, "old")
+            assert (got["retention.ms"]["value"], got["cleanup.policy"]["value"]) == (
+                "5000", "delete")
+        assert "broker.topic_configs_ignored" in (tmp_path / "b.log").read_text()
