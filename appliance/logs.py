@@ -1,19 +1,64 @@
-"""Structured JSON logging shared by every appliance process.
+"""Structured logging shared by every appliance process: JSON for machines, structlog's
+console renderer for people.
 
 Event names are stable identifiers (``broker.ready``, ``query.started``...) that operators
-grep and alert on; human wording goes into fields, never into the event name.
+grep and alert on; human wording goes into fields, never into the event name. Both views
+carry the same events: only the rendering differs (``LogFormat``).
+
+Which view: JSON unless stderr is a terminal (a supervisor, a test, a pipe reads it), or
+whatever ``--log-format`` says. With a log file (``configure(file=...)``) every line also
+goes there as JSON, and the process's file descriptor 2 is pointed at the file, so what
+others write to it (the Spark JVM a process launches, a child's stray output) lands in the
+file and not on the terminal; Python's own ``sys.stderr`` keeps the terminal.
 """
 
 from __future__ import annotations
 
+import enum
+import io
 import logging
+import os
 import re
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import structlog
 
-_configured = False
+
+class LogFormat(enum.Enum):
+    CONSOLE = "console"  # people: one readable line per event
+    JSON = "json"  # machines: one JSON object per line
+
+
+#: The ``--log-format`` choices; ``auto`` = console on a terminal, else JSON.
+LOG_FORMAT_CHOICES = ("auto", *(f.value for f in LogFormat))
+
+
+def choose_format(requested: str | LogFormat | None = None, stream=None) -> LogFormat:
+    """``requested`` as a LogFormat; ``None``/``"auto"``: console when ``stream`` (default
+    stderr) is a terminal."""
+    if isinstance(requested, LogFormat):
+        return requested
+    if requested in (None, "auto"):
+        stream = sys.stderr if stream is None else stream
+        try:
+            return LogFormat.CONSOLE if stream.isatty() else LogFormat.JSON
+        except (AttributeError, ValueError):  # closed or not a real stream
+            return LogFormat.JSON
+    return LogFormat(requested)
+
+
+@dataclass(frozen=True)
+class LogOutput:
+    """How this process logs (``configure``'s result, ``output()``)."""
+
+    format: LogFormat
+    file: Path | None = None  # every line (JSON) and whatever else was written to fd 2
+    terminal: str | None = None  # the terminal's device when fd 2 went to ``file``
+
+
+_output: LogOutput | None = None
 
 
 # Third-party loggers that chatter at INFO (connection set-up, py4j callbacks): operators
@@ -69,40 +114,85 @@ def _stdlib_component(logger, method_name, event_dict):
     return event_dict
 
 
-def configure(level: str = "INFO") -> None:
-    """Send structlog JSON lines to stderr, stdlib logging included. Safe to call twice."""
-    global _configured
-    if _configured:
-        return
-    shared = [
-        structlog.processors.add_log_level,
-        structlog.processors.TimeStamper(fmt="iso", utc=True),
-    ]
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(structlog.stdlib.ProcessorFormatter(
-        foreign_pre_chain=[*shared, _stdlib_component],
-        processors=[
-            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-            structlog.processors.JSONRenderer(),
-        ],
-    ))
+def _formatter(renderer, *before) -> structlog.stdlib.ProcessorFormatter:
+    return structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[*_SHARED, _stdlib_component],
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *before,
+                    renderer])
+
+
+_SHARED = (structlog.processors.add_log_level,
+           structlog.processors.TimeStamper(fmt="iso", utc=True))
+
+
+def _json_formatter() -> structlog.stdlib.ProcessorFormatter:
+    return _formatter(structlog.processors.JSONRenderer(),
+                      structlog.processors.format_exc_info)
+
+
+def _take_fd2(file: Path) -> tuple[io.TextIOWrapper, str | None]:
+    """Open ``file`` for appending and point fd 2 at it; ``sys.stderr`` keeps what fd 2 was
+    (the terminal). Returns the file and the terminal's device name."""
+    file.parent.mkdir(parents=True, exist_ok=True)
+    # Open until the process exits: the JVM and children write to it through fd 2.
+    sink = open(file, "a", buffering=1, encoding="utf-8", errors="backslashreplace")
+    sys.stderr.flush()
+    kept = os.dup(2)
+    try:
+        terminal = os.ttyname(kept)
+    except OSError:
+        terminal = None
+    sys.stderr = os.fdopen(kept, "w", buffering=1, encoding=sys.stderr.encoding or "utf-8",
+                           errors="backslashreplace")
+    os.dup2(sink.fileno(), 2)
+    return sink, terminal
+
+
+def configure(level: str = "INFO", fmt: str | LogFormat | None = None,
+              file: str | os.PathLike | None = None) -> LogOutput:
+    """Log to stderr in ``fmt`` (``choose_format``), stdlib logging included; with
+    ``file``, every line also to that file as JSON, and fd 2 with it (module docstring).
+    Safe to call twice: the first call decides."""
+    global _output
+    if _output is not None:
+        return _output
+    chosen = choose_format(fmt)
+    handlers = []
+    sink = terminal = None
+    if file is not None:
+        sink, terminal = _take_fd2(Path(file))
+        to_file = logging.StreamHandler(sink)
+        to_file.setFormatter(_json_formatter())
+        handlers.append(to_file)
+    to_stderr = logging.StreamHandler(sys.stderr)
+    # Plain tracebacks: the default (rich's, when installed) prints every frame's locals,
+    # which may hold a credential.
+    to_stderr.setFormatter(_json_formatter() if chosen is LogFormat.JSON else _formatter(
+        structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty(),
+                                      exception_formatter=structlog.dev.plain_traceback)))
+    handlers.append(to_stderr)
     root = logging.getLogger()
-    root.handlers = [handler]
+    root.handlers = handlers
     root.setLevel(level)
     for name in QUIET_LIBRARIES:
         logging.getLogger(name).setLevel(logging.WARNING)
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
-            *shared,
-            structlog.processors.format_exc_info,
-            structlog.processors.JSONRenderer(),
+            *_SHARED,
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level)),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.stdlib.LoggerFactory(),
         cache_logger_on_first_use=True,
     )
-    _configured = True
+    _output = LogOutput(chosen, Path(file) if file is not None else None, terminal)
+    return _output
+
+
+def output() -> LogOutput | None:
+    """How this process logs, None before ``configure``."""
+    return _output
 
 
 def get_logger(name: str) -> structlog.typing.FilteringBoundLogger:
@@ -113,3 +203,22 @@ def get_logger(name: str) -> structlog.typing.FilteringBoundLogger:
     ``logger`` is a reserved argument name of ``structlog.get_logger``.
     """
     return structlog.get_logger(component=name)
+
+
+def add_log_options(parser, default_file: str | None) -> None:
+    """``--log-format`` and ``--log-file`` on a command (``appliance run``, ``demo``)."""
+    parser.add_argument("--log-format", choices=LOG_FORMAT_CHOICES, default="auto",
+                        help="console: readable lines; json: one JSON object per line; "
+                             "auto (default): console on a terminal, else json")
+    where = f" (default with console output: {default_file})" if default_file else ""
+    parser.add_argument("--log-file", default=None, metavar="FILE",
+                        help=f"also write every line there: ours as JSON, Spark's and "
+                             f"other processes' as they print them{where}")
+
+
+def configure_from_args(args, default_file: str | None, level: str = "INFO") -> LogOutput:
+    """``configure`` as ``add_log_options``' flags ask: on the console view the log file
+    is the default one unless ``--log-file`` names another."""
+    chosen = choose_format(args.log_format)
+    file = args.log_file or (default_file if chosen is LogFormat.CONSOLE else None)
+    return configure(level, chosen, file)
