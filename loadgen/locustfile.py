@@ -80,14 +80,14 @@ _hub.NOT_ERROR = (*_hub.NOT_ERROR, StopTest)
 
 @events.init_command_line_parser.add_listener
 def _arguments(parser) -> None:
-    """Custom arguments: shown and settable in the web UI's start form."""
-    group = parser.add_argument_group("appliance load (loadgen/locustfile.py)")
-    group.add_argument("--user-rate", type=float, env_var="LOADGEN_USER_RATE", default=10.0,
-                       help="events per second per user")
-    group.add_argument("--alert-ratio", type=float, env_var="LOADGEN_ALERT_RATIO",
-                       default=0.5, help="share of events that match an example rule")
-    group.add_argument("--bad-ratio", type=float, env_var="LOADGEN_BAD_RATIO", default=0.0,
-                       help="share of malformed events (answered by dead letters)")
+    """Custom arguments: shown and settable in the web UI's start form (Locust's own
+    ``add_argument``: an argument group's would leave them out of the UI)."""
+    parser.add_argument("--user-rate", type=float, env_var="LOADGEN_USER_RATE", default=10.0,
+                        help="events per second per user")
+    parser.add_argument("--alert-ratio", type=float, env_var="LOADGEN_ALERT_RATIO",
+                        default=0.5, help="share of events that match an example rule")
+    parser.add_argument("--bad-ratio", type=float, env_var="LOADGEN_BAD_RATIO", default=0.0,
+                        help="share of malformed events (answered by dead letters)")
 
 
 @dataclass(frozen=True)
