@@ -1,7 +1,7 @@
 """Locust: drive the appliance interactively with the same events as ``loadgen run``.
 
     locust -f loadgen/locustfile.py --headless -u 10 -r 5 -t 30s --host 127.0.0.1:9092
-    locust -f loadgen/locustfile.py --host 127.0.0.1:9092      # web UI on :8089
+    locust -f loadgen/locustfile.py --host 127.0.0.1:9092      # web UI, 127.0.0.1:8089
 
 ``--host`` is the Kafka bootstrap address. Each user sends events at ``--user-rate`` per
 second; ``--alert-ratio`` of them match an example rule and ``--bad-ratio`` are malformed
@@ -88,6 +88,9 @@ def _arguments(parser) -> None:
                         default=0.5, help="share of events that match an example rule")
     parser.add_argument("--bad-ratio", type=float, env_var="LOADGEN_BAD_RATIO", default=0.0,
                         help="share of malformed events (answered by dead letters)")
+    # Services bind to loopback unless told otherwise (Locust's own default is every
+    # interface); --web-host or LOCUST_WEB_HOST still choose.
+    parser.set_defaults(web_host="127.0.0.1")
 
 
 @dataclass(frozen=True)
