@@ -42,9 +42,8 @@ def _common(p: argparse.ArgumentParser, d) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from loadgen.config import LoadConfig as d  # its defaults are the CLI's defaults
-
     from appliance import __version__
+    from loadgen.config import LoadConfig as d  # its defaults are the CLI's defaults
 
     parser = argparse.ArgumentParser(prog="loadgen", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"loadgen {__version__}")

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafka import KafkaConsumer
-from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from appliance.query.checkpoint import batch_ids
@@ -81,10 +80,10 @@ class Snapshot:
 class ApplianceCollector:
     """prometheus-client collector over the latest ``Snapshot``."""
 
-    def __init__(self, trigger: str, rules: int, recovered: bool = False,
-                 progress_interval_s: float = 1.0):
+    def __init__(self, trigger: str, recovered: bool = False, progress_interval_s: float = 1.0):
+        """``trigger``: the trigger mode's name. The rules metrics have a collector of
+        their own (``appliance.observability.rules_metrics``): they change on reload."""
         self.trigger = trigger
-        self.rules = rules
         # How often a healthy query commits or reports progress: what the progress age is
         # compared with (ApplianceQueryStalled), since real-time batches last minutes.
         self.progress_interval_s = progress_interval_s
@@ -104,9 +103,6 @@ class ApplianceCollector:
                                  labels=["trigger"])
         mode.add_metric([self.trigger], 1.0)
         yield mode
-        rules = GaugeMetricFamily("appliance_rules", "number of loaded alert rules")
-        rules.add_metric([], float(self.rules))
-        yield rules
         recoveries = CounterMetricFamily(
             "appliance_recoveries", "query starts that resumed from an existing checkpoint")
         recoveries.add_metric([], float(self.recoveries))
@@ -216,13 +212,3 @@ class MetricsPoller:
             self._thread.join(timeout=5)
         if self._consumer is not None:
             self._consumer.close()
-
-
-def serve(collector: ApplianceCollector, host: str, port: int, *more_collectors):
-    """Start the HTTP endpoint; returns (server, bound port). Port 0 picks a free port."""
-    registry = CollectorRegistry()
-    registry.register(collector)
-    for extra in more_collectors:
-        registry.register(extra)
-    server, _thread = start_http_server(port, addr=host, registry=registry)
-    return server, server.server_port

@@ -20,6 +20,7 @@ import deploy_bed as bed
 import pytest
 import yaml
 
+from appliance.trigger import MODES
 from appliance.tuning import tuning_for
 from loadgen.config import LoadConfig
 from loadgen.run import run_load
@@ -92,7 +93,7 @@ def test_master_lists_both_workers_alive_with_cores(testbed, deployed):
 def test_rendered_files_carry_the_tuning(testbed, deployed):
     """spark-defaults.conf, spark-env.sh and appliance.toml hold appliance.tuning's values
     (nothing written by hand: compared with the module itself)."""
-    tuning = tuning_for(TRIGGER)
+    tuning = tuning_for(MODES[TRIGGER])
     appliance = testbed.one("appliance")
     defaults = {}
     for line in _host_file(testbed, appliance, "/etc/spark/spark-defaults.conf").splitlines():
