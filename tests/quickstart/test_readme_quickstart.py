@@ -16,9 +16,9 @@ import re
 import subprocess
 
 from quickstart_blocks import (
-    ALARMING,
     ROOT,
     SPARK_WARNING,
+    alarming,
     block,
     blocks,
     shortened,
@@ -35,6 +35,17 @@ READY_S = 900  # a bound, not an expectation: a JVM start on a machine shared wi
 
 def test_every_marked_block_is_run_by_a_test():
     assert set(blocks()) == {"make-demo", "appliance-run", "locust", "metrics"}
+
+
+def test_what_reads_as_trouble_on_a_terminal():
+    for line in ("26/11/25 08:38:12 WARN TaskSetManager: Lost task 0.0 in stage 4.0",
+                 "WARNING: Using incubator modules: jdk.incubator.vector",
+                 "2026-11-25T09:24:57Z [warning  ] query.restarting   cause=...",
+                 "2026-11-25T09:24:57Z [error    ] appliance.failed   error=...",
+                 "Traceback (most recent call last):"):
+        assert alarming(line), line
+    assert alarming("2026-11-25T09:24:57Z [warning  ] kafka.io_step_slow   seconds=0.2") == []
+    assert alarming("2026-11-25T09:24:44Z [info     ] appliance.ready   rules=3") == []
 
 
 def _metrics() -> dict[str, float]:
@@ -104,7 +115,7 @@ def test_readme_commands_run_load_watch_and_stop(tmp_path):
     shown = term.text()
     assert code == 0, shown[-4000:]
     assert re.search(r"appliance\.stopped\s+component=appliance exit_code=0", shown), shown
-    assert not ALARMING.search(shown), ALARMING.search(shown).group(0) + "\n" + shown[-4000:]
+    assert not alarming(shown), f"{alarming(shown)}\n{shown[-4000:]}"
     # The log file has it all: our events as JSON, Spark's warnings in Spark's own layout.
     assert last_event(log_file, "appliance.stopped")["exit_code"] == 0
     assert {e["event"] for e in log_events(log_file)} >= {
