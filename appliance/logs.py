@@ -73,6 +73,9 @@ class ForeignEvent:
     pattern: re.Pattern   # searched in the line's text; named groups become float fields
     event: str
     why: str
+    # An expected line the library logs as an error with a traceback: reported at this
+    # level instead, without the traceback (None: as the library logged it).
+    level: str | None = None
 
 
 # A library's line (stdlib logging) has text that changes with every call (object
@@ -85,18 +88,30 @@ FOREIGN_EVENTS = (
                  "kafka-python's I/O thread took longer than its threshold (0.1 s) for one "
                  "step. The library blames a tight loop; here it is a CPU-starved process "
                  "(saturated cores, a steal-heavy VM), and the client's fetches wait meanwhile"),
+    ForeignEvent("root", re.compile(r"^KeyboardInterrupt while sending command\.$"),
+                 "py4j.call_interrupted",
+                 "py4j's note (an error with a traceback, on the root logger) that Ctrl-C "
+                 "interrupted a call into the JVM: what stopping during the start-up does",
+                 level="info"),
 )
 FOREIGN_DEFAULT_EVENT = "library.log"
 
 
-def foreign_event(logger_name: str, text: str) -> tuple[str, dict[str, float]]:
-    """The stable event name of a library's line and the fields taken from its text."""
+def _foreign_rule(logger_name: str, text: str) -> tuple[ForeignEvent | None, re.Match | None]:
     for rule in FOREIGN_EVENTS:
         if logger_name == rule.logger or logger_name.startswith(rule.logger + "."):
             match = rule.pattern.search(text)
             if match:
-                return rule.event, {k: float(v) for k, v in match.groupdict().items()}
-    return FOREIGN_DEFAULT_EVENT, {}
+                return rule, match
+    return None, None
+
+
+def foreign_event(logger_name: str, text: str) -> tuple[str, dict[str, float]]:
+    """The stable event name of a library's line and the fields taken from its text."""
+    rule, match = _foreign_rule(logger_name, text)
+    if rule is None:
+        return FOREIGN_DEFAULT_EVENT, {}
+    return rule.event, {k: float(v) for k, v in match.groupdict().items()}
 
 
 def _stdlib_component(logger, method_name, event_dict):
@@ -111,6 +126,10 @@ def _stdlib_component(logger, method_name, event_dict):
         event_dict["message"] = text
         for key, value in fields.items():
             event_dict.setdefault(key, value)
+        rule, _ = _foreign_rule(record.name, text)
+        if rule is not None and rule.level is not None:  # an expected line
+            event_dict["level"] = rule.level
+            event_dict.pop("exc_info", None)
     return event_dict
 
 

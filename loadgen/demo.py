@@ -120,6 +120,9 @@ def _command(args: argparse.Namespace) -> int:
         for line in str(exc).splitlines():
             print(line, file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: run_demo has stopped the appliance on its way out
+        print("appliance demo: interrupted", file=sys.stderr)
+        return 130
 
 
 def register(sub: argparse._SubParsersAction) -> None:

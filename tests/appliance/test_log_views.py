@@ -79,3 +79,23 @@ def test_auto_is_the_console_view_on_a_terminal(tmp_path):
     shown = term.text()
     assert shown.splitlines()[-1] == "console"
     assert "test.own" in shown and '"event"' not in shown
+
+
+def test_py4j_note_of_an_interrupted_call_is_an_expected_line():
+    """Ctrl-C during the start-up interrupts a call into the JVM; py4j logs that as an
+    error with a traceback on the root logger. It is what stopping then does."""
+    script = """
+import logging
+from appliance import logs
+logs.configure(fmt="console")
+try:
+    raise KeyboardInterrupt
+except KeyboardInterrupt:
+    logging.exception("KeyboardInterrupt while sending command.")
+logging.exception("KeyboardInterrupt while sending command. (not py4j's words)")
+"""
+    err = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         cwd=ROOT, timeout=60, check=True).stderr
+    first, *rest = err.splitlines()
+    assert "[info" in first and "py4j.call_interrupted" in first
+    assert "Traceback" not in first and "[error" in rest[0]  # only that exact line
