@@ -58,10 +58,15 @@ def shortened(text: str, replacements: dict[str, str]) -> str:
     return text
 
 
+# What the test run's own environment has and a user's shell does not: `make test`'s
+# settings for sub-makes (its jobserver's descriptors are not passed on), pytest's.
+_NOT_A_USERS = ("APPLIANCE_", "LOCUST_", "LOADGEN_", "PYTEST_", "MAKEFLAGS", "MFLAGS",
+                "MAKELEVEL", "MAKE_TERM")
+
+
 def user_env(**extra: str) -> dict[str, str]:
-    """A user's environment: none of the test run's APPLIANCE_*/LOCUST_* settings."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("APPLIANCE_", "LOCUST_", "LOADGEN_", "PYTEST_"))}
+    """A user's environment: none of the test run's APPLIANCE_*/LOCUST_*/make settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_NOT_A_USERS)}
     env.update(extra)
     return env
 
