@@ -49,7 +49,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         load_rules(config.rules.path)  # structural rule errors exit 2 before any JVM
     except (ConfigError, RulesError, OverrideError) as exc:
         return _fail(str(exc))
-    output = logs.configure_from_args(args, str(run_log_file(config.query.checkpoint_dir)))
+    try:
+        output = logs.configure_from_args(args, str(run_log_file(config.query.checkpoint_dir)))
+    except logs.LogFileError as exc:
+        return _fail(str(exc))
     from appliance.process.runner import run
 
     on_ready = None

@@ -121,16 +121,20 @@ def _stdlib_component(logger, method_name, event_dict):
     if record is not None:
         event_dict.setdefault("component", record.name)
         text = str(event_dict.get("event", ""))
-        event, fields = foreign_event(record.name, text)
-        event_dict["event"] = event
+        rule, match = _foreign_rule(record.name, text)
+        event_dict["event"] = rule.event if rule is not None else FOREIGN_DEFAULT_EVENT
         event_dict["message"] = text
-        for key, value in fields.items():
-            event_dict.setdefault(key, value)
-        rule, _ = _foreign_rule(record.name, text)
-        if rule is not None and rule.level is not None:  # an expected line
-            event_dict["level"] = rule.level
-            event_dict.pop("exc_info", None)
+        if rule is not None:
+            for key, value in match.groupdict().items():
+                event_dict.setdefault(key, float(value))
+            if rule.level is not None:  # an expected line
+                event_dict["level"] = rule.level
+                event_dict.pop("exc_info", None)
     return event_dict
+
+
+_SHARED = (structlog.processors.add_log_level,
+           structlog.processors.TimeStamper(fmt="iso", utc=True))
 
 
 def _formatter(renderer, *before) -> structlog.stdlib.ProcessorFormatter:
@@ -138,10 +142,6 @@ def _formatter(renderer, *before) -> structlog.stdlib.ProcessorFormatter:
         foreign_pre_chain=[*_SHARED, _stdlib_component],
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *before,
                     renderer])
-
-
-_SHARED = (structlog.processors.add_log_level,
-           structlog.processors.TimeStamper(fmt="iso", utc=True))
 
 
 def _json_formatter() -> structlog.stdlib.ProcessorFormatter:
@@ -235,9 +235,17 @@ def add_log_options(parser, default_file: str | None) -> None:
                              f"other processes' as they print them{where}")
 
 
+class LogFileError(ValueError):
+    """The log file cannot be written; ``str()`` is one line naming it."""
+
+
 def configure_from_args(args, default_file: str | None, level: str = "INFO") -> LogOutput:
     """``configure`` as ``add_log_options``' flags ask: on the console view the log file
     is the default one unless ``--log-file`` names another."""
     chosen = choose_format(args.log_format)
     file = args.log_file or (default_file if chosen is LogFormat.CONSOLE else None)
-    return configure(level, chosen, file)
+    try:
+        return configure(level, chosen, file)
+    except OSError as exc:
+        raise LogFileError(f"--log-file {file}: cannot write it ({exc.strerror or exc}); "
+                           f"name another with --log-file") from None

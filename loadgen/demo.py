@@ -109,7 +109,11 @@ def log_file(report: str | None) -> str:
 
 
 def _command(args: argparse.Namespace) -> int:
-    output = logs.configure_from_args(args, log_file(args.report))
+    try:
+        output = logs.configure_from_args(args, log_file(args.report))
+    except logs.LogFileError as exc:
+        print(f"appliance demo: {exc}", file=sys.stderr)
+        return 2
     if output.file is not None:
         print(f"appliance demo: starting (about a minute); full log: {output.file}",
               file=sys.stderr, flush=True)

@@ -60,7 +60,7 @@ def build_session(config: Config, app_name: str = "appliance",
         builder = builder.config(key, value)
     sigint = signal.getsignal(signal.SIGINT)
     spark = builder.getOrCreate()
-    if threading.current_thread() is threading.main_thread():
+    if sigint is not None and threading.current_thread() is threading.main_thread():
         # SparkContext replaces the SIGINT handler with its own (cancel every job, raise
         # KeyboardInterrupt wherever the main thread is); the caller's way of stopping
         # on Ctrl-C stays in force.

@@ -63,3 +63,14 @@ def test_taken_embedded_port_exits_2_naming_port_and_key(tmp_path):
         f"port, 0 for any, or bootstrap_servers to use the Kafka that is there"]
     assert '"event": "broker.ready"' not in result.stderr
     assert '"event": "spark.ready"' not in result.stderr
+
+
+def test_unwritable_log_file_exits_2_with_one_line(tmp_path):
+    blocked = tmp_path / "file"
+    blocked.write_text("")  # a file where the log's directory would be
+    result = run("appliance", "run", "--config", "examples/appliance.toml",
+                 "--log-format", "console", "--log-file", str(blocked / "appliance.log"))
+    assert result.returncode == 2
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"--log-file {blocked / 'appliance.log'}: cannot write it (")
+    assert line.endswith("); name another with --log-file")
