@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from quickstart_blocks import ROOT, SPARK_WARNING, alarming, block, shortened, user_env
 from terminal import Terminal
 
@@ -19,6 +20,7 @@ from appliance.process.logwatch import log_events
 DEMO_S = 1800  # a bound: `make demo` checks set-up, then a JVM start and 5 s of load
 
 
+@pytest.mark.timeout(DEMO_S + 300)
 def test_make_demo_on_a_terminal_shows_no_spark_warning_and_logs_everything(tmp_path):
     report = tmp_path / "demo.json"
     command = shortened(block("make-demo"), {

@@ -15,6 +15,7 @@ import csv
 import re
 import subprocess
 
+import pytest
 from quickstart_blocks import (
     ROOT,
     SPARK_WARNING,
@@ -68,6 +69,7 @@ def _locust(tmp_path) -> dict[tuple[str, str], dict]:
         return {(r["Type"], r["Name"]): r for r in csv.DictReader(f)}
 
 
+@pytest.mark.timeout(2400)  # bounds: the ports' wait, a JVM start, 5 s of load, the stop
 def test_readme_commands_run_load_watch_and_stop(tmp_path):
     wait_until_free(PORTS, timeout=900)
     state = tmp_path / "state"
