@@ -17,11 +17,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 MARKED = re.compile(r"<!-- quickstart: ([a-z0-9-]+) -->\n```sh\n(.*?)```", re.S)
+# A warning line as Spark's log4j layout prints it (kept in the log file).
+SPARK_WARNING = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d WARN ", re.M)
 # On a person's terminal: nothing that reads like trouble during a clean run and stop:
-# no Spark (log4j) or JVM warning, no error, no traceback...
-ALARMING = re.compile(r"\bWARN|\[error|\bERROR\b|Traceback|Exception")
+# no line of Spark's log4j (its layout, or the terminal's one-line "spark LEVEL"), no JVM
+# notice ("WARNING: ..."), no error event, no traceback...
+ALARMING = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d [A-Z]+ |^spark [A-Z]+ |^WARNING: "
+                      r"|\[error|Traceback|Exception", re.M)
 # ...and of the appliance's own warning events only those that report the machine, not
 # the run: kafka-python's I/O step held up on a CPU-starved machine (appliance.logs).
+# (Likewise loadgen's own "generator fell behind its schedule" line: not matched above.)
 WARNING_EVENT = re.compile(r"\[warning\s*\] (\S+)")
 MACHINE_WARNINGS = {"kafka.io_step_slow"}
 
@@ -31,8 +36,6 @@ def alarming(shown: str) -> list[str]:
     found = [m.group(0) for m in ALARMING.finditer(shown)]
     return found + [event for event in WARNING_EVENT.findall(shown)
                     if event not in MACHINE_WARNINGS]
-# A warning line as Spark's log4j layout prints it (kept in the log file).
-SPARK_WARNING = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d WARN ", re.M)
 
 
 def blocks() -> dict[str, str]:

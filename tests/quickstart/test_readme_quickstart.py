@@ -43,9 +43,12 @@ def test_what_reads_as_trouble_on_a_terminal():
                  "WARNING: Using incubator modules: jdk.incubator.vector",
                  "2026-11-25T09:24:57Z [warning  ] query.restarting   cause=...",
                  "2026-11-25T09:24:57Z [error    ] appliance.failed   error=...",
+                 "spark ERROR Executor: Exception in task 0.0 (boom)",
                  "Traceback (most recent call last):"):
         assert alarming(line), line
     assert alarming("2026-11-25T09:24:57Z [warning  ] kafka.io_step_slow   seconds=0.2") == []
+    assert alarming("loadgen: WARNING generator fell behind its schedule: max lag 119.8 ms") \
+        == []
     assert alarming("2026-11-25T09:24:44Z [info     ] appliance.ready   rules=3") == []
 
 
