@@ -70,7 +70,8 @@ system-deps:
 # workers, measured). PYTEST_WORKERS=0 runs the suite in one process.
 PYTEST_WORKERS ?= 2
 test: setup
-	$(PY) -m pytest -m "not deploy" -n $(PYTEST_WORKERS) --dist loadfile
+	$(PY) -m pytest -m "not deploy and not exclusive" -n $(PYTEST_WORKERS) --dist loadfile
+	$(PY) -m pytest -m "exclusive and not deploy" -n 0
 	$(PY) -m pytest -m deploy tests/deploy -s
 
 # The end-to-end Ansible deploy onto the multi-host test bed (root; builds the bed).
