@@ -49,6 +49,8 @@ class Panel:
     kind: str  # timeseries | heatmap | stat
     unit: str
     targets: tuple[Target, ...]
+    # Values drawn as (dashed) threshold lines, e.g. the latency target.
+    lines: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -73,8 +75,13 @@ def load(json_dir: Path = JSON_DIR) -> list[Dashboard]:
                 continue
             targets = tuple(Target(t.get("refId", ""), t["expr"], t.get("legendFormat", ""))
                             for t in panel.get("targets", []) if t.get("expr"))
-            unit = panel.get("fieldConfig", {}).get("defaults", {}).get("unit", "")
-            panels.append(Panel(panel["title"], panel["type"], unit, targets))
+            defaults = panel.get("fieldConfig", {}).get("defaults", {})
+            style = defaults.get("custom", {}).get("thresholdsStyle", {}).get("mode", "off")
+            lines = () if style == "off" else tuple(
+                float(step["value"]) for step in defaults.get("thresholds", {}).get("steps", [])
+                if step.get("value") is not None)
+            panels.append(Panel(panel["title"], panel["type"], defaults.get("unit", ""),
+                                targets, lines))
         out.append(Dashboard(model["uid"], model["title"], path, tuple(panels)))
     return out
 
