@@ -1,4 +1,4 @@
-"""The ``appliance`` command line: ``run``, ``broker``, ``rules check`` and
+"""The ``appliance`` command line: ``run``, ``broker``, ``rules check|reload`` and
 ``class-archive``, plus plugins.
 
 Exit codes: 0 success; 2 bad usage, config or rules (one line naming the file and field);
@@ -21,7 +21,8 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from appliance.broker.cli import add_broker_options
-from appliance.config import TRIGGERS
+from appliance.trigger import DEFAULT as DEFAULT_TRIGGER
+from appliance.trigger import TRIGGERS
 
 PLUGIN_GROUP = "appliance.commands"
 
@@ -61,7 +62,7 @@ def _cmd_rules_check(args: argparse.Namespace) -> int:
             builder = (SparkSession.builder.master("local[1]").appName("rules-check")
                        .config("spark.ui.enabled", "false"))
             # Analyze with the SQL settings the running appliance uses (ANSI mode, ...).
-            for key, value in tuning_for("continuous").spark_conf.items():
+            for key, value in tuning_for(DEFAULT_TRIGGER).spark_conf.items():
                 if key.startswith("spark.sql."):
                     builder = builder.config(key, value)
             spark = builder.getOrCreate()
@@ -75,6 +76,26 @@ def _cmd_rules_check(args: argparse.Namespace) -> int:
     checked = "structure and Spark analysis" if args.spark else "structure only"
     print(f"{args.file}: OK, {len(rules)} rules ({checked})")
     return 0
+
+
+def _cmd_rules_reload(args: argparse.Namespace) -> int:
+    from appliance.config import ConfigError, load_config
+    from appliance.process.reload_client import ReloadClientError, reload, status_url
+
+    try:
+        url = args.url or status_url(load_config(args.config))
+    except ConfigError as exc:
+        return _fail(str(exc))
+    except ReloadClientError as exc:
+        print(f"rules reload: {exc}", file=sys.stderr)
+        return 1
+    try:
+        answer = reload(url, pid=args.pid, timeout_s=args.timeout)
+    except ReloadClientError as exc:
+        print(f"rules reload: {exc}", file=sys.stderr)
+        return 1
+    print(answer.line, file=sys.stdout if answer.exit_code == 0 else sys.stderr)
+    return answer.exit_code
 
 
 def _cmd_class_archive_build(args: argparse.Namespace) -> int:
@@ -144,6 +165,20 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--no-spark", dest="spark", action="store_false",
                        help="structural checks only (no JVM; skips type/function checks)")
     check.set_defaults(func=_cmd_rules_check)
+    reload_cmd = rules_sub.add_parser(
+        "reload", help="make the running appliance re-read [rules] path and swap its rules "
+                       "live (exit 0 applied or unchanged, 2 rejected, 1 failed)")
+    reload_cmd.add_argument("--config", default=None,
+                            help="the appliance's TOML config: its [metrics] endpoint finds "
+                                 "the running appliance (default: ./appliance.toml)")
+    reload_cmd.add_argument("--url", default=None,
+                            help="the running appliance's status page instead "
+                                 "(http://HOST:PORT/-/rules)")
+    reload_cmd.add_argument("--pid", type=int, default=None,
+                            help="refuse unless that process answers (systemd: $MAINPID)")
+    reload_cmd.add_argument("--timeout", type=float, default=180.0,
+                            help="seconds to wait for the outcome (default 180)")
+    reload_cmd.set_defaults(func=_cmd_rules_reload)
 
     archive = sub.add_parser(
         "class-archive", help="the driver JVM's class-data-sharing archive (faster starts)")

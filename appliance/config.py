@@ -21,33 +21,19 @@ from pydantic_core import PydanticCustomError
 
 from appliance.broker.toml_file import read_toml
 from appliance.client_security import ClientSecurity, SecuritySettingsError
+from appliance.trigger import TriggerMode, interval_ms, trigger_mode
 
-TRIGGERS = ("continuous", "realtime", "microbatch")
 DEFAULT_CONFIG_FILE = "appliance.toml"
 ENV_PREFIX = "APPLIANCE_"
 # The two words of ``[spark] class_archive`` that are not a path (appliance.process.class_archive).
 ARCHIVE_AUTO = "auto"
 ARCHIVE_OFF = "off"
 
-_INTERVAL = re.compile(
-    r"^\s*(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|minutes?|min)\s*$", re.I
-)
-_UNIT_MS = {"ms": 1, "millisecond": 1, "milliseconds": 1, "s": 1000, "sec": 1000,
-            "secs": 1000, "second": 1000, "seconds": 1000, "min": 60000, "minute": 60000,
-            "minutes": 60000}
 _TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 
 
 class ConfigError(Exception):
     """A bad config value; ``str()`` is the one line the CLI prints before exiting 2."""
-
-
-def interval_ms(text: str) -> float:
-    """``"1 second"`` -> 1000.0; raises ValueError on anything Spark would not accept."""
-    match = _INTERVAL.match(text)
-    if not match:
-        raise ValueError(f"must look like '100 milliseconds' or '1 second' (got {text!r})")
-    return float(match.group(1)) * _UNIT_MS[match.group(2).lower()]
 
 
 class _Section(BaseModel):
@@ -110,14 +96,6 @@ class TopicsConfig(_Section):
         return value
 
 
-# The interval each trigger gets when the config names none (bench-measured, see
-# ``bench/appliance_latency.py``). Micro-batch: 0 s starts the next batch as soon as the last
-# one ends (a fixed interval only adds waiting). Real-time: every batch boundary stalls the
-# long-running tasks (offset/commit log writes, re-planning), so batches are long; the price
-# is replay: after a crash the unfinished batch is re-read from its start offsets, so up to
-# one interval of events yields duplicate alerts (never lost ones).
-DEFAULT_INTERVAL = {"continuous": "1 second", "realtime": "5 minutes",
-                    "microbatch": "0 seconds"}
 # Continuous: no committed epoch for this long means the query is stuck (appliance.
 # epoch_watch). By default STALL_INTERVALS intervals and at least STALL_MIN_S; an explicit
 # ``[query] stall_timeout`` at least MIN_STALL_INTERVALS intervals and MIN_STALL_MS (a
@@ -144,7 +122,7 @@ def _within(value: int | None, low: int, high: int, zero_means: str) -> int | No
 
 class QueryConfig(_Section):
     trigger: str = "continuous"
-    interval: str | None = None  # None: DEFAULT_INTERVAL[trigger]
+    interval: str | None = None  # None: the trigger mode's default_interval
     checkpoint_dir: str = "var/checkpoints"
     starting_offsets: str = "earliest"
     # Run the query's plan over synthetic records before ``appliance.ready``
@@ -168,9 +146,14 @@ class QueryConfig(_Section):
     @field_validator("trigger")
     @classmethod
     def _trigger(cls, value: str) -> str:
-        if value not in TRIGGERS:
-            raise ValueError(f"must be one of {', '.join(TRIGGERS)} (got {value!r})")
+        trigger_mode(value)  # ValueError naming the choices
         return value
+
+    @property
+    def mode(self) -> TriggerMode:
+        """The trigger mode: everything that differs between the triggers
+        (appliance.trigger)."""
+        return trigger_mode(self.trigger)
 
     @field_validator("executor_loss_restarts")
     @classmethod
@@ -189,14 +172,14 @@ class QueryConfig(_Section):
         """No interval configured: the trigger's own default. Set without marking the field
         as set, so ``Config.with_trigger`` can give a new trigger its own default."""
         if self.interval is None:
-            object.__setattr__(self, "interval", DEFAULT_INTERVAL[self.trigger])
+            object.__setattr__(self, "interval", self.mode.default_interval)
         return self
 
     @model_validator(mode="after")
     def _stall_timeout(self) -> QueryConfig:
         """An explicit stall timeout must leave room for a few late epochs: a healthy
         query on a saturated machine committed a few seconds late at worst (measured)."""
-        if self.stall_timeout is not None and self.trigger == "continuous":
+        if self.stall_timeout is not None and self.mode.commits_every_interval:
             floor_ms = MIN_STALL_INTERVALS * interval_ms(self.interval)
             if interval_ms(self.stall_timeout) < max(floor_ms, MIN_STALL_MS):
                 raise ValueError(
@@ -342,20 +325,12 @@ class Config(_Section):
         return value
 
     @model_validator(mode="after")
-    def _realtime_interval(self) -> Config:
-        """Spark refuses real-time batches shorter than its minimum; say so up front."""
-        if self.query.trigger == "realtime":
-            key = "spark.sql.streaming.realTimeMode.minBatchDuration"
-            minimum = self.spark.conf.get(key, "5 seconds")
-            try:
-                minimum_ms = interval_ms(minimum)
-            except ValueError:
-                minimum_ms = float(minimum) if minimum.isdigit() else 5000.0
-            if interval_ms(self.query.interval) < minimum_ms:
-                raise PydanticCustomError(
-                    "realtime_interval",
-                    f"query.interval: the realtime trigger needs at least {minimum} "
-                    f"({key}) (got {self.query.interval!r})")
+    def _interval_for_trigger(self) -> Config:
+        """Spark refuses some intervals for some triggers (real-time batches shorter than
+        its minimum); say so up front."""
+        problem = self.query.mode.interval_problem(self.query.interval, self.spark.conf)
+        if problem is not None:
+            raise PydanticCustomError("trigger_interval", f"query.interval: {problem}")
         return self
 
     def with_trigger(self, trigger: str | None) -> Config:
@@ -429,7 +404,7 @@ def _one_line(source: str, err: ValidationError, env_keys: set[tuple[str, str]])
     msg = first["msg"].removeprefix("Value error, ")
     if first["type"] == "kafka_security":  # "kafka.sasl.mechanism: must be ..."
         return f"{source}: {loc}.{msg}"
-    if first["type"] == "realtime_interval":
+    if first["type"] == "trigger_interval":
         return f"{source}: {msg}"
     if first["type"] == "extra_forbidden":
         msg = "unknown key"

@@ -12,6 +12,8 @@ import json
 import sys
 from dataclasses import asdict, dataclass, field
 
+from appliance.trigger import DEFAULT, TriggerMode, trigger_mode
+
 # G1 with a small pause goal: the continuous reader thread must not stall for long GCs.
 GC_OPTIONS = (
     "-XX:+UseG1GC",
@@ -57,6 +59,9 @@ def spark_metrics_conf() -> dict[str, str]:
 class Tuning:
     """Spark confs and JVM options for one trigger mode (see ``tuning_for``)."""
 
+    # The mode itself (default interval, output mode, ...): the deploy takes its
+    # per-trigger defaults from here too.
+    trigger: TriggerMode = DEFAULT
     spark_conf: dict[str, str] = field(default_factory=dict)
     jvm_options: tuple[str, ...] = GC_OPTIONS
     # Options of the Kafka source (reader / receiver) and sink (producer).
@@ -68,7 +73,9 @@ class Tuning:
     daemon_conf: dict[str, str] = field(default_factory=spark_metrics_conf)
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        out["trigger"] = self.trigger.as_dict()
+        return out
 
 
 def _spark_conf(jvm: str) -> dict[str, str]:
@@ -136,9 +143,9 @@ ASYNC_PROGRESS = {
 }
 
 
-def tuning_for(trigger: str, async_progress: bool = True) -> Tuning:
-    """Tuning for ``trigger`` (continuous | realtime | microbatch); ``async_progress``
-    (micro-batch and real-time only: continuous mode has no such option) as above."""
+def tuning_for(mode: TriggerMode, async_progress: bool = True) -> Tuning:
+    """Tuning for the trigger ``mode``; ``async_progress`` as above, where the mode has
+    it (``TriggerMode.async_progress``)."""
     jvm = " ".join(GC_OPTIONS)
     source = {
         # Backpressure: cap each micro-batch so a backlog is drained in bounded steps.
@@ -150,8 +157,8 @@ def tuning_for(trigger: str, async_progress: bool = True) -> Tuning:
         "kafka.max.poll.records": "2000",
         "kafka.receive.buffer.bytes": "1048576",
     }
-    if trigger != "microbatch":
-        source.pop("maxOffsetsPerTrigger")  # only micro-batch honours it
+    if not mode.admission_limits:
+        source.pop("maxOffsetsPerTrigger")  # only where per-trigger limits apply
     sink = {
         "kafka.linger.ms": "0",                     # send alerts at once, do not batch
         "kafka.acks": "all",                        # at-least-once needs acknowledged writes
@@ -160,22 +167,25 @@ def tuning_for(trigger: str, async_progress: bool = True) -> Tuning:
         "kafka.compression.type": "none",
     }
     conf = _spark_conf(jvm)
-    if trigger == "continuous":
-        # Continuous mode cannot retry a task (a retry fails at once: "Continuous
-        # execution does not support task retry"), so when an executor dies, Spark's
-        # default 4 attempts only delay the query's failure by seconds. Fail at the first
-        # one: the appliance exits 1 and its supervisor restarts it on the checkpoint.
-        # Micro-batch and real-time keep Spark's retries: they recover by themselves.
+    if not mode.task_retries:
+        # A mode that cannot retry a task: Spark's default 4 attempts would only delay the
+        # query's failure by seconds. Fail at the first one; the appliance restarts the
+        # query in place or exits for its supervisor (TriggerMode.task_retries).
         conf["spark.task.maxFailures"] = "1"
-    query = dict(ASYNC_PROGRESS) if async_progress and trigger != "continuous" else {}
-    return Tuning(spark_conf=conf, source_options=source, sink_options=sink,
+    query = dict(ASYNC_PROGRESS) if async_progress and mode.async_progress else {}
+    return Tuning(trigger=mode, spark_conf=conf, source_options=source, sink_options=sink,
                   query_options=query)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Print the tuning for a trigger as JSON (what Ansible templates consume)."""
     args = sys.argv[1:] if argv is None else argv
-    print(json.dumps(tuning_for(args[0] if args else "continuous").as_dict(), indent=2))
+    try:
+        mode = trigger_mode(args[0]) if args else DEFAULT
+    except ValueError as exc:
+        print(f"appliance.tuning: trigger: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(tuning_for(mode).as_dict(), indent=2))
     return 0
 
 

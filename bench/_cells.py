@@ -23,6 +23,8 @@ class Cell:
     metrics: dict[str, object] = field(default_factory=dict)  # [metrics] overrides
     jvm_options: tuple[str, ...] = ()                        # added to the driver JVM
     tmpfs_checkpoint: bool = False   # checkpoint under /dev/shm instead of the disk
+    # A live rules swap (``appliance rules reload``) this many seconds after ready.
+    reload_at_s: float | None = None
 
 
 RATE = 10_000
@@ -33,6 +35,13 @@ CELLS: tuple[Cell, ...] = (
     Cell("realtime", "realtime", RATE, why="shipped defaults (5-minute batches)"),
     Cell("microbatch", "microbatch", RATE, why="shipped defaults (0 s trigger)"),
     Cell("continuous-50k", "continuous", 50_000, why="shipped defaults at 50,000/s"),
+    # -- a live rules swap in the middle of the run (shipped defaults otherwise) ----------
+    Cell("continuous-reload", "continuous", RATE, why="rules reloaded live at second 30",
+         reload_at_s=30.0),
+    Cell("realtime-reload", "realtime", RATE, why="rules reloaded live at second 30",
+         reload_at_s=30.0),
+    Cell("microbatch-reload", "microbatch", RATE, why="rules reloaded live at second 30",
+         reload_at_s=30.0),
     Cell("passthrough-50k", "passthrough", 50_000, why="the floor at 50,000/s"),
     # -- ablations: one lever back to its old value each ---------------------------------
     Cell("continuous-no-warmup", "continuous", RATE, "warm-up",

@@ -15,6 +15,11 @@ medians are reported; the per-second p99 series of every run goes to the JSON an
     .venv/bin/python -m bench.appliance_latency --cells passthrough continuous \\
         --seconds 10 --runs 1                                # a smoke run
 
+The ``*-reload`` cells swap the rules live (``appliance rules reload``, a file with one
+more rule) at a fixed second after ``ready``; they report the latency of the events
+scheduled in the 10 s around the swap next to the same run's steady state, and the swap's
+own gap as the appliance measured it (``rules.reloaded``).
+
 Writes ``reports/bench/appliance_latency.{json,md}`` and ``appliance_latency-<cell>.png``.
 """
 
@@ -26,10 +31,12 @@ import os
 import platform
 import select
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import replace
@@ -63,8 +70,18 @@ TARGETS = {
     "realtime": {"p99": 10, "p999": 25, "worst_second_p99": 25, "steady_ratio": 1.5},
     "microbatch": {"p50": 100, "p99": 250},
     "continuous-50k": {"steady_p99": 10},
+    # a live rules swap: no event waits more than one second
+    "continuous-reload": {"swap_window_max": 1000},
+    "realtime-reload": {"swap_window_max": 1000},
 }
 READY_TO_FIRST_ALERT_TARGET_S = 10.0
+# The reload cells: seconds on either side of the swap that count as "around the swap" (the
+# signal to the swap's end, widened by this much), and
+# the rule the new file adds (on a metric the driver never sends: its events keep alerting
+# exactly as before).
+SWAP_WINDOW_S = 5
+RELOAD_RULE = ('  - id: bench-reload\n    severity: info\n'
+               '    when: "metric = \'bench.reload\' AND value > 0"\n')
 
 
 # -- the Java driver ------------------------------------------------------------------------
@@ -159,7 +176,7 @@ def _topics(cell: Cell) -> dict[str, str]:
 
 
 def write_config(cell: Cell, bootstrap: str, topics: dict[str, str], workdir: Path,
-                 checkpoint: Path) -> Path:
+                 checkpoint: Path, rules: Path = RULES) -> Path:
     """What a user writes: bootstrap, topics, trigger, rules; the cell's levers on top."""
     query = {"trigger": cell.trigger, "checkpoint_dir": str(checkpoint),
              "starting_offsets": "latest", **cell.query}
@@ -168,7 +185,7 @@ def write_config(cell: Cell, bootstrap: str, topics: dict[str, str], workdir: Pa
         spark["spark.driver.extraJavaOptions"] = " ".join((*GC_OPTIONS, *cell.jvm_options))
     return write_config_file(Config.model_validate({
         "kafka": {"bootstrap_servers": bootstrap}, "topics": topics, "query": query,
-        "rules": {"path": str(RULES)}, "spark": spark, "metrics": {"port": 0, **cell.metrics},
+        "rules": {"path": str(rules)}, "spark": spark, "metrics": {"port": 0, **cell.metrics},
     }), workdir / "appliance.toml")
 
 
@@ -192,7 +209,9 @@ def _run_appliance(cell: Cell, broker, topics: dict[str, str], workdir: Path,
                    ready_timeout: float, driver: Driver) -> dict:
     base = Path("/dev/shm") if cell.tmpfs_checkpoint and Path("/dev/shm").is_dir() else workdir
     checkpoint = Path(tempfile.mkdtemp(prefix="bench-cp-", dir=base))
-    config = write_config(cell, broker.bootstrap, topics, workdir, checkpoint)
+    rules = workdir / "rules.yml"
+    shutil.copyfile(RULES, rules)
+    config = write_config(cell, broker.bootstrap, topics, workdir, checkpoint, rules)
     log = workdir / f"{cell.name}.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith("APPLIANCE_")}
     spawned = time.monotonic()
@@ -203,7 +222,10 @@ def _run_appliance(cell: Cell, broker, topics: dict[str, str], workdir: Path,
     try:
         ready = wait_for_event(log, "appliance.ready", proc, ready_timeout, poll=0.05)
         ready_s = time.monotonic() - spawned
+        swap = _Swap(cell.reload_at_s, rules, proc) if cell.reload_at_s is not None else None
         result = driver.measure()
+        if swap is not None:
+            result["reload"] = swap.finish(log)
     finally:
         rc = _stop(proc)
         shutil.rmtree(checkpoint, ignore_errors=True)
@@ -217,6 +239,31 @@ def _run_appliance(cell: Cell, broker, topics: dict[str, str], workdir: Path,
         appliance_startup_s=ready.get("startup_s"), warmup_s=ready.get("warmup_s"),
         duration_ms_median=_phase_medians(progress))
     return result
+
+
+class _Swap:
+    """At ``at_s`` after the measurement starts: the rules file gains a rule and the
+    appliance gets SIGHUP (what ``appliance rules reload`` sends)."""
+
+    def __init__(self, at_s: float, rules: Path, proc: subprocess.Popen) -> None:
+        self.at_s, self.rules, self.proc = at_s, rules, proc
+        self.signalled_s: float | None = None
+        self._started = time.monotonic()
+        self._timer = threading.Timer(at_s, self._signal)
+        self._timer.start()
+
+    def _signal(self) -> None:
+        new = self.rules.with_suffix(".new")
+        new.write_text(self.rules.read_text() + RELOAD_RULE)
+        new.replace(self.rules)
+        self.signalled_s = round(time.monotonic() - self._started, 3)
+        os.kill(self.proc.pid, signal.SIGHUP)
+
+    def finish(self, log: Path) -> dict:
+        self._timer.cancel()
+        done = [e for e in log_events(log) if e.get("event") == "rules.reloaded"]
+        return {"at_s": self.at_s, "signalled_s": self.signalled_s,
+                "reloaded": done[-1] if done else None}
 
 
 def run_passthrough_cell(cell: Cell, cp: str, broker, seconds: float, workdir: Path,
@@ -258,13 +305,30 @@ def derive(result: dict) -> dict:
     lat = result["latency_ms"]
     series = [s for s in result["per_second"] if s["count"] > 0]
     split = split_warmup(series, WARMUP_SECONDS)
-    return {"p50": lat["p50"], "p99": lat["p99"], "p999": lat["p999"], "max": lat["max"],
-            "worst_second_p99": max((s["p99"] for s in series), default=None),
-            "steady_p99": split.steady_p99_ms,
-            "warmup_worst_second_p99": split.warmup_worst_p99_ms,
-            "alerts_lost": result["alerts_lost"], "duplicates": result["duplicates"],
-            "run_to_first_alert_s": result.get("run_to_first_alert_s"),
-            "run_to_ready_s": result.get("run_to_ready_s")}
+    derived = {"p50": lat["p50"], "p99": lat["p99"], "p999": lat["p999"], "max": lat["max"],
+               "worst_second_p99": max((s["p99"] for s in series), default=None),
+               "steady_p99": split.steady_p99_ms,
+               "warmup_worst_second_p99": split.warmup_worst_p99_ms,
+               "alerts_lost": result["alerts_lost"], "duplicates": result["duplicates"],
+               "run_to_first_alert_s": result.get("run_to_first_alert_s"),
+               "run_to_ready_s": result.get("run_to_ready_s")}
+    reload = result.get("reload")
+    if reload and reload.get("reloaded"):
+        # From the signal to the end of the swap (the old query runs until its boundary),
+        # widened by SWAP_WINDOW_S on both sides.
+        signal_s = reload["signalled_s"]
+        done_s = signal_s + reload["reloaded"].get("seconds", 0.0)
+        around = [s for s in series
+                  if signal_s - SWAP_WINDOW_S <= s["second"] < done_s + SWAP_WINDOW_S]
+        before = [s for s in series
+                  if WARMUP_SECONDS <= s["second"] < signal_s - SWAP_WINDOW_S]
+        derived.update(
+            swap_gap_s=reload["reloaded"].get("gap_s"),
+            swap_window_worst_second_p99=max((s["p99"] for s in around), default=None),
+            swap_window_max=max((s["max"] for s in around), default=None),
+            steady_before_swap_p99=(statistics.median(s["p99"] for s in before)
+                                    if before else None))
+    return derived
 
 
 def _median_of(runs: list[dict], key: str):
@@ -321,7 +385,8 @@ def _fmt(value) -> str:
 
 def markdown(doc: dict) -> str:
     cols = ("p50", "p99", "p999", "worst_second_p99", "steady_p99", "steady_ratio",
-            "run_to_first_alert_s", "alerts_lost")
+            "run_to_first_alert_s", "alerts_lost", "swap_gap_s", "swap_window_max",
+            "steady_before_swap_p99")
     out = [f"# appliance latency bench\n\n`{doc['command']}`\n\n{doc['note']}\n",
            "| cell | lever | rate/s | " + " | ".join(cols) + " | targets |",
            "|---" * (len(cols) + 4) + "|"]

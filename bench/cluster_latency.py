@@ -44,13 +44,14 @@ from appliance.process import process_group
 from appliance.process.local_cluster import LocalCluster
 from appliance.process.logwatch import log_events, wait_for_event
 from appliance.query.rules import EXAMPLE_RULES
+from appliance.trigger import TRIGGERS
 from bench._machine import wait_for_quiet
 from loadgen.arrivals import ArrivalClock
 from loadgen.config import LoadConfig
 from loadgen.run import run_load
 
 OUT = Path("reports/bench/cluster_latency.json")
-TRIGGERS = ("continuous", "realtime", "microbatch")
+
 INTERVALS = {"continuous": "1 second", "realtime": "5 seconds", "microbatch": "0 seconds"}
 PERCENTILES = ("p50", "p99", "p999")
 

@@ -19,7 +19,6 @@ from pathlib import Path
 
 from appliance import logs
 from appliance.config import (
-    TRIGGERS,
     Config,
     ConfigError,
     MetricsConfig,
@@ -29,6 +28,8 @@ from appliance.config import (
 )
 from appliance.process.runner import Appliance
 from appliance.query.rules import EXAMPLE_RULES
+from appliance.trigger import DEFAULT as DEFAULT_TRIGGER
+from appliance.trigger import TRIGGERS
 from loadgen.config import LoadConfig
 from loadgen.report import Report, write_reports
 from loadgen.run import run_load
@@ -42,7 +43,7 @@ def demo_config(trigger: str, checkpoint_dir: str, bootstrap: str | None = None)
     kafka = {"bootstrap_servers": bootstrap} if bootstrap else {}
     return Config.model_validate({
         "kafka": kafka,
-        # the trigger's shipped default interval (appliance.config.DEFAULT_INTERVAL)
+        # the trigger's shipped default interval (TriggerMode.default_interval)
         "query": QueryConfig(trigger=trigger, checkpoint_dir=checkpoint_dir,
                              starting_offsets="earliest"),
         "rules": RulesConfig(path=str(EXAMPLE_RULES)),
@@ -117,6 +118,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     demo = sub.add_parser("demo", help="embedded broker + appliance + load, latency report")
     demo.add_argument("--seconds", type=float, default=20.0)
     demo.add_argument("--rate", type=float, default=500.0, help="events per second")
-    demo.add_argument("--trigger", choices=TRIGGERS, default="continuous")
+    demo.add_argument("--trigger", choices=TRIGGERS, default=DEFAULT_TRIGGER.name)
     demo.add_argument("--report", default="reports/demo.json", help="JSON report path")
     demo.set_defaults(func=_command)

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafka import KafkaConsumer
-from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from appliance.observability.lag_age import NextRecordTimes, lag_ages
@@ -85,10 +84,10 @@ class Snapshot:
 class ApplianceCollector:
     """prometheus-client collector over the latest ``Snapshot``."""
 
-    def __init__(self, trigger: str, rules: int, recovered: bool = False,
-                 progress_interval_s: float = 1.0):
+    def __init__(self, trigger: str, recovered: bool = False, progress_interval_s: float = 1.0):
+        """``trigger``: the trigger mode's name. The rules metrics have a collector of
+        their own (``appliance.observability.rules_metrics``): they change on reload."""
         self.trigger = trigger
-        self.rules = rules
         # How often a healthy query commits or reports progress: what the progress age is
         # compared with (ApplianceQueryStalled), since real-time batches last minutes.
         self.progress_interval_s = progress_interval_s
@@ -108,9 +107,6 @@ class ApplianceCollector:
                                  labels=["trigger"])
         mode.add_metric([self.trigger], 1.0)
         yield mode
-        rules = GaugeMetricFamily("appliance_rules", "number of loaded alert rules")
-        rules.add_metric([], float(self.rules))
-        yield rules
         recoveries = CounterMetricFamily(
             "appliance_recoveries", "query starts that resumed from an existing checkpoint")
         recoveries.add_metric([], float(self.recoveries))
@@ -228,13 +224,3 @@ class MetricsPoller:
         if self._consumer is not None:
             self._consumer.close()
         self._next_times.close()
-
-
-def serve(collector: ApplianceCollector, host: str, port: int, *more_collectors):
-    """Start the HTTP endpoint; returns (server, bound port). Port 0 picks a free port."""
-    registry = CollectorRegistry()
-    registry.register(collector)
-    for extra in more_collectors:
-        registry.register(extra)
-    server, _thread = start_http_server(port, addr=host, registry=registry)
-    return server, server.server_port

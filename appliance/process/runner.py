@@ -1,9 +1,17 @@
-"""The appliance's lifecycle: check everything, start the query, serve, stop cleanly.
+"""The appliance's lifecycle: check everything, start the query, serve, swap rules, stop.
 
 Order matters: everything that can be checked without a JVM (config, rules, topics,
 task slots for a local master) is checked before Spark starts, so a typo costs a second,
 not a JVM start. ``Appliance`` is used in-process by ``demo`` and the benchmark;
 ``run`` adds signal handling and exit codes for ``appliance run``.
+
+Rules change without a restart (SIGHUP, ``appliance rules reload``): the new file is
+checked with the same analysis as ``appliance rules check`` inside the running driver, its
+query built while the old query still runs; then the old query is brought to a
+committed epoch or batch and stopped, and the new one starts from the same checkpoint in
+the same session. Every event after the old query's last commit is evaluated by the new
+rules (some by both: duplicates are allowed, ``alert_id`` is the dedup key), so none is
+evaluated by neither. A file that fails validation changes nothing.
 
 The modules that pull in pyspark or prometheus_client (session, warmup, pipeline, metrics,
 alert_latency) are imported by the methods that start those parts, not above: there is no
@@ -19,18 +27,20 @@ import signal
 import sys
 import threading
 import time
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 
 from appliance import logs
-from appliance.config import Config, ConfigError, QueryConfig, interval_ms
+from appliance.config import Config, ConfigError
 from appliance.process.class_archive import resolve as resolve_class_archive
+from appliance.process.reload_status import ReloadLog, ReloadOutcome, ReloadResult
 from appliance.process.restarts import RestartBudget, in_place_cause
 from appliance.process.slots import wait_for_slots
 from appliance.query.checkpoint import batch_ids
 from appliance.query.checkpoint import repair as repair_checkpoint
 from appliance.query.epoch_watch import EpochWatch
-from appliance.query.rules import Rule, RulesError, analyze_rules, load_rules
+from appliance.query.rules import Rule, RulesError, RuleSet, analyze_rules, load_rule_set
 from appliance.topics import (
     TopicError,
     client_config,
@@ -38,14 +48,44 @@ from appliance.topics import (
     ensure_topics,
     partition_counts,
 )
+from appliance.trigger import BoundaryStop, TriggerMode
 from appliance.tuning import IDLE_PROGRESS_INTERVAL_MS, tuning_for
 
-SLOT_TRIGGERS = ("continuous", "realtime")  # one long-running task per input partition
 # How long ``start()`` waits for the query to really run before it gives up (exit 1): a
 # bound, not an expectation (a fresh query runs within seconds; a machine shared with much
 # other work has been seen to need minutes).
 READY_TIMEOUT_S = 600.0
 PROGRESS_LOG_S = 10.0
+# After the old query's stop, how long a swap waits for its tasks to give back their slots.
+SLOTS_FREED_WAIT_S = 10.0
+
+
+@dataclass(frozen=True)
+class SwapPhases:
+    """Where a rules swap's time went (seconds), logged with ``rules.reloaded``."""
+
+    plan_s: float           # building the new query, while the old one runs
+    boundary_s: float       # waiting for the old query's committed epoch or batch
+    stop_s: float           # its stop, until its tasks gave back their slots
+    start_s: float          # planning and starting the new query
+    first_commit_s: float   # until the new query processes (TriggerMode.ready)
+    query_new_classes: int  # classes the new query generated after all
+
+    @property
+    def gap_s(self) -> float:
+        """The time alerting waited: the old query stopped to the new one processing."""
+        return self.stop_s + self.start_s + self.first_commit_s
+
+    def as_log(self) -> dict[str, float | int]:
+        return {k: round(v, 3) if isinstance(v, float) else v for k, v in asdict(self).items()}
+
+
+@dataclass(frozen=True)
+class PlannedQuery:
+    """A query built for its rules and ready to ``start()`` (``Appliance.plan_query``)."""
+
+    rule_set: RuleSet
+    writer: object  # pyspark's DataStreamWriter, configured
 
 
 class PreflightError(Exception):
@@ -65,49 +105,27 @@ def local_slots(master: str) -> int | None:
     return os.cpu_count() or 1 if match.group(1) == "*" else int(match.group(1))
 
 
-def check_slots(trigger: str, partitions: int, slots: int, where: str,
+def check_slots(mode: TriggerMode, partitions: int, slots: int, where: str,
                 fix: str | None = None) -> None:
-    """Continuous and real-time queries hang (never fail) without a slot per partition."""
-    if trigger in SLOT_TRIGGERS and slots < partitions:
+    """A query of long-running tasks hangs (never fails) without a slot per partition."""
+    if mode.slot_per_partition and slots < partitions:
         fix = fix or f'e.g. spark.master = "local[{partitions}]"'
         raise PreflightError(
-            f"query.trigger={trigger} needs one task slot per input partition: the events "
+            f"query.trigger={mode.name} needs one task slot per input partition: the events "
             f"topic has {partitions} partitions but {where} gives {slots} slots; "
             f"use at least {partitions} ({fix})")
 
 
-def check_cluster_slots(spark, trigger: str, partitions: int) -> None:
+def check_cluster_slots(spark, mode: TriggerMode, partitions: int) -> None:
     """On a cluster: wait (bounded) for this application's executors, then check slots."""
-    if trigger not in SLOT_TRIGGERS:
+    if not mode.slot_per_partition:
         return
     sc = spark.sparkContext
     slots, waited = wait_for_slots(sc, partitions)
     log.info("spark.executors", slots=slots, needed=partitions, waited_s=round(waited, 1))
-    check_slots(trigger, partitions, slots,
+    check_slots(mode, partitions, slots,
                 f"{sc.master} (cores granted to this application)",
                 fix="more workers or cores, a higher spark.cores.max, or fewer partitions")
-
-
-def trigger_kwargs(config: Config) -> dict[str, str]:
-    interval = config.query.interval
-    return {"continuous": {"continuous": interval}, "realtime": {"realTime": interval},
-            "microbatch": {"processingTime": interval}}[config.query.trigger]
-
-
-def progress_interval_s(query: QueryConfig) -> float:
-    """How often the healthy query commits or reports progress: its interval, but an idle
-    micro-batch query reports only every ``IDLE_PROGRESS_INTERVAL_MS`` (a 0 s trigger
-    means as often as that)."""
-    interval = interval_ms(query.interval)
-    if query.trigger == "microbatch":
-        interval = max(interval, IDLE_PROGRESS_INTERVAL_MS)
-    return interval / 1000.0
-
-
-def output_mode(trigger: str) -> str:
-    """Real-time mode refuses ``append``; for a stateless map-only query ``update`` emits
-    exactly the same rows."""
-    return "update" if trigger == "realtime" else "append"
 
 
 class Appliance:
@@ -116,8 +134,9 @@ class Appliance:
     def __init__(self, config: Config, spark=None):
         """``spark``: an existing session to run in (tests, demo); it is not stopped."""
         self.config = config
+        self.mode = config.query.mode
         self._own_spark = spark is None
-        self.rules: list[Rule] = []
+        self.rule_set: RuleSet | None = None
         self.broker = None
         self.bootstrap: str | None = config.kafka.bootstrap_servers
         self.spark = spark
@@ -136,11 +155,19 @@ class Appliance:
         self._collector = None  # appliance.observability.metrics.ApplianceCollector once serving
         self._restarts = RestartBudget(config.query.executor_loss_restarts)
         self._failed_at: float | None = None  # monotonic time of the failure being restarted
+        self.reloads = ReloadLog()
+        self._reload_requested = threading.Event()
+        self._rules_metrics = None  # appliance.observability.rules_metrics.RulesCollector
+
+    @property
+    def rules(self) -> tuple[Rule, ...]:
+        """The rules the query runs (none before ``load_rules``)."""
+        return self.rule_set.rules if self.rule_set is not None else ()
 
     # -- checks that need no JVM -------------------------------------------------------
-    def load_rules(self) -> list[Rule]:
-        self.rules = load_rules(self.config.rules.path)
-        return self.rules
+    def load_rules(self) -> RuleSet:
+        self.rule_set = load_rule_set(self.config.rules.path)
+        return self.rule_set
 
     def start_kafka(self) -> dict[str, int]:
         """Start the embedded broker if none is configured; make sure topics exist."""
@@ -199,7 +226,7 @@ class Appliance:
         """The source's and the sink's connector options (bootstrap, tuning, pass-through):
         one definition for the query and its warm-up, so both share the cached producer."""
         cfg = self.config
-        tuning = tuning_for(cfg.query.trigger, cfg.query.async_progress)
+        tuning = tuning_for(self.mode, cfg.query.async_progress)
         # Java spelling of the [kafka] settings (client_security): credentials given as
         # sasl.username/sasl.password become sasl.jaas.config, a PEM CA a truststore.
         passthrough = {f"kafka.{k}": v for k, v in cfg.kafka.java_properties.items()}
@@ -214,34 +241,49 @@ class Appliance:
         from appliance.query.warmup import warm_up
 
         source, sink = self.connector_options()
-        self.warmup = warm_up(self.spark, self.rules, self.warmup_topic(),
+        self.warmup = warm_up(self.spark, self.rule_set, self.warmup_topic(),
                               self.client_config(), source, sink,
                               latency_headers=self.config.metrics.alert_latency)
 
-    def start_query(self) -> None:
+    def plan_query(self, rule_set: RuleSet) -> PlannedQuery:
+        """The query for ``rule_set``, built and ready to start: the Python side of
+        planning (every rule's expressions, the pipeline's projections) is done, so a rules
+        swap does it while the old query still runs."""
         from appliance.query.pipeline import transform
 
         cfg = self.config
-        tuning = tuning_for(cfg.query.trigger, cfg.query.async_progress)
+        tuning = tuning_for(self.mode, cfg.query.async_progress)
         source, sink = self.connector_options()
         records = (self.spark.readStream.format("appliance-kafka")
                    .option("subscribe", cfg.topics.events)
                    .option("startingOffsets", cfg.query.starting_offsets)
                    .options(**source).load())
-        output = transform(records, self.rules, cfg.topics,
+        output = transform(records, rule_set, cfg.topics,
                            latency_headers=cfg.metrics.alert_latency)
+        writer = (output.writeStream.format("appliance-kafka")
+                  .queryName("appliance")
+                  .option("checkpointLocation", cfg.query.checkpoint_dir)
+                  .options(**sink).options(**tuning.query_options)
+                  .outputMode(self.mode.output_mode)
+                  .trigger(**self.mode.trigger_kwargs(cfg.query.interval)))
+        return PlannedQuery(rule_set, writer)
+
+    def start_query(self, planned: RuleSet | PlannedQuery | None = None) -> None:
+        """Start the query (default: the current rules), whose rules become the current
+        ones once it started."""
+        cfg = self.config
+        if not isinstance(planned, PlannedQuery):
+            planned = self.plan_query(planned or self.rule_set)
         self.repair_checkpoint()
         Path(cfg.query.checkpoint_dir).mkdir(parents=True, exist_ok=True)
         self._commits_at_start = self._commits()
         self.recovered = bool(self._commits_at_start)
-        self.query = (output.writeStream.format("appliance-kafka")
-                      .queryName("appliance")
-                      .option("checkpointLocation", cfg.query.checkpoint_dir)
-                      .options(**sink).options(**tuning.query_options)
-                      .outputMode(output_mode(cfg.query.trigger))
-                      .trigger(**trigger_kwargs(cfg)).start())
-        log.info("query.started", id=str(self.query.id), trigger=cfg.query.trigger,
-                 interval=cfg.query.interval, checkpoint=cfg.query.checkpoint_dir)
+        self._processing = False
+        self.query = planned.writer.start()
+        rule_set = self.rule_set = planned.rule_set
+        log.info("query.started", id=str(self.query.id), trigger=self.mode.name,
+                 interval=cfg.query.interval, checkpoint=cfg.query.checkpoint_dir,
+                 rules_version=rule_set.version)
 
     def repair_checkpoint(self) -> None:
         """Move aside what a crash left in the checkpoint (see ``appliance.query.checkpoint``)."""
@@ -251,25 +293,31 @@ class Appliance:
 
     def start_metrics(self) -> None:
         from appliance.observability.alert_latency import AlertObserver, LatencyHistogram
-        from appliance.observability.metrics import ApplianceCollector, MetricsPoller, serve
+        from appliance.observability.http import serve
+        from appliance.observability.metrics import ApplianceCollector, MetricsPoller
+        from appliance.observability.rules_metrics import RulesCollector
+        from appliance.process.reload_status import STATUS_PATH
 
         query = self.config.query
         collector = self._collector = ApplianceCollector(
-            query.trigger, len(self.rules), recovered=self.recovered,
-            progress_interval_s=progress_interval_s(query))
+            self.mode.name, recovered=self.recovered,
+            progress_interval_s=self.mode.progress_interval_s(query.interval,
+                                                              IDLE_PROGRESS_INTERVAL_MS))
+        self._rules_metrics = RulesCollector(self.rule_set.version, len(self.rule_set))
         self._poller = MetricsPoller(collector, self.client_config(), self.config.topics,
                                      self.config.query.checkpoint_dir, self.query_active,
                                      last_progress=self.last_progress_time)
         self._poller.start()
-        extra = []
+        collectors = [collector, self._rules_metrics]
         if self.config.metrics.alert_latency:
             histogram = LatencyHistogram()
             self._observer = AlertObserver(histogram, self.client_config(),
                                            self.config.topics.alerts)
             self._observer.start()
-            extra.extend((histogram, self._observer))
+            collectors.extend((histogram, self._observer))
         self._metrics_server, self.metrics_port = serve(
-            collector, self.config.metrics.host, self.config.metrics.port, *extra)
+            collectors, self.config.metrics.host, self.config.metrics.port,
+            pages={STATUS_PATH: self.rules_status})
 
     def last_progress_time(self) -> float | None:
         """Unix time of the query's last progress report (None in continuous mode)."""
@@ -298,11 +346,11 @@ class Appliance:
         master = self.spark.sparkContext.master if self.spark is not None else cfg.spark.master
         slots = local_slots(master)
         if slots is not None:
-            check_slots(cfg.query.trigger, partitions, slots, f"spark.master={master}")
+            check_slots(self.mode, partitions, slots, f"spark.master={master}")
         self.start_spark()
         analyze_rules(self.spark, self.rules, cfg.rules.path)
         if slots is None:
-            check_cluster_slots(self.spark, cfg.query.trigger, partitions)
+            check_cluster_slots(self.spark, self.mode, partitions)
         if cfg.query.warmup:
             self.warm_up()
         self._classes_before_query = self._generated_classes()
@@ -315,8 +363,9 @@ class Appliance:
         if not self.wait_until_processing(READY_TIMEOUT_S):
             raise RuntimeError("query did not start processing within "
                                f"{READY_TIMEOUT_S:.0f} s: {self.failure() or 'timeout'}")
-        log.info("appliance.ready", bootstrap=self.bootstrap, trigger=cfg.query.trigger,
-                 rules=len(self.rules), metrics_port=self.metrics_port,
+        log.info("appliance.ready", bootstrap=self.bootstrap, trigger=self.mode.name,
+                 rules=len(self.rules), rules_version=self.rule_set.version,
+                 metrics_port=self.metrics_port,
                  topics=cfg.topics.model_dump(), startup_s=round(time.monotonic() - started, 2),
                  warmup_s=self.warmup.seconds if self.warmup else 0.0,
                  query_new_classes=self.query_new_classes())
@@ -346,7 +395,7 @@ class Appliance:
     def _commits(self) -> set[int]:
         return set(batch_ids(Path(self.config.query.checkpoint_dir) / "commits"))
 
-    def _tasks_launched(self) -> int:
+    def tasks_launched(self) -> int:
         """Tasks the driver's task scheduler has launched and not yet seen end, over all
         executors. The scheduler counts a task as it launches it; the status tracker hears
         of it later, through the listener bus, which at start-up lagged up to 6-8 s (see
@@ -359,27 +408,17 @@ class Appliance:
             launched += per_executor.next()
         return launched
 
-    def _running(self) -> bool:
-        """Whether the query processes events as they come, per trigger:
+    # -- what TriggerMode.is_processing asks (appliance.trigger.QueryProbe) -------------
+    def epochs_committed(self) -> int:
+        """Epochs or batches committed since the current query started."""
+        return len(self._commits() - self._commits_at_start)
 
-        - continuous: an epoch was committed in this run. Spark's epoch coordinator
-          commits an epoch only once every writer partition has committed it, so this
-          proves a task per partition runs and the write path has completed once (epochs
-          commit with or without data). Task counts are not asked for: the status
-          tracker learns of tasks through the listener bus, which at start-up lagged
-          2.5-8 s behind the first commits (measured), holding ``ready`` back;
-        - real-time: a task per partition has been launched (a batch commits only at its
-          end, minutes away), as the task scheduler counts them (``_tasks_launched``; the
-          status tracker reported real-time tasks up to 6 s after they were reading);
-        - micro-batch: a trigger completed in this run (no-data triggers report progress
-          too; nothing commits before data arrives).
-        """
-        trigger = self.config.query.trigger
-        if trigger == "microbatch":
-            return self.query.lastProgress is not None
-        if trigger == "realtime":
-            return self._tasks_launched() >= max(self._partitions, 1)
-        return bool(self._commits() - self._commits_at_start)
+    def progress_reported(self) -> bool:
+        return self.query.lastProgress is not None
+
+    def _running(self) -> bool:
+        """Whether the query processes events as they come (``TriggerMode.ready``)."""
+        return self.mode.is_processing(self, self._partitions)
 
     def _log_processing(self) -> bool:
         """Log ``query.processing`` once, when the query is running (``_running``)."""
@@ -389,7 +428,7 @@ class Appliance:
             except Exception:  # noqa: BLE001 - the JVM went away: not running
                 self._processing = False
             if self._processing:
-                log.info("query.processing", trigger=self.config.query.trigger)
+                log.info("query.processing", trigger=self.mode.name)
                 if self._failed_at is not None:
                     log.info("query.recovered", restarts=self._restarts.used,
                              seconds=round(time.monotonic() - self._failed_at, 2))
@@ -417,7 +456,7 @@ class Appliance:
         """Log where a micro-batch/real-time batch spent its time (``durationMs`` per
         phase of Spark's last progress), at most every PROGRESS_LOG_S: the bench reads it."""
         now = time.monotonic()
-        if self.config.query.trigger == "continuous" or now < self._next_progress_log:
+        if not self.mode.reports_progress or now < self._next_progress_log:
             return
         self._next_progress_log = now + PROGRESS_LOG_S
         try:
@@ -430,10 +469,10 @@ class Appliance:
                      durationMs=progress.get("durationMs"))
 
     def epoch_watch(self) -> EpochWatch | None:
-        """Continuous mode only: Spark keeps a continuous query active when its epoch
-        coordinator fails to write the checkpoint (see ``appliance.query.epoch_watch``)."""
+        """Where epochs commit every interval: Spark keeps a continuous query active when
+        its epoch coordinator fails to write the checkpoint (``appliance.query.epoch_watch``)."""
         cfg = self.config.query
-        if cfg.trigger != "continuous":
+        if not self.mode.commits_every_interval:
             return None
         return EpochWatch(Path(cfg.checkpoint_dir), cfg.stall_timeout_s)
 
@@ -443,6 +482,13 @@ class Appliance:
         session while its budget lasts."""
         watch = self.epoch_watch()
         while not stop.is_set():
+            if self._reload_requested.is_set():
+                self._reload_requested.clear()
+                outcome = self.reload_rules()
+                if outcome.result is ReloadResult.FAILED and not self.query_active():
+                    log.error("query.failed", cause=f"rules swap failed: {outcome.error}")
+                    return 1
+                watch = self.epoch_watch()
             self._log_processing()
             self._log_progress()
             stuck = watch.stalled() if watch is not None else None
@@ -486,7 +532,7 @@ class Appliance:
             self._processing = False
             if local_slots(self.spark.sparkContext.master) is None:
                 # The lost executor's slots come back with its replacement, seconds later.
-                check_cluster_slots(self.spark, self.config.query.trigger, self._partitions)
+                check_cluster_slots(self.spark, self.mode, self._partitions)
             self.start_query()
         except Exception as exc:  # noqa: BLE001 - any reason: exit 1 for the supervisor
             log.error("query.restart_failed", error=" ".join(str(exc).split())[:2000],
@@ -495,6 +541,139 @@ class Appliance:
         if self._collector is not None:
             self._collector.recoveries += 1
         return True
+
+    # -- rules reload ------------------------------------------------------------------
+    def request_reload(self) -> None:
+        """Ask ``serve`` to reload the rules file (safe from a signal handler)."""
+        self._reload_requested.set()
+
+    def rules_status(self) -> dict[str, object]:
+        """The ``/-/rules`` page: this process, the running rules, the last reload."""
+        seq, last = self.reloads.snapshot()
+        rule_set = self.rule_set
+        return {
+            "pid": os.getpid(),
+            "path": str(self.config.rules.path),
+            "version": rule_set.version if rule_set is not None else None,
+            "rules": len(rule_set) if rule_set is not None else 0,
+            "reloads": seq,
+            "last_reload": last.as_dict() if last is not None else None,
+        }
+
+    def reload_rules(self) -> ReloadOutcome:
+        """Re-read ``[rules] path``; swap the query onto the new rules if they pass the same
+        analysis as ``appliance rules check``. Never raises: the outcome says what happened
+        (and is logged, counted and kept for ``appliance rules reload``)."""
+        started, started_at = time.monotonic(), time.time()
+        seq, source = self.reloads.next_seq(), str(self.config.rules.path)
+        previous = self.rule_set
+
+        def outcome(result: ReloadResult, **fields) -> ReloadOutcome:
+            done = ReloadOutcome(seq=seq, result=result, source=source,
+                                 version=self.rule_set.version,
+                                 previous_version=previous.version, started_at=started_at,
+                                 seconds=round(time.monotonic() - started, 3), **fields)
+            self.reloads.record(done)
+            if self._rules_metrics is not None:
+                self._rules_metrics.reloaded(result.value)
+                self._rules_metrics.running(self.rule_set.version, len(self.rule_set))
+            return done
+
+        try:
+            candidate = load_rule_set(source)
+            analyze_rules(self.spark, candidate.rules, source)
+            analysed_s = time.monotonic() - started
+        except RulesError as exc:
+            log.warning("rules.rejected", path=source, problems=exc.problems,
+                        version=previous.version)
+            return outcome(ReloadResult.REJECTED, error=exc.problems[0],
+                           problems=tuple(exc.problems))
+        if candidate.version == previous.version:
+            log.info("rules.unchanged", path=source, version=previous.version)
+            return outcome(ReloadResult.UNCHANGED)
+        try:
+            phases = self._swap(candidate, previous)
+        except Exception as exc:  # noqa: BLE001 - reported; the old rules run if they can
+            error = " ".join(str(exc).split())[:2000]
+            log.error("rules.swap_failed", path=source, version=candidate.version,
+                      running_version=self.rule_set.version, error=error,
+                      kind=type(exc).__name__)
+            return outcome(ReloadResult.FAILED, error=error)
+        if self._rules_metrics is not None:
+            self._rules_metrics.swapped(phases.gap_s)
+        done = outcome(ReloadResult.APPLIED, swap_s=round(phases.gap_s, 3))
+        log.info("rules.reloaded", path=source, version=candidate.version,
+                 previous_version=previous.version, rules=len(candidate),
+                 gap_s=round(phases.gap_s, 3), seconds=done.seconds,
+                 analyse_s=round(analysed_s, 3), **phases.as_log())
+        return done
+
+    def _swap(self, new: RuleSet, old: RuleSet) -> SwapPhases:
+        """Stop the running query at a committed boundary and start it on ``new``; returns
+        where the time went. If the new query cannot start, the old rules are started
+        again and the error raised."""
+        mark = time.monotonic()
+        planned = self.plan_query(new)
+        classes_before = self._generated_classes()
+        built = time.monotonic()
+        self._to_boundary()
+        stopping = time.monotonic()
+        self.query.stop()
+        self._wait_slots_freed()
+        stopped = time.monotonic()
+        try:
+            self.start_query(planned)
+            started = time.monotonic()
+            if not self.wait_until_processing(READY_TIMEOUT_S):
+                raise RuntimeError(f"the new query did not start processing: "
+                                   f"{self.failure() or 'timeout'}")
+        except Exception:
+            if self.query_active():
+                self.query.stop()
+                self._wait_slots_freed()
+            self.start_query(old)
+            raise
+        processing = time.monotonic()
+        return SwapPhases(plan_s=built - mark, boundary_s=stopping - built,
+                          stop_s=stopped - stopping, start_s=started - stopped,
+                          first_commit_s=processing - started,
+                          query_new_classes=self._generated_classes() - classes_before)
+
+    def _to_boundary(self) -> None:
+        """Let the running query reach a committed epoch or batch (``TriggerMode.boundary``):
+        stopped there, its successor replays nothing it has committed. Bounded: past
+        ``boundary_wait_s`` the query is stopped anyway (its successor replays more)."""
+        cfg = self.config.query
+        before = max(self._commits(), default=-1)
+        if self.mode.boundary is BoundaryStop.END_BATCH:
+            asked = self.spark.sparkContext._jvm.io.appliance.kafka.BatchEnd.request(
+                os.path.abspath(cfg.checkpoint_dir))
+            if not asked:
+                log.warning("rules.boundary_unavailable", trigger=self.mode.name,
+                            reason="the source runs no batch it could end early: the new "
+                                   "query replays the running batch")
+                return
+        waited = time.monotonic()
+        deadline = waited + self.mode.boundary_wait_s(cfg.interval)
+        while time.monotonic() < deadline:
+            if max(self._commits(), default=-1) > before:
+                log.info("rules.boundary", trigger=self.mode.name, batch=before + 1,
+                         waited_s=round(time.monotonic() - waited, 3))
+                return
+            if self._terminated(0.01):
+                return
+        log.warning("rules.boundary_timeout", trigger=self.mode.name,
+                    waited_s=round(time.monotonic() - waited, 1),
+                    reason="no commit in time: stopping anyway, the new query replays more")
+
+    def _wait_slots_freed(self) -> None:
+        """After a stop, until the old query's long-running tasks have given back the task
+        slots its successor needs (bounded; its successor then waits in the scheduler)."""
+        if not self.mode.slot_per_partition:
+            return
+        deadline = time.monotonic() + SLOTS_FREED_WAIT_S
+        while self.tasks_launched() > 0 and time.monotonic() < deadline:
+            time.sleep(0.005)
 
     def stop(self) -> None:
         """Stop query, metrics, Spark and embedded broker; safe to call more than once.
@@ -537,9 +716,15 @@ def run(config: Config) -> int:
         log.info("appliance.stopping", signal=signal.Signals(signum).name)
         stop.set()
 
+    appliance = Appliance(config)
+
+    def _on_reload(signum, _frame):
+        log.info("rules.reload_requested", signal=signal.Signals(signum).name)
+        appliance.request_reload()
+
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
-    appliance = Appliance(config)
+    signal.signal(signal.SIGHUP, _on_reload)
     code = 0
     try:
         appliance.start()

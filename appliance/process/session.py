@@ -28,7 +28,7 @@ def is_local_path(path: str) -> bool:
 def spark_conf(config: Config, class_archive: Path | None = None) -> dict[str, str]:
     """Every Spark conf the appliance sets, tuning first, then the operator's overrides,
     and ``class_archive`` (a checked archive, ``class_archive.resolve``) for the driver."""
-    conf = dict(tuning_for(config.query.trigger, config.query.async_progress).spark_conf)
+    conf = dict(tuning_for(config.query.mode, config.query.async_progress).spark_conf)
     conf.update(spark_jars_conf())
     if is_local_path(config.query.checkpoint_dir):
         conf.update(LOCAL_CHECKPOINT_CONF)

@@ -34,7 +34,11 @@ from pyspark.sql.types import (
 )
 
 from appliance.config import TopicsConfig
-from appliance.query.alert_headers import SEVERITY_HEADER, SOURCE_TIMESTAMP_HEADER
+from appliance.query.alert_headers import (
+    RULES_VERSION_HEADER,
+    SEVERITY_HEADER,
+    SOURCE_TIMESTAMP_HEADER,
+)
 from appliance.query.events import (
     EVENT_DDL,
     FIELD_NAMES,
@@ -44,7 +48,7 @@ from appliance.query.events import (
     STRING_MAP,
     EventField,
 )
-from appliance.query.rules import SEVERITIES, Rule
+from appliance.query.rules import SEVERITIES, Rule, RuleSet
 
 # The columns of the Kafka source (Spark's built-in ``kafka`` format has the same).
 KAFKA_READ_SCHEMA = StructType([
@@ -215,24 +219,31 @@ def _highest_severity(matched: Column) -> Column:
     return F.element_at(names, F.array_max(matched["ordinal"]))
 
 
-def _alert_headers() -> Column:
-    """The alert record's headers for the appliance's in-band latency observer: the source
-    event record's Kafka timestamp (epoch ms, ASCII decimal) and the alert's severity."""
-    source_ms = F.expr("unix_millis(_timestamp)").cast("string").cast("binary")
-    return F.array(
-        F.struct(F.lit(SOURCE_TIMESTAMP_HEADER).alias("key"), source_ms.alias("value")),
-        F.struct(F.lit(SEVERITY_HEADER).alias("key"),
-                 F.col("_severity").cast("binary").alias("value")),
-    )
+def _alert_headers(version: str, latency: bool) -> Column:
+    """The alert record's headers: the rules version, and with ``latency`` what the
+    appliance's in-band latency observer reads (the source event record's Kafka timestamp,
+    epoch ms as ASCII decimal, and the alert's severity)."""
+    headers = [F.struct(F.lit(RULES_VERSION_HEADER).alias("key"),
+                        F.lit(version).cast("binary").alias("value"))]
+    if latency:
+        source_ms = F.expr("unix_millis(_timestamp)").cast("string").cast("binary")
+        headers += [
+            F.struct(F.lit(SOURCE_TIMESTAMP_HEADER).alias("key"), source_ms.alias("value")),
+            F.struct(F.lit(SEVERITY_HEADER).alias("key"),
+                     F.col("_severity").cast("binary").alias("value")),
+        ]
+    return F.array(*headers)
 
 
-def _alert_json(matched: str) -> Column:
-    """The alert record's JSON; ``matched``: the name of the ``_matched_rules`` column."""
+def _alert_json(matched: str, version: str) -> Column:
+    """The alert record's JSON; ``matched``: the name of the ``_matched_rules`` column;
+    ``version``: the rules version that raised it."""
     listed = F.expr(f"transform({matched}, r -> named_struct("
                     "'id', r.id, 'severity', r.severity, 'message', r.message))")
     return F.to_json(F.struct(
         F.col("event_id").alias("alert_id"), "event_id", "source", "metric", "value", "ts",
         F.col("_severity").alias("severity"), listed.alias("rules"),
+        F.lit(version).alias("rules_version"),
     ))
 
 
@@ -262,21 +273,22 @@ def _dead_letter_json() -> Column:
     ), {"ignoreNullFields": "false"})
 
 
-def route(events: DataFrame, rules: Sequence[Rule], topics: TopicsConfig,
+def route(events: DataFrame, rules: RuleSet, topics: TopicsConfig,
           latency_headers: bool = True) -> DataFrame:
-    """Parsed events -> rows ``key, value, topic[, headers]`` for the Kafka sink (one per
+    """Parsed events -> rows ``key, value, topic, headers`` for the Kafka sink (one per
     record at most).
 
-    Valid events matching no rule are dropped by the final ``where``. With
-    ``latency_headers`` each alert carries the headers the in-band latency metric reads
-    (``appliance.observability.alert_latency``); dead letters carry none.
+    Valid events matching no rule are dropped by the final ``where``. Each alert carries
+    its rules version as a header and, with ``latency_headers``, the headers the in-band
+    latency metric reads (``appliance.observability.alert_latency``); dead letters carry
+    none.
     """
     matched = events.withColumn("_matched", _matched_rules(rules))
     # Its own projection: the severity is used by both the JSON and a header.
     with_matches = matched.withColumn("_severity", _highest_severity(F.col("_matched")))
     has_match = F.col("error").isNull() & (F.size("_matched") > 0)
     with_alert = with_matches.withColumn(
-        "_alert", F.when(has_match, _alert_json("_matched")))
+        "_alert", F.when(has_match, _alert_json("_matched", rules.version)))
     alert_bytes = F.expr("octet_length(_alert)")
     oversize = F.when(alert_bytes > F.lit(MAX_ALERT_BYTES), F.concat(
         F.lit("alert too large: "), alert_bytes.cast("string"),
@@ -287,9 +299,8 @@ def route(events: DataFrame, rules: Sequence[Rule], topics: TopicsConfig,
              .when(is_alert, F.lit(topics.alerts)))
     value = F.when(F.col("error").isNotNull(), _dead_letter_json()).otherwise(F.col("_alert"))
     key = F.when(is_alert, F.col("event_id").cast("binary")).otherwise(F.col("_key"))
-    columns = [key.alias("key"), value.alias("value"), topic.alias("topic")]
-    if latency_headers:
-        columns.append(F.when(is_alert, _alert_headers()).alias("headers"))
+    columns = [key.alias("key"), value.alias("value"), topic.alias("topic"),
+               F.when(is_alert, _alert_headers(rules.version, latency_headers)).alias("headers")]
     # Catalyst pushes a filter down through deterministic projections by inlining them: the
     # condition ``topic IS NOT NULL`` would then carry its own copy of the whole parse,
     # rule evaluation and alert JSON, computed a second time for every record (measured:
@@ -300,7 +311,7 @@ def route(events: DataFrame, rules: Sequence[Rule], topics: TopicsConfig,
     return kept.drop("_partition_id")
 
 
-def transform(records: DataFrame, rules: Sequence[Rule], topics: TopicsConfig,
+def transform(records: DataFrame, rules: RuleSet, topics: TopicsConfig,
               latency_headers: bool = True) -> DataFrame:
-    """Kafka read schema in, Kafka write schema (``key, value, topic[, headers]``) out."""
+    """Kafka read schema in, Kafka write schema (``key, value, topic, headers``) out."""
     return route(parse_events(records), rules, topics, latency_headers)

@@ -10,8 +10,10 @@ line naming the file and the rule id, and every problem is reported, not just th
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,6 +56,47 @@ class Rule:
     def ordinal(self) -> int:
         """1 = info ... 3 = critical; the pipeline takes the max over matched rules."""
         return SEVERITIES.index(self.severity) + 1
+
+
+#: Hex digits of the SHA-256 of a rules file's bytes that make its ``rules_version``.
+VERSION_DIGITS = 16
+
+
+def rules_version(content: bytes) -> str:
+    """The content hash alerts carry as ``rules_version``: the same bytes, the same
+    version, on every host and after every restart."""
+    return hashlib.sha256(content).hexdigest()[:VERSION_DIGITS]
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """The rules of one rules file, with that file's content hash (``rules_version``).
+
+    What the query runs and alerts name: a swap replaces one ``RuleSet`` by another.
+    """
+
+    rules: tuple[Rule, ...]
+    version: str
+    source: str = "rules.yml"
+
+    @classmethod
+    def of(cls, rules: Iterable[Rule], source: str = "rules") -> RuleSet:
+        """Rules built in code (tests, tools): versioned by their canonical YAML."""
+        rules = tuple(rules)
+        text = yaml.safe_dump({"rules": [
+            {"id": r.id, "severity": r.severity, "when": r.when, "message": r.message}
+            for r in rules]}, sort_keys=True)
+        return cls(rules=rules, version=rules_version(text.encode("utf-8")), source=source)
+
+    def with_rule(self, rule: Rule) -> RuleSet:
+        """The same version with one more rule (the warm-up's own rule round)."""
+        return RuleSet(rules=(*self.rules, rule), version=self.version, source=self.source)
+
+    def __iter__(self) -> Iterator[Rule]:
+        return iter(self.rules)
+
+    def __len__(self) -> int:
+        return len(self.rules)
 
 
 class RulesError(Exception):
@@ -169,16 +212,29 @@ def parse_rules(text: str, source: str = "rules.yml") -> list[Rule]:
     return rules
 
 
-def load_rules(path: str | Path) -> list[Rule]:
-    """Read and structurally validate a rules file (no Spark needed)."""
+def parse_rule_set(text: str, source: str = "rules.yml") -> RuleSet:
+    """Parse YAML text into versioned rules (the version hashes the UTF-8 text)."""
+    return RuleSet(rules=tuple(parse_rules(text, source)),
+                   version=rules_version(text.encode("utf-8")), source=source)
+
+
+def load_rule_set(path: str | Path) -> RuleSet:
+    """Read and structurally validate a rules file (no Spark needed), with its version."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        content = path.read_bytes()
+        text = content.decode("utf-8")
     except FileNotFoundError:
         raise RulesError([f"{path}: file not found"]) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise RulesError([f"{path}: cannot read: {exc}"]) from None
-    return parse_rules(text, str(path))
+    return RuleSet(rules=tuple(parse_rules(text, str(path))), version=rules_version(content),
+                   source=str(path))
+
+
+def load_rules(path: str | Path) -> list[Rule]:
+    """Read and structurally validate a rules file (no Spark needed)."""
+    return list(load_rule_set(path).rules)
 
 
 def _spark_problem(spark: Any, events: Any, when: str) -> str | None:
@@ -214,7 +270,7 @@ def _first_line(message: str) -> str:
     return " ".join(line.split()).split(" SQLSTATE:")[0]
 
 
-def analyze_rules(spark: Any, rules: list[Rule], source: str = "rules.yml") -> None:
+def analyze_rules(spark: Any, rules: Iterable[Rule], source: str = "rules.yml") -> None:
     """Second pass with Spark's analyzer; raise RulesError listing every problem."""
     problems = []
     # pyspark logs every analysis error at ERROR with a stack trace; here they are expected.

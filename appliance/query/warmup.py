@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
@@ -29,7 +28,7 @@ from pyspark.sql import DataFrame, SparkSession
 from appliance import logs
 from appliance.config import TopicsConfig
 from appliance.query.pipeline import transform
-from appliance.query.rules import Rule
+from appliance.query.rules import Rule, RuleSet
 from appliance.topics import end_offsets, offsets_consumer
 
 log = logs.get_logger("appliance.warmup")
@@ -59,6 +58,7 @@ WARMUP_RULE = Rule(id="appliance-warmup", severity="info",
 class WarmupResult:
     mode: str          # "kafka" (reader + plan + sink) or "memory" (plan only, noop sink)
     rounds: int
+    exact_rounds: int  # of ``rounds``, those through the query's exact plan
     seconds: float
     round_seconds: tuple[float, ...]
 
@@ -68,12 +68,8 @@ class WarmupResult:
 
     @property
     def exact_records(self) -> int:
-        """Of ``records``, those through the query's exact plan (every round but the first)."""
-        return _exact_records(self.rounds)
-
-
-def _exact_records(rounds: int) -> int:
-    return max(rounds - 1, 0) * RECORDS_PER_ROUND
+        """Of ``records``, those through the query's exact plan."""
+        return self.exact_rounds * RECORDS_PER_ROUND
 
 
 # Synthetic event JSON, built by Spark itself (no Python worker, no driver-side list): 10%
@@ -109,12 +105,32 @@ def _offsets_json(offsets: dict[int, int], topic: str) -> str:
     return json.dumps({topic: {str(p): o for p, o in offsets.items()}})
 
 
-def warm_up(spark: SparkSession, rules: Sequence[Rule], topic: str | None, client: dict,
+@dataclass(frozen=True)
+class WarmupPlan:
+    """How much to warm: the defaults warm a fresh JVM before ``ready``; a rules swap in a
+    warm JVM only needs the new rules' exact plan compiled and run (``SWAP``)."""
+
+    # A first round with ``WARMUP_RULE`` added, so the alert path runs whatever the rules.
+    rule_round: bool = True
+    min_exact_records: int = MIN_EXACT_RECORDS
+    max_rounds: int = MAX_ROUNDS
+    budget_s: float = BUDGET_S
+
+
+START = WarmupPlan()
+# A swap's JVM has run the alert, dead-letter, reader and sink paths already: what is new is
+# the plan's generated classes, compiled by its first round and JIT-warmed by the rounds.
+SWAP = WarmupPlan(rule_round=False, min_exact_records=2 * RECORDS_PER_ROUND, max_rounds=2,
+                  budget_s=0.0)
+
+
+def warm_up(spark: SparkSession, rules: RuleSet, topic: str | None, client: dict,
             source_options: dict[str, str], sink_options: dict[str, str],
-            latency_headers: bool, budget_s: float = BUDGET_S) -> WarmupResult:
-    """Run the query's transformation over synthetic records: one round with the warm-up
-    rule added, then the exact plan for at least ``MIN_EXACT_RECORDS`` records, then more
-    rounds until ``budget_s`` is spent (at most ``MAX_ROUNDS`` in all).
+            latency_headers: bool, plan: WarmupPlan = START) -> WarmupResult:
+    """Run the query's transformation over synthetic records: (``plan.rule_round``) one
+    round with the warm-up rule added, then the exact plan for at least
+    ``plan.min_exact_records`` records, then more rounds until ``plan.budget_s`` is spent
+    (at most ``plan.max_rounds`` in all).
 
     ``topic``: a warm-up topic on the appliance's Kafka (None: plan only, from memory);
     ``client``: kafka-python settings to read its end offsets with.
@@ -123,7 +139,7 @@ def warm_up(spark: SparkSession, rules: Sequence[Rule], topic: str | None, clien
     ``latency_headers``: as the query's ``transform`` gets it (part of the exact plan).
     """
     started = time.monotonic()
-    exact_rules, first_rules = list(rules), [*rules, WARMUP_RULE]
+    exact_rules, first_rules = rules, rules.with_rule(WARMUP_RULE)
     mode = "memory" if topic is None else "kafka"
     out_topics = TopicsConfig(events=topic or "appliance-warmup",
                               alerts=topic or "appliance-warmup",
@@ -143,7 +159,7 @@ def warm_up(spark: SparkSession, rules: Sequence[Rule], topic: str | None, clien
             consumer.close()
         start_json, end_json = _offsets_json(before, topic), _offsets_json(after, topic)
 
-    def planned(plan_rules: list[Rule]) -> DataFrame:
+    def planned(plan_rules: RuleSet) -> DataFrame:
         if topic is None:
             records = synthetic_records(spark, RECORDS_PER_ROUND)
         else:
@@ -162,16 +178,23 @@ def warm_up(spark: SparkSession, rules: Sequence[Rule], topic: str | None, clien
     # a round is then the records' time, not the rules' parsing and analysis again (from
     # memory: 0.45 s a round instead of 1.0).
     exact = planned(exact_rules)
-    rounds, round_seconds = 0, []
-    while rounds < MAX_ROUNDS and (_exact_records(rounds) < MIN_EXACT_RECORDS
-                                   or time.monotonic() - started < budget_s):
+    rounds, exact_rounds, round_seconds = 0, 0, []
+    while rounds < plan.max_rounds and (
+            exact_rounds * RECORDS_PER_ROUND < plan.min_exact_records
+            or time.monotonic() - started < plan.budget_s):
         round_started = time.monotonic()
-        run(planned(first_rules) if rounds == 0 else exact)
+        if rounds == 0 and plan.rule_round:
+            run(planned(first_rules))
+        else:
+            run(exact)
+            exact_rounds += 1
         rounds += 1
         round_seconds.append(round(time.monotonic() - round_started, 2))
-    result = WarmupResult(mode=mode, rounds=rounds, seconds=round(time.monotonic() - started, 2),
+    result = WarmupResult(mode=mode, rounds=rounds, exact_rounds=exact_rounds,
+                          seconds=round(time.monotonic() - started, 2),
                           round_seconds=tuple(round_seconds))
     log.info("warmup.done", mode=result.mode, rounds=result.rounds, records=result.records,
              exact_records=result.exact_records, seconds=result.seconds,
              round_seconds=list(result.round_seconds))
     return result
+

@@ -6,6 +6,8 @@ import base64
 import json
 from dataclasses import dataclass
 
+from appliance.query.rules import rules_version
+
 MIX_RULES = """\
 rules:
   - id: cpu-high
@@ -35,6 +37,11 @@ class Mix:
     records: list[bytes]
     alerts: dict[str, tuple[str, list[str]]]  # event_id -> (severity, matched rule ids)
     dead_letters: dict[str, tuple[str, str]]  # raw (as in the DLQ) -> (encoding, error prefix)
+
+    @property
+    def rules_version(self) -> str:
+        """What every alert of these rules carries (the file holds ``rules_yaml``)."""
+        return rules_version(self.rules_yaml.encode("utf-8"))
 
 
 def make_mix(tag: str) -> Mix:
@@ -98,7 +105,8 @@ def check_outputs(mix: Mix, alerts: list[tuple[bytes | None, bytes]],
             assert doc["severity"] == severity, doc
             assert [r["id"] for r in doc["rules"]] == rule_ids, doc
             assert set(doc) == {"alert_id", "event_id", "source", "metric", "value", "ts",
-                                "severity", "rules"}
+                                "severity", "rules", "rules_version"}
+            assert doc["rules_version"] == mix.rules_version, doc
             assert doc["source"] == "host-1" and doc["ts"] == 1732200000123.5
             assert all(set(r) == {"id", "severity", "message"} for r in doc["rules"])
         if exact:

@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from appliance.config import Config
 from appliance.observability.metrics import ApplianceCollector, Snapshot, last_commit_time
-from appliance.process.runner import progress_interval_s
+from appliance.tuning import IDLE_PROGRESS_INTERVAL_MS
 
 
 def _text(collector) -> str:
@@ -33,13 +33,13 @@ def test_last_commit_time_is_the_newest_commit_file(tmp_path):
 
 
 def test_collector_exports_recoveries_start_time_and_progress_age():
-    fresh = ApplianceCollector("continuous", 3, recovered=False)
+    fresh = ApplianceCollector("continuous", recovered=False)
     text = _text(fresh)
     assert "appliance_recoveries_total 0.0" in text
     assert "appliance_start_time_seconds" in text
     assert "appliance_query_last_progress_age_seconds" not in text  # no progress yet
     assert "appliance_query_progress_interval_seconds 1.0" in text
-    resumed = ApplianceCollector("realtime", 3, recovered=True, progress_interval_s=300.0)
+    resumed = ApplianceCollector("realtime", recovered=True, progress_interval_s=300.0)
     resumed.snapshot = Snapshot(query_up=True, progress_age_s=1.5)
     text = _text(resumed)
     assert "appliance_recoveries_total 1.0" in text
@@ -56,4 +56,4 @@ def test_collector_exports_recoveries_start_time_and_progress_age():
 def test_progress_interval_follows_the_trigger(trigger, interval, seconds):
     query = Config.model_validate({"rules": {"path": "rules.yml"},
                                    "query": {"trigger": trigger, "interval": interval}}).query
-    assert progress_interval_s(query) == seconds
+    assert query.mode.progress_interval_s(query.interval, IDLE_PROGRESS_INTERVAL_MS) == seconds

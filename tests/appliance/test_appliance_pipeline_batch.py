@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from appliance.config import TopicsConfig
 from appliance.process.session import generated_classes
 from appliance.query.pipeline import KAFKA_READ_SCHEMA, transform
-from appliance.query.rules import parse_rules
+from appliance.query.rules import parse_rule_set
 
 pytestmark = pytest.mark.spark
 
@@ -25,7 +25,7 @@ def as_kafka_records(spark, values: list[bytes], topic: str = "events"):
 
 def run_batch(spark, mix, topics=None):
     topics = topics or TopicsConfig()
-    out = transform(as_kafka_records(spark, mix.records), parse_rules(mix.rules_yaml), topics)
+    out = transform(as_kafka_records(spark, mix.records), parse_rule_set(mix.rules_yaml), topics)
     return out.collect()
 
 
@@ -48,7 +48,7 @@ def test_dead_letter_keeps_source_position_and_original_key(appliance_spark):
     now = datetime.datetime.now()
     df = appliance_spark.createDataFrame([(b"k1", b"nope", "in", 3, 41, now, 0)],
                                          KAFKA_READ_SCHEMA)
-    rules = parse_rules("rules:\n  - {id: a, severity: info, when: 'value > 1'}\n")
+    rules = parse_rule_set("rules:\n  - {id: a, severity: info, when: 'value > 1'}\n")
     (row,) = transform(df, rules, TopicsConfig()).collect()
     assert row.key == b"k1"
     assert row.value == ('{"error":"malformed JSON","raw":"nope","encoding":"utf8",'
@@ -66,7 +66,7 @@ TRAILING = [b",0]", b",0] x", b",0]]", b', "k": 1', b', "k": 1}', b",0,0]", b" x
 def test_anything_after_the_json_value_makes_a_dead_letter(appliance_spark, junk):
     event = json.dumps({"event_id": "trailing", "ts": 1, "source": "h", "metric": "cpu",
                         "value": 99}).encode()
-    rules = parse_rules("rules:\n  - {id: hot, severity: critical, when: 'value > 90'}\n")
+    rules = parse_rule_set("rules:\n  - {id: hot, severity: critical, when: 'value > 90'}\n")
     records = as_kafka_records(appliance_spark, [event + junk, b" \r\n" + event + b"\t "])
     rows = transform(records, rules, TopicsConfig()).collect()
     by_topic = {r.topic: r for r in rows}
@@ -81,7 +81,7 @@ def test_plan_is_map_only_and_has_no_python_udf(appliance_spark):
     """Continuous mode accepts only projections and filters; no Python runs per record."""
     mix = make_mix("plan")
     out = transform(as_kafka_records(appliance_spark, mix.records),
-                    parse_rules(mix.rules_yaml), TopicsConfig())
+                    parse_rule_set(mix.rules_yaml), TopicsConfig())
     plan = out._jdf.queryExecution().optimizedPlan().toString()
     for forbidden in ("Generate", "Union", "Aggregate", "BatchEvalPython", "ArrowEvalPython",
                       "PythonUDF"):
@@ -96,7 +96,7 @@ def test_plan_evaluates_each_expensive_expression_once_per_record(appliance_spar
     a second time for every record. The optimized plan holds exactly one of each."""
     mix = make_mix("plan-once")
     out = transform(as_kafka_records(appliance_spark, mix.records),
-                    parse_rules(mix.rules_yaml), TopicsConfig())
+                    parse_rule_set(mix.rules_yaml), TopicsConfig())
     plan = out._jdf.queryExecution().optimizedPlan().toString()
     expected = {
         "parseJson": 1,               # try_parse_json
@@ -114,7 +114,7 @@ def test_planning_the_same_rules_again_generates_no_new_classes(appliance_spark)
     with every planning (PySpark's lambda variables, ``x_<n>``) made each planning compile
     classes of its own."""
     mix = make_mix("plan-again")
-    rules = parse_rules(mix.rules_yaml)
+    rules = parse_rule_set(mix.rules_yaml)
     run_batch(appliance_spark, mix)
     before = generated_classes(appliance_spark)
     out = transform(as_kafka_records(appliance_spark, mix.records), rules, TopicsConfig())

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from appliance.observability.metrics import committed_offsets
-from appliance.process.runner import PreflightError, check_slots, local_slots, output_mode
+from appliance.process.runner import PreflightError, check_slots, local_slots
+from appliance.trigger import MODES, trigger_mode
 
 
 @pytest.mark.parametrize("master, slots", [
@@ -21,17 +22,17 @@ def test_local_star_is_cpu_count():
 
 @pytest.mark.parametrize("trigger", ["continuous", "realtime"])
 def test_long_running_tasks_need_a_slot_per_partition(trigger):
-    check_slots(trigger, partitions=2, slots=2, where="x")
+    check_slots(trigger_mode(trigger), partitions=2, slots=2, where="x")
     with pytest.raises(PreflightError, match="has 3 partitions but x gives 2 slots"):
-        check_slots(trigger, partitions=3, slots=2, where="x")
+        check_slots(trigger_mode(trigger), partitions=3, slots=2, where="x")
 
 
 def test_microbatch_needs_no_slot_per_partition():
-    check_slots("microbatch", partitions=8, slots=1, where="x")
+    check_slots(trigger_mode("microbatch"), partitions=8, slots=1, where="x")
 
 
 def test_output_mode_per_trigger():
-    assert [output_mode(t) for t in ("continuous", "realtime", "microbatch")] == [
+    assert [MODES[t].output_mode for t in ("continuous", "realtime", "microbatch")] == [
         "append", "update", "append"]
 
 

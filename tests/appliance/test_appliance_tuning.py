@@ -6,12 +6,13 @@ import json
 
 from appliance.config import Config
 from appliance.process.session import spark_conf
+from appliance.trigger import MODES
 from appliance.tuning import GC_OPTIONS, main, tuning_for
 
 
 def test_tuning_is_strings_only_and_per_trigger():
     for trigger in ("continuous", "realtime", "microbatch"):
-        tuning = tuning_for(trigger).as_dict()
+        tuning = tuning_for(MODES[trigger]).as_dict()
         for section in ("spark_conf", "source_options", "sink_options"):
             assert all(isinstance(k, str) and isinstance(v, str)
                        for k, v in tuning[section].items())
@@ -20,8 +21,8 @@ def test_tuning_is_strings_only_and_per_trigger():
         assert all(opt in tuning["spark_conf"]["spark.driver.extraJavaOptions"]
                    for opt in GC_OPTIONS)
     # backpressure exists only where Spark honours it
-    assert "maxOffsetsPerTrigger" in tuning_for("microbatch").source_options
-    assert "maxOffsetsPerTrigger" not in tuning_for("continuous").source_options
+    assert "maxOffsetsPerTrigger" in tuning_for(MODES["microbatch"]).source_options
+    assert "maxOffsetsPerTrigger" not in tuning_for(MODES["continuous"]).source_options
 
 
 def test_operator_spark_keys_override_tuning_and_jars_are_loaded():
@@ -35,26 +36,26 @@ def test_operator_spark_keys_override_tuning_and_jars_are_loaded():
 def test_tuning_prints_json_for_deployment_templates(capsys):
     assert main(["realtime"]) == 0
     printed = json.loads(capsys.readouterr().out)
-    assert printed == json.loads(json.dumps(tuning_for("realtime").as_dict()))
+    assert printed == json.loads(json.dumps(tuning_for(MODES["realtime"]).as_dict()))
 
 
 def test_async_progress_only_where_spark_has_it_and_only_when_asked():
     for trigger in ("realtime", "microbatch"):
-        options = tuning_for(trigger).query_options
+        options = tuning_for(MODES[trigger]).query_options
         assert options["asyncProgressTrackingEnabled"] == "true"
         # our sink is not on Spark's by-name list: the override vouches for it
         assert options["_asyncProgressTrackingOverrideSinkSupportCheck"] == "true"
-        assert tuning_for(trigger, async_progress=False).query_options == {}
-    assert tuning_for("continuous").query_options == {}  # Spark has none for continuous
+        assert tuning_for(MODES[trigger], async_progress=False).query_options == {}
+    assert tuning_for(MODES["continuous"]).query_options == {}  # Spark has none for continuous
     # every batch's progress is written (real-time refuses anything else; micro-batch
     # with a longer interval leaves a quiet stream's last batch uncommitted for good)
     for trigger in ("realtime", "microbatch"):
-        assert tuning_for(trigger).query_options[
+        assert tuning_for(MODES[trigger]).query_options[
             "asyncProgressTrackingCheckpointIntervalMs"] == "0"
 
 
 def test_epoch_poll_is_not_the_record_path_and_stays_coarse():
-    conf = tuning_for("continuous").spark_conf
+    conf = tuning_for(MODES["continuous"]).spark_conf
     assert int(conf["spark.sql.streaming.continuous.executorPollIntervalMs"]) >= 10
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from appliance.config import TopicsConfig
 from appliance.query.pipeline import transform
+from appliance.query.rules import RuleSet
 from appliance.query.warmup import WARMUP_RULE, synthetic_records
 
 pytestmark = pytest.mark.spark
@@ -19,7 +20,8 @@ COUNT = 1_000  # 20 bad records: each of the 5 bad values 4 times
 
 def test_through_the_pipeline_each_record_gives_the_output_its_id_promises(appliance_spark):
     topics = TopicsConfig(alerts="alerts", dead_letters="dead")
-    out = transform(synthetic_records(appliance_spark, COUNT), [WARMUP_RULE], topics).collect()
+    out = transform(synthetic_records(appliance_spark, COUNT), RuleSet.of([WARMUP_RULE]),
+                    topics).collect()
     alerts = {json.loads(r.value)["event_id"] for r in out if r.topic == "alerts"}
     dead = [json.loads(r.value) for r in out if r.topic == "dead"]
     assert alerts == {f"warmup-{i}" for i in range(COUNT) if i % 10 == 3}

@@ -10,6 +10,7 @@ from appliance import connector
 from appliance.config import ConfigError, load_config
 from appliance.process.session import spark_conf
 from appliance.query.rules import EXAMPLE_RULES, load_rules
+from appliance.trigger import MODES
 from appliance.tuning import tuning_for
 
 
@@ -61,9 +62,9 @@ def test_bad_driver_setting_is_one_line_naming_the_key(tmp_path, line, message):
 
 
 def test_continuous_fails_at_the_first_lost_task_the_others_keep_sparks_retries():
-    assert tuning_for("continuous").spark_conf["spark.task.maxFailures"] == "1"
+    assert tuning_for(MODES["continuous"]).spark_conf["spark.task.maxFailures"] == "1"
     for trigger in ("realtime", "microbatch"):
-        assert "spark.task.maxFailures" not in tuning_for(trigger).spark_conf
+        assert "spark.task.maxFailures" not in tuning_for(MODES[trigger]).spark_conf
 
 
 def test_jars_and_example_rules_are_package_data_next_to_the_package():

@@ -26,6 +26,7 @@ import pytest
 import yaml
 
 from appliance.cli import main as appliance_main
+from appliance.trigger import MODES
 from appliance.tuning import tuning_for
 from dashboards import catalog
 from loadgen.config import LoadConfig
@@ -122,7 +123,7 @@ def test_master_lists_both_workers_alive_with_cores(testbed, deployed):
 def test_rendered_files_carry_the_tuning(testbed, deployed):
     """spark-defaults.conf, spark-env.sh and appliance.toml hold appliance.tuning's values
     (nothing written by hand: compared with the module itself)."""
-    tuning = tuning_for(TRIGGER)
+    tuning = tuning_for(MODES[TRIGGER])
     appliance = testbed.one("appliance")
     defaults = {}
     for line in _host_file(testbed, appliance, "/etc/spark/spark-defaults.conf").splitlines():

@@ -1,7 +1,8 @@
-"""The rules file replaced by a broken one while the appliance runs: the running
-appliance keeps going (rules are read once, at start); a restart refuses with exit 2 and
-one line naming the file; alerts from before are not lost, and once the file is fixed
-the restart catches up on what arrived meanwhile."""
+"""The rules file replaced by a broken one while the appliance runs, and nobody asks for a
+reload: the running appliance keeps going on the rules it read (a reload request would
+reject the file: test_rules_reload.py); a restart refuses with exit 2 and one line naming
+the file; alerts from before are not lost, and once the file is fixed the restart catches
+up on what arrived meanwhile."""
 
 from __future__ import annotations
 

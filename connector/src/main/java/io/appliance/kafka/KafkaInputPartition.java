@@ -13,13 +13,21 @@ final class KafkaInputPartition implements InputPartition {
   final long fromOffset;
   final long untilOffset;
   final SourceOptions options;
+  /** Real-time splits: where their batch learns that it should end early (else null). */
+  final BatchEnd.Ref batchEnd;
 
   KafkaInputPartition(TopicPartition tp, long fromOffset, long untilOffset, SourceOptions options) {
+    this(tp, fromOffset, untilOffset, options, null);
+  }
+
+  KafkaInputPartition(TopicPartition tp, long fromOffset, long untilOffset, SourceOptions options,
+      BatchEnd.Ref batchEnd) {
     this.topic = tp.topic();
     this.partition = tp.partition();
     this.fromOffset = fromOffset;
     this.untilOffset = untilOffset;
     this.options = options;
+    this.batchEnd = batchEnd;
   }
 
   TopicPartition topicPartition() {

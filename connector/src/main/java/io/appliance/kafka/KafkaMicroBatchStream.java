@@ -50,6 +50,8 @@ final class KafkaMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   /** The batch admitted last and not yet known to be finished (adaptive limit only). */
   private long runningSinceMs = -1;
   private long runningRecords;
+  /** Real-time mode: this stream's batch-end endpoint, registered with its first batch. */
+  private BatchEnd.Endpoint batchEnd;
 
   KafkaMicroBatchStream(SourceOptions options, String checkpointLocation,
       Configuration hadoopConf, LongSupplier clock) {
@@ -197,12 +199,18 @@ final class KafkaMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     availableNowLimit = reader.latest(reader.partitions());
   }
 
-  /** Real-time mode: one open-ended split per partition, ended by Spark's batch deadline. */
+  /**
+   * Real-time mode: one open-ended split per partition, ended by Spark's batch deadline or,
+   * earlier, on request ({@link BatchEnd}).
+   */
   @Override
-  public InputPartition[] planInputPartitions(Offset start) {
+  public synchronized InputPartition[] planInputPartitions(Offset start) {
     Map<TopicPartition, Long> from = SplitPlanner.reconcile(reader, loss,
         ((KafkaSourceOffset) start).offsets(), reader.partitions());
-    return SplitPlanner.open(options, from);
+    if (batchEnd == null) {
+      batchEnd = BatchEnd.Endpoint.open(checkpointLocation);
+    }
+    return SplitPlanner.open(options, from, batchEnd == null ? null : batchEnd.ref());
   }
 
   @Override
@@ -260,7 +268,11 @@ final class KafkaMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   }
 
   @Override
-  public void stop() {
+  public synchronized void stop() {
+    if (batchEnd != null) {
+      batchEnd.close();
+      batchEnd = null;
+    }
     reader.close();
   }
 

@@ -92,11 +92,16 @@ final class SplitPlanner {
     return splits.toArray(new InputPartition[0]);
   }
 
-  /** Open-ended splits (continuous and real-time) starting at {@code from}. */
-  static InputPartition[] open(SourceOptions options, Map<TopicPartition, Long> from) {
+  /**
+   * Open-ended splits (continuous and real-time) starting at {@code from}; {@code batchEnd}:
+   * how a real-time batch is ended early (null: only by its deadline).
+   */
+  static InputPartition[] open(SourceOptions options, Map<TopicPartition, Long> from,
+      BatchEnd.Ref batchEnd) {
     List<InputPartition> splits = new ArrayList<>();
     for (Map.Entry<TopicPartition, Long> e : from.entrySet()) {
-      splits.add(new KafkaInputPartition(e.getKey(), e.getValue(), KafkaInputPartition.UNBOUNDED, options));
+      splits.add(new KafkaInputPartition(e.getKey(), e.getValue(), KafkaInputPartition.UNBOUNDED,
+          options, batchEnd));
     }
     return splits.toArray(new InputPartition[0]);
   }

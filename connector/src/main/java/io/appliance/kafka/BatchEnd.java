@@ -1,0 +1,241 @@
+package io.appliance.kafka;
+
+import java.io.Serializable;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.apache.spark.SparkEnv;
+import org.apache.spark.rpc.RpcAddress;
+import org.apache.spark.rpc.RpcCallContext;
+import org.apache.spark.rpc.RpcEndpointRef;
+import org.apache.spark.rpc.RpcEnv;
+import org.apache.spark.rpc.ThreadSafeRpcEndpoint;
+import scala.Function1;
+import scala.PartialFunction;
+import scala.reflect.ClassTag;
+import scala.reflect.ClassTag$;
+import scala.runtime.AbstractPartialFunction;
+
+/**
+ * Ends a running real-time batch on request, so a query can be stopped at a committed batch.
+ *
+ * <p>Why: a real-time batch runs for minutes (its deadline is fixed when its tasks start), and
+ * a query stopped mid-batch replays the whole batch from its start offsets when it starts
+ * again. The appliance swaps its rules by stopping the query and starting its successor on the
+ * same checkpoint; with a replay of minutes of events the successor would start minutes
+ * behind. So the driver asks the source to end the running batch now: every reader of that
+ * batch then returns "no record", which is how a real-time reader ends its batch, Spark
+ * commits the batch with the offsets read so far, and the caller stops the query right after.
+ *
+ * <p>How the request reaches the readers: each real-time stream registers an RPC endpoint
+ * on the driver holding a request counter; the splits it plans carry the endpoint's address
+ * and the counter's value at planning time. A reader ends its batch once the counter has moved
+ * past that value. Readers in the driver's JVM (a local master) read the counter directly;
+ * executors elsewhere learn it from one poller thread per JVM that asks each endpoint every
+ * {@link #POLL_MS} ms while readers use it. The hot path reads one volatile long.
+ */
+public final class BatchEnd {
+  static final long POLL_MS = 100;
+  private static final String POLL = "appliance-kafka-batch-end?";
+  private static final String NAME_PREFIX = "appliance-kafka-batch-end-";
+  /** Driver side: this JVM's endpoints by name (a reader in this JVM reads them directly). */
+  private static final Map<String, Endpoint> LOCAL = new ConcurrentHashMap<>();
+  /** Executor side: the last counter value polled per remote endpoint. */
+  private static final Map<String, Remote> REMOTE = new ConcurrentHashMap<>();
+
+  private BatchEnd() {}
+
+  /**
+   * Asks every real-time stream of this driver whose checkpoint lies under {@code
+   * checkpointDir} to end its running batch now. Returns how many streams were asked (0: no
+   * real-time stream runs there; the caller then stops the query the plain way).
+   */
+  public static int request(String checkpointDir) {
+    String prefix = normalize(checkpointDir);
+    int asked = 0;
+    for (Endpoint e : LOCAL.values()) {
+      if (e.checkpointLocation.startsWith(prefix)) {
+        e.requests.incrementAndGet();
+        asked++;
+      }
+    }
+    return asked;
+  }
+
+  private static String normalize(String location) {
+    String s = location.startsWith("file:") ? location.substring("file:".length()) : location;
+    while (s.startsWith("//")) {
+      s = s.substring(1);
+    }
+    return s.endsWith("/") ? s : s + "/";
+  }
+
+  /** The driver-side endpoint of one stream; {@link #close} removes it. */
+  static final class Endpoint implements ThreadSafeRpcEndpoint {
+    private final RpcEnv env;
+    private final String name;
+    private final String checkpointLocation;
+    private final AtomicLong requests = new AtomicLong();
+    private final RpcEndpointRef ref;
+
+    private Endpoint(RpcEnv env, String checkpointLocation) {
+      this.env = env;
+      this.name = NAME_PREFIX + UUID.randomUUID();
+      this.checkpointLocation = normalize(checkpointLocation);
+      LOCAL.put(name, this);
+      this.ref = env.setupEndpoint(name, this);
+    }
+
+    /** Registers a stream's endpoint, or returns null where there is no Spark RPC. */
+    static Endpoint open(String checkpointLocation) {
+      SparkEnv spark = SparkEnv.get();
+      return spark == null ? null : new Endpoint(spark.rpcEnv(), checkpointLocation);
+    }
+
+    /** What the splits of a batch planned now carry. */
+    Ref ref() {
+      RpcAddress address = env.address();
+      return new Ref(name, address == null ? null : address.host(),
+          address == null ? -1 : address.port(), requests.get());
+    }
+
+    void close() {
+      LOCAL.remove(name);
+      env.stop(ref);
+    }
+
+    @Override
+    public RpcEnv rpcEnv() {
+      return env;
+    }
+
+    @Override
+    public PartialFunction<Object, scala.runtime.BoxedUnit> receiveAndReply(
+        RpcCallContext context) {
+      return new AbstractPartialFunction<Object, scala.runtime.BoxedUnit>() {
+        @Override
+        public boolean isDefinedAt(Object message) {
+          return POLL.equals(message);
+        }
+
+        @Override
+        public <A1, B1> B1 applyOrElse(A1 message, Function1<A1, B1> otherwise) {
+          if (!POLL.equals(message)) {
+            return otherwise.apply(message);
+          }
+          context.reply(requests.get());
+          @SuppressWarnings("unchecked")
+          B1 unit = (B1) scala.runtime.BoxedUnit.UNIT;
+          return unit;
+        }
+      };
+    }
+  }
+
+  /** A batch's view of its stream's endpoint: carried by each split, read by its reader. */
+  static final class Ref implements Serializable {
+    private static final long serialVersionUID = 1L;
+    final String name;
+    final String host;
+    final int port;
+    /** The request counter when the batch was planned: a larger value ends the batch. */
+    final long planned;
+
+    Ref(String name, String host, int port, long planned) {
+      this.name = name;
+      this.host = host;
+      this.port = port;
+      this.planned = planned;
+    }
+
+    /** Starts watching (executor side); {@link Watch#close} stops it. */
+    Watch watch() {
+      Endpoint local = LOCAL.get(name);
+      if (local != null) {
+        return new Watch(this, local.requests, null);
+      }
+      if (host == null) {
+        return null;
+      }
+      Remote remote = REMOTE.computeIfAbsent(name, n -> new Remote(this));
+      remote.users.incrementAndGet();
+      return new Watch(this, remote.requests, remote);
+    }
+  }
+
+  /** One reader's question "has an end been asked for since my batch was planned?". */
+  static final class Watch implements AutoCloseable {
+    private final long planned;
+    private final AtomicLong requests;
+    private final Remote remote;
+
+    private Watch(Ref ref, AtomicLong requests, Remote remote) {
+      this.planned = ref.planned;
+      this.requests = requests;
+      this.remote = remote;
+    }
+
+    boolean requested() {
+      return requests.get() > planned;
+    }
+
+    @Override
+    public void close() {
+      if (remote != null && remote.users.decrementAndGet() == 0) {
+        REMOTE.remove(remote.ref.name, remote);
+        remote.stop();
+      }
+    }
+  }
+
+  /** An endpoint in another JVM, polled on a daemon thread while readers watch it. */
+  private static final class Remote {
+    private final Ref ref;
+    final AtomicLong requests;
+    final AtomicInteger users = new AtomicInteger();
+    private final Thread poller;
+    private volatile boolean stopped;
+
+    Remote(Ref ref) {
+      this.ref = ref;
+      this.requests = new AtomicLong(ref.planned);
+      this.poller = new Thread(this::poll, "appliance-kafka-batch-end-poller");
+      this.poller.setDaemon(true);
+      this.poller.start();
+    }
+
+    private void poll() {
+      ClassTag<Object> tag = ClassTag$.MODULE$.apply(Object.class);
+      RpcEndpointRef endpoint = null;
+      while (!stopped) {
+        try {
+          if (endpoint == null) {
+            endpoint = SparkEnv.get().rpcEnv()
+                .setupEndpointRef(RpcAddress.apply(ref.host, ref.port), ref.name);
+          }
+          Object value = endpoint.askSync(POLL, tag);
+          if (value instanceof Number) {
+            requests.accumulateAndGet(((Number) value).longValue(), Math::max);
+          }
+        } catch (Exception e) {
+          // The driver is unreachable or its stream stopped (the endpoint is gone): the
+          // batch keeps its deadline. Ask again later while a reader still watches.
+          endpoint = null;
+        }
+        try {
+          Thread.sleep(POLL_MS);
+        } catch (InterruptedException e) {
+          return;
+        }
+      }
+    }
+
+    void stop() {
+      stopped = true;
+      poller.interrupt();
+    }
+  }
+}

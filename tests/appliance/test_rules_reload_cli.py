@@ -1,0 +1,87 @@
+"""``appliance rules reload`` when there is nothing to reload, or the wrong process answers:
+one line and the documented exit code, never a traceback. (The reload itself, against a
+running appliance in every trigger: tests/faults/test_rules_reload.py.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from appliance.config import Config, write_config
+from appliance.observability.http import serve
+from appliance.process.reload_client import ReloadClientError, reload, status_url
+from appliance.process.reload_status import STATUS_PATH
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("APPLIANCE_")}
+    return subprocess.run([sys.executable, "-m", "appliance", "rules", "reload", *args],
+                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_no_running_appliance_is_one_line_and_exit_1(tmp_path):
+    port = _free_port()
+    config = write_config(Config.model_validate({"metrics": {"port": port}}),
+                          tmp_path / "appliance.toml")
+    result = _cli("--config", str(config))
+    assert result.returncode == 1, result
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"127.0.0.1:{port}{STATUS_PATH}" in lines[0], result.stderr
+    assert "no running appliance answers" in lines[0]
+
+
+def test_a_random_metrics_port_asks_for_the_url(tmp_path):
+    config = write_config(Config.model_validate({"metrics": {"port": 0}}),
+                          tmp_path / "appliance.toml")
+    result = _cli("--config", str(config))
+    assert result.returncode == 1
+    assert "metrics.port is 0" in result.stderr and "--url" in result.stderr
+
+
+def test_a_bad_config_exits_2_naming_the_key(tmp_path):
+    bad = tmp_path / "appliance.toml"
+    bad.write_text("[metrics]\nport = -1\n")
+    result = _cli("--config", str(bad))
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"{bad}: metrics.port: must be 0..65535, 0 = any free port " \
+                                    "(got -1)"
+
+
+def test_status_url_connects_where_the_server_listens():
+    assert status_url(Config.model_validate({"metrics": {"host": "0.0.0.0", "port": 9}})) \
+        == f"http://127.0.0.1:9{STATUS_PATH}"
+    assert status_url(Config.model_validate({"metrics": {"host": "::1", "port": 9}})) \
+        == f"http://[::1]:9{STATUS_PATH}"
+
+
+def test_the_status_page_and_metrics_share_one_port_and_a_stranger_is_refused():
+    """The wrong process behind the port (``--pid``, as systemd's ExecReload passes
+    $MAINPID): refused before anything is signalled."""
+    page = {"pid": os.getpid(), "version": "abc", "reloads": 0, "last_reload": None}
+    server, port = serve([], "127.0.0.1", 0, pages={STATUS_PATH: lambda: page})
+    try:
+        url = f"http://127.0.0.1:{port}{STATUS_PATH}"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            assert json.loads(response.read()) == page
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+            assert r.status == 200  # Prometheus' exposition, same listener
+        with pytest.raises(ReloadClientError, match=f"served by pid {os.getpid()}, not 1"):
+            reload(url, pid=1)
+    finally:
+        server.shutdown()
+        server.server_close()

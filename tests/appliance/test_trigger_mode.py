@@ -1,0 +1,138 @@
+"""The trigger modes' one home (appliance.trigger): the table's rules, what is derived from
+it, and that no other module of the appliance compares a trigger's name."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+from appliance.config import Config, ConfigError, load_config
+from appliance.trigger import (
+    CONTINUOUS,
+    MICROBATCH,
+    MODES,
+    REALTIME,
+    TRIGGERS,
+    BoundaryStop,
+    ReadySignal,
+    trigger_mode,
+)
+from appliance.tuning import IDLE_PROGRESS_INTERVAL_MS, main, tuning_for
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_mode_is_in_the_table_under_its_own_name():
+    assert TRIGGERS == ("continuous", "realtime", "microbatch")
+    assert all(MODES[name].name == name for name in TRIGGERS)
+    with pytest.raises(ValueError, match="must be one of continuous, realtime, microbatch"):
+        trigger_mode("streaming")
+
+
+@pytest.mark.parametrize("mode", MODES.values(), ids=TRIGGERS)
+def test_each_default_interval_is_one_spark_accepts_for_its_mode(mode):
+    assert mode.interval_problem(mode.default_interval, {}) is None
+    config = Config.model_validate({"query": {"trigger": mode.name}})
+    assert config.query.interval == mode.default_interval
+    assert mode.trigger_kwargs("7 seconds") == {mode.spark_keyword: "7 seconds"}
+
+
+def test_realtime_refuses_batches_shorter_than_sparks_minimum_and_the_conf_moves_it():
+    assert REALTIME.interval_problem("1 second", {}) is not None
+    assert REALTIME.interval_problem("1 second", {REALTIME.min_interval_conf: "1s"}) is None
+    with pytest.raises(ConfigError, match="realtime trigger needs at least 5 seconds"):
+        load_config(None, environ={"APPLIANCE_QUERY_TRIGGER": "realtime",
+                                   "APPLIANCE_QUERY_INTERVAL": "1 second"})
+    assert CONTINUOUS.interval_problem("10 ms", {}) is None
+
+
+def test_the_modes_differ_where_spark_differs():
+    assert [m.output_mode for m in MODES.values()] == ["append", "update", "append"]
+    assert [m.slot_per_partition for m in MODES.values()] == [True, True, False]
+    assert [m.ready for m in MODES.values()] == [
+        ReadySignal.EPOCH_COMMITTED, ReadySignal.TASKS_LAUNCHED, ReadySignal.TRIGGER_COMPLETED]
+    assert REALTIME.boundary is BoundaryStop.END_BATCH
+    assert CONTINUOUS.boundary is MICROBATCH.boundary is BoundaryStop.NEXT_COMMIT
+
+
+def test_the_tuning_follows_the_mode():
+    for mode in MODES.values():
+        tuning = tuning_for(mode)
+        assert ("maxOffsetsPerTrigger" in tuning.source_options) == mode.admission_limits
+        assert ("spark.task.maxFailures" in tuning.spark_conf) == (not mode.task_retries)
+        assert bool(tuning.query_options) == mode.async_progress
+        assert tuning.trigger is mode
+
+
+def test_the_deploy_reads_each_modes_defaults_from_the_tuning_json(capsys):
+    for name in TRIGGERS:
+        assert main([name]) == 0
+        printed = json.loads(capsys.readouterr().out)
+        assert printed["trigger"]["name"] == name
+        assert printed["trigger"]["default_interval"] == MODES[name].default_interval
+        assert printed["trigger"]["ready"] == MODES[name].ready.name.lower()
+    assert main(["streaming"]) == 2
+    assert "must be one of" in capsys.readouterr().err
+
+
+class Probe:
+    """What a started query answers (the runner's Appliance in production)."""
+
+    def __init__(self, commits=0, tasks=0, progress=False):
+        self.commits, self.tasks, self.progress = commits, tasks, progress
+
+    def epochs_committed(self):
+        return self.commits
+
+    def tasks_launched(self):
+        return self.tasks
+
+    def progress_reported(self):
+        return self.progress
+
+
+def test_what_ready_means_per_mode():
+    assert not CONTINUOUS.is_processing(Probe(tasks=2, progress=True), partitions=2)
+    assert CONTINUOUS.is_processing(Probe(commits=1), partitions=2)
+    assert not REALTIME.is_processing(Probe(commits=5, tasks=1), partitions=2)
+    assert REALTIME.is_processing(Probe(tasks=2), partitions=2)
+    assert not MICROBATCH.is_processing(Probe(commits=1, tasks=2), partitions=2)
+    assert MICROBATCH.is_processing(Probe(progress=True), partitions=2)
+
+
+def test_progress_interval_and_boundary_wait_follow_the_mode():
+    assert CONTINUOUS.progress_interval_s("100 ms", IDLE_PROGRESS_INTERVAL_MS) == 0.1
+    assert MICROBATCH.progress_interval_s("0 seconds", IDLE_PROGRESS_INTERVAL_MS) == 1.0
+    assert REALTIME.progress_interval_s("5 minutes", IDLE_PROGRESS_INTERVAL_MS) == 300.0
+    assert CONTINUOUS.boundary_wait_s("1 second") == 5.0
+    assert REALTIME.boundary_wait_s("5 minutes") < 60  # never waits out a long batch
+
+
+def _trigger_name_comparisons(path: Path) -> list[int]:
+    """Lines of ``x == "continuous"``, ``x in ("realtime", ...)`` and the like."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Compare):
+            continue
+        for side in (node.left, *node.comparators):
+            values = side.elts if isinstance(side, ast.Tuple | ast.List | ast.Set) else [side]
+            if any(isinstance(v, ast.Constant) and v.value in TRIGGERS for v in values):
+                found.append(node.lineno)
+    return found
+
+
+def test_no_module_but_the_trigger_table_compares_a_triggers_name():
+    modules = [p for p in (ROOT / "appliance").rglob("*.py") if p.name != "trigger.py"]
+    assert len(modules) > 20
+    hits = [f"{p.relative_to(ROOT)}:{line}" for p in modules
+            for line in _trigger_name_comparisons(p)]
+    assert hits == []
+
+
+def test_the_check_finds_a_comparison(tmp_path):
+    module = tmp_path / "bad.py"
+    module.write_text('def f(t):\n    return t.name == "realtime" or t in ("microbatch",)\n')
+    assert _trigger_name_comparisons(module) == [2, 2]
