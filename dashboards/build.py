@@ -155,8 +155,11 @@ APPLIANCE_LATENCY = Board("appliance-latency", "Appliance latency", "appliance",
           kind="stat", width=5, height=5),
         P("Last progress age", _q((sel("appliance_query_last_progress_age_seconds"),
                                    "{{instance}}")), unit="s", kind="stat", width=5, height=5),
-        P("Rules loaded", _q((sel("appliance_rules"), "{{instance}}")), kind="stat", width=5,
-          height=5),
+        P("Rules loaded and their version", _q(
+            (sel("appliance_rules"), "{{instance}}"),
+            (sel("appliance_rules_info"), "version {{version}}")), kind="stat", width=5,
+          height=5, description="The running rules' content hash (alerts carry it as "
+                                "rules_version); a reload that applied a new file changes it."),
     )),
 ))
 

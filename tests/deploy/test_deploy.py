@@ -5,8 +5,8 @@ hosts), then the deploy and its idempotence (publishing to a Grafana stand-in), 
 `--check --diff` run that changes nothing, then traffic, a rogue driver, a worker reboot
 mid-stream, a load from the controller after which every dashboard panel's query must
 return data from the deployed Prometheus, a worker-only change rolled out one worker at a
-time, then the rules updates (they change the deployed rules), a rules file broken by
-hand on the host, and last the appliance stopped until Alertmanager's webhook says so.
+time, then the rules updates (they change the deployed rules), the appliance stopped
+until Alertmanager's webhook says so, and last a rules file broken by hand on the host.
 """
 
 from __future__ import annotations
@@ -449,6 +449,31 @@ def test_new_rule_rolls_out_without_losing_alerts(testbed, kafka, tmp_path):
     assert "/var/lib/appliance/checkpoints" in checkpoint  # same checkpoint as before
 
 
+# -- the appliance stopped, and Alertmanager says so -----------------------------------
+
+def test_alertmanager_delivers_a_firing_alert_when_the_appliance_is_stopped(
+        testbed, deployed, webhook):
+    """The deployed chain end to end: Prometheus sees the appliance's target down, the
+    rule fires after its `for`, Alertmanager posts it to the webhook receiver, with the
+    rule's summary and a runbook link."""
+    appliance = testbed.one("appliance")
+    stopped = time.time()
+    testbed.ssh(appliance, "systemctl stop appliance")
+    try:
+        # `for: 1m`, the 5 s scrape and evaluation, Alertmanager's 10 s group_wait.
+        firing = bed.wait_for(lambda: webhook.firing("ApplianceQueryDown", stopped), 300, 2)
+        assert firing, (f"no firing ApplianceQueryDown within 300 s; notifications: "
+                        f"{[n.body for n in webhook.notifications][-3:]}")
+        alert = firing[0]
+        assert alert["labels"]["instance"] == f"{appliance.address}:9464"
+        assert alert["labels"]["severity"] == "critical"
+        assert alert["annotations"]["summary"]
+        assert alert["annotations"]["runbook_url"] == "docs/runbooks.md#appliancequerydown"
+        print(f"alert delivered {firing and round(time.time() - stopped)} s after the stop")
+    finally:
+        testbed.ssh(appliance, "systemctl start appliance", check=False)
+
+
 # -- last: it leaves the appliance restarting from a fixed rules file -------------------
 
 def _unit(testbed, host, *props: str) -> dict[str, str]:
@@ -488,27 +513,3 @@ def test_broken_rules_on_the_host_leave_the_unit_failed_not_restarting(testbed, 
                     check=False)
 
 
-
-# -- last: the appliance stopped, and Alertmanager says so ------------------------------
-
-def test_alertmanager_delivers_a_firing_alert_when_the_appliance_is_stopped(
-        testbed, deployed, webhook):
-    """The deployed chain end to end: Prometheus sees the appliance's target down, the
-    rule fires after its `for`, Alertmanager posts it to the webhook receiver, with the
-    rule's summary and a runbook link."""
-    appliance = testbed.one("appliance")
-    stopped = time.time()
-    testbed.ssh(appliance, "systemctl stop appliance")
-    try:
-        # `for: 1m`, the 5 s scrape and evaluation, Alertmanager's 10 s group_wait.
-        firing = bed.wait_for(lambda: webhook.firing("ApplianceQueryDown", stopped), 300, 2)
-        assert firing, (f"no firing ApplianceQueryDown within 300 s; notifications: "
-                        f"{[n.body for n in webhook.notifications][-3:]}")
-        alert = firing[0]
-        assert alert["labels"]["instance"] == f"{appliance.address}:9464"
-        assert alert["labels"]["severity"] == "critical"
-        assert alert["annotations"]["summary"]
-        assert alert["annotations"]["runbook_url"] == "docs/runbooks.md#appliancequerydown"
-        print(f"alert delivered {firing and round(time.time() - stopped)} s after the stop")
-    finally:
-        testbed.ssh(appliance, "systemctl start appliance", check=False)
