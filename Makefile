@@ -87,8 +87,10 @@ faults: setup
 faults-overload: setup
 	CONNECTOR_OVERLOAD_SECONDS=60 $(PY) -m pytest -s tests/connector/test_connector_overload.py
 
+# DEMO_ARGS: `appliance demo` flags, e.g. DEMO_ARGS="--seconds 60 --rate 2000".
+DEMO_ARGS ?=
 demo: setup
-	$(VENV)/bin/appliance demo
+	$(VENV)/bin/appliance demo $(DEMO_ARGS)
 
 bench: setup
 	$(PY) -m bench

@@ -227,6 +227,12 @@ CLUSTER_BROKER = Board("appliance-cluster", "Cluster and broker",
         P("Broker connections", _q((sel("broker_connections"), "open")), width=8),
         P("Log end offset per partition",
           _q((sel("broker_log_end_offset"), "{{topic}}/{{partition}}")), width=8),
+        P("Alert consumers' lag per group", _q(
+            ("sum by (group) (" + sel("broker_group_lag", 'topic="alerts"') + ")", "{{group}}")),
+          width=24,
+          description="Records of the alerts topic that each consumer group reading it "
+                      "(alert forwarders, sinks) has not committed yet: the log end minus "
+                      "the committed offset, summed over partitions."),
     )),
 ))
 

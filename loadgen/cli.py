@@ -42,9 +42,11 @@ def _common(p: argparse.ArgumentParser, d) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from appliance import __version__
     from loadgen.config import LoadConfig as d  # its defaults are the CLI's defaults
 
     parser = argparse.ArgumentParser(prog="loadgen", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"loadgen {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="open-loop load with end-to-end latency accounting")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import shlex
+import shutil
 import subprocess
 import sys
 import threading
@@ -279,16 +280,28 @@ def _loadgen_metrics(testbed) -> tuple[str, int]:
 
 @pytest.fixture(scope="module")
 def controller_load(testbed, deployed):
-    """One load from the controller, scraped by the deployed Prometheus as job loadgen:
-    (its report, when it started)."""
+    """One load from the controller, scraped by the deployed Prometheus as job loadgen,
+    while a downstream reader of the alerts (``kcat -G``, a consumer group committing as
+    it goes, as a site runs one) follows the alerts topic: (its report, when it started)."""
     broker = testbed.one("kafka")
+    bootstrap = f"{broker.address}:9092"
     metrics_host, metrics_port = _loadgen_metrics(testbed)
+    kcat = shutil.which("kcat")
+    assert kcat, "kcat is not installed: run `make system-deps`"
+    reader = subprocess.Popen([kcat, "-b", bootstrap, "-G", "alert-forwarder", "-q", "-X",
+                               "auto.offset.reset=earliest", "alerts"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     started = time.time()
-    report = run_load(LoadConfig(
-        bootstrap=f"{broker.address}:9092", rate=LATENCY_RATE, duration=LATENCY_SECONDS,
-        grace=ALERT_TIMEOUT_S, floor_seconds=3, drain_s=30.0, progress=False,
-        metrics_host=metrics_host, metrics_port=metrics_port, alert_ratio=0.2,
-        bad_ratio=0.01))
+    try:
+        report = run_load(LoadConfig(
+            bootstrap=bootstrap, rate=LATENCY_RATE, duration=LATENCY_SECONDS,
+            grace=ALERT_TIMEOUT_S, floor_seconds=3, drain_s=30.0, progress=False,
+            metrics_host=metrics_host, metrics_port=metrics_port, alert_ratio=0.2,
+            bad_ratio=0.01))
+        time.sleep(2 * SCRAPE_S)  # the group's commits scraped at least once
+    finally:
+        reader.terminate()
+        reader.wait(timeout=30)
     return report, started
 
 
