@@ -34,7 +34,7 @@ from loadgen.config import LoadConfig
 from loadgen.run import run_load
 
 # The end-to-end deploy builds the test bed and runs ansible-playbook several times
-# (measured: ~15 min in all, the first run ~7 min, building the wheelhouse on a fresh
+# (measured: ~16 min in all, the first run ~8 min, building the wheelhouse on a fresh
 # clone adds more): `make test` runs it after the rest, `make test-deploy` alone. The
 # session fixtures (test bed, two playbook runs) are set up inside the first tests, so
 # their time counts against those tests' timeout.
