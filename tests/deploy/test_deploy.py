@@ -27,6 +27,7 @@ import pytest
 import yaml
 
 from appliance.cli import main as appliance_main
+from appliance.query.rules import rules_version
 from appliance.trigger import MODES
 from appliance.tuning import tuning_for
 from dashboards import catalog
@@ -63,6 +64,11 @@ def _host_file(testbed, host, path: str) -> str:
 
 def _invocation(testbed, host) -> str:
     return testbed.ssh(host, "systemctl show -P InvocationID appliance").stdout.strip()
+
+
+def _process(testbed, host) -> tuple[str, int]:
+    """The appliance unit's invocation and main process: both the same = no restart."""
+    return _invocation(testbed, host), bed.main_pid(testbed, host, "appliance")
 
 
 def _rules_sha(testbed, host) -> str:
@@ -428,7 +434,7 @@ def test_new_rule_rolls_out_without_losing_alerts(testbed, kafka, tmp_path):
                            "message": "network errors"})
     new = tmp_path / "rules.yml"
     new.write_text(yaml.safe_dump(rules))
-    before = _invocation(testbed, appliance)
+    before = _process(testbed, appliance)
     prefix = bed.unique("roll")
     old_rule = [bed.make_events(f"{prefix}-old-{n}", 10) for n in range(40)]
     stop = threading.Event()
@@ -450,14 +456,20 @@ def test_new_rule_rolls_out_without_losing_alerts(testbed, kafka, tmp_path):
         stop.set()
     assert run.rc == 0, f"rules update failed, see {run.log}"
     assert run.changed()[appliance.name] > 0
-    assert _invocation(testbed, appliance) != before, "the appliance was not restarted"
+    # Swapped in live: the same unit invocation and main process throughout.
+    assert _process(testbed, appliance) == before, "the rules rollout restarted the appliance"
+    journal = testbed.ssh(appliance, "journalctl -o cat --no-pager "
+                          f"_SYSTEMD_INVOCATION_ID={before[0]}").stdout
+    assert journal.count('"appliance.ready"') == 1 and '"rules.reloaded"' in journal
     new_rule = bed.make_events(f"{prefix}-new", 20, metric="net.errors", value=50.0)
     kafka.produce(new_rule)
     expected = {e["event_id"] for batch in old_rule for e in batch}
     expected |= {e["event_id"] for e in new_rule}
     missing = kafka.wait_alerts(expected, ALERT_TIMEOUT_S)
     assert not missing, f"{len(missing)} alerts missing, e.g. {sorted(missing)[:5]}"
-    assert kafka.alerts[new_rule[0]["event_id"]]["rules"][0]["id"] == "net-errors"
+    swapped = kafka.alerts[new_rule[0]["event_id"]]
+    assert swapped["rules"][0]["id"] == "net-errors"
+    assert swapped["rules_version"] == rules_version(new.read_bytes())
     checkpoint = _host_file(testbed, appliance, "/etc/appliance/appliance.toml")
     assert "/var/lib/appliance/checkpoints" in checkpoint  # same checkpoint as before
 
@@ -485,6 +497,32 @@ def test_alertmanager_delivers_a_firing_alert_when_the_appliance_is_stopped(
         print(f"alert delivered {firing and round(time.time() - stopped)} s after the stop")
     finally:
         testbed.ssh(appliance, "systemctl start appliance", check=False)
+
+
+def test_reload_of_a_file_broken_by_hand_fails_and_changes_nothing(testbed, deployed, kafka):
+    """`systemctl reload appliance` with a rules.yml broken on the host: the reload fails
+    (ExecReload= waits for the outcome), the same process keeps running the rules it had,
+    and they keep alerting."""
+    appliance = testbed.one("appliance")
+    rules, backup = "/etc/appliance/rules.yml", "/etc/appliance/rules.yml.before-reload"
+    before = _process(testbed, appliance)
+    broken = 'rules:\n  - id: Broken-Id\n    severity: info\n    when: "value > 1"\n'
+    testbed.ssh(appliance, f"cp -p {rules} {backup} && printf %s {shlex.quote(broken)} "
+                f"> {rules}")
+    try:
+        reload = testbed.ssh(appliance, "systemctl reload appliance", check=False)
+        assert reload.returncode != 0, "a broken rules file was reloaded"
+        assert _process(testbed, appliance) == before
+        assert _unit(testbed, appliance, "ActiveState") == {"ActiveState": "active"}
+        journal = testbed.ssh(appliance, "journalctl -o cat --no-pager "
+                              f"_SYSTEMD_INVOCATION_ID={before[0]}").stdout
+        assert '"rules.rejected"' in journal and "Broken-Id" in journal, journal[-2000:]
+        events = bed.make_events(bed.unique("after-rejected"), 10)
+        kafka.produce(events)
+        missing = kafka.wait_alerts({e["event_id"] for e in events}, ALERT_TIMEOUT_S)
+        assert not missing, f"the running rules stopped alerting: {sorted(missing)[:5]}"
+    finally:
+        testbed.ssh(appliance, f"mv {backup} {rules}", check=False)
 
 
 # -- last: it leaves the appliance restarting from a fixed rules file -------------------
