@@ -66,6 +66,17 @@ def _invocation(testbed, host) -> str:
     return testbed.ssh(host, "systemctl show -P InvocationID appliance").stdout.strip()
 
 
+def _wait_ready(testbed, host, timeout: float = 300) -> None:
+    """Until the running invocation of the appliance logged ``appliance.ready``."""
+    def ready() -> bool:
+        journal = testbed.ssh(host, "journalctl -o cat --no-pager "
+                              f"_SYSTEMD_INVOCATION_ID={_invocation(testbed, host)}",
+                              check=False).stdout
+        return '"appliance.ready"' in journal
+
+    assert bed.wait_for(ready, timeout, 2), f"the appliance was not ready in {timeout} s"
+
+
 def _process(testbed, host) -> tuple[str, int]:
     """The appliance unit's invocation and main process: both the same = no restart."""
     return _invocation(testbed, host), bed.main_pid(testbed, host, "appliance")
@@ -497,6 +508,7 @@ def test_alertmanager_delivers_a_firing_alert_when_the_appliance_is_stopped(
         print(f"alert delivered {firing and round(time.time() - stopped)} s after the stop")
     finally:
         testbed.ssh(appliance, "systemctl start appliance", check=False)
+        _wait_ready(testbed, appliance)  # the next tests edit its rules
 
 
 def test_reload_of_a_file_broken_by_hand_fails_and_changes_nothing(testbed, deployed, kafka):
@@ -505,6 +517,7 @@ def test_reload_of_a_file_broken_by_hand_fails_and_changes_nothing(testbed, depl
     and they keep alerting."""
     appliance = testbed.one("appliance")
     rules, backup = "/etc/appliance/rules.yml", "/etc/appliance/rules.yml.before-reload"
+    _wait_ready(testbed, appliance)  # a start reads the file: break it only after that
     before = _process(testbed, appliance)
     broken = 'rules:\n  - id: Broken-Id\n    severity: info\n    when: "value > 1"\n'
     testbed.ssh(appliance, f"cp -p {rules} {backup} && printf %s {shlex.quote(broken)} "
