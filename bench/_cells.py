@@ -115,6 +115,10 @@ CELLS: tuple[Cell, ...] = (
          query={"interval": "1 minute"}),
     Cell("microbatch-sync-progress", "microbatch", RATE, "async progress",
          "offset/commit logs written synchronously", query={"async_progress": False}),
+    Cell("microbatch-constraint-propagation", "microbatch", RATE, "constraint propagation off",
+         "spark.sql.constraintPropagation.enabled back to true: the optimizer infers every "
+         "operator's constraints again on each micro-batch",
+         spark={"spark.sql.constraintPropagation.enabled": "true"}),
     Cell("microbatch-tmpfs", "microbatch", RATE, "checkpoint on tmpfs",
          "checkpoint under /dev/shm (lever ON)", tmpfs_checkpoint=True),
 )
