@@ -10,8 +10,10 @@ Java driver sending open-loop from ``appliance.ready`` for ``--seconds``), and a
   ``--bound-ms`` (an open-loop backlog grows with every second the rate exceeds what the
   query drains, so an unsustainable rate ends the window seconds behind),
 - no alert is lost, and
-- the driver itself sent on schedule (at most 1 % of events later than 1 ms; above that
-  the probe measured the driver, not the product, and the search stops there).
+- the driver itself kept the rate (its sending took at most 5 % longer than scheduled;
+  beyond that the probe measured the driver, not the product, and the search stops
+  there; single sends a millisecond late are normal on a busy machine and are inside the
+  latency, which counts from each event's scheduled time).
 
 The search is bounded: rates double from ``--start`` while they are sustained, up to
 ``--max``; then ``--steps`` bisections between the highest sustained and the lowest
@@ -47,7 +49,7 @@ from bench.appliance_latency import (
 
 OUT = ROOT / "reports" / "bench" / "appliance_throughput.json"
 TRIGGERS = ("passthrough", "continuous", "realtime", "microbatch")
-LATE_SHARE_MAX = 0.01  # the driver's own limit: more late sends and the probe is void
+SEND_OVERRUN_MAX = 0.05  # the driver's own limit: sending longer than this and the probe is void
 
 
 @dataclass(frozen=True)
@@ -84,17 +86,19 @@ def judge(rate: int, result: dict, limits: Limits) -> Probe:
     tail = [s["p99"] for s in result["per_second"] if s["count"] > 0 and s["second"] >= start]
     tail_p99 = max(tail) if tail else None
     late = result["sent_late_over_1ms"] / max(result["sent"], 1)
+    overrun = result["send_s"] / limits.seconds - 1
+    driver_limited = overrun > SEND_OVERRUN_MAX
     lost = result["alerts_lost"]
     why = []
-    if late > LATE_SHARE_MAX:
-        why.append(f"driver late on {late:.1%} of sends")
+    if driver_limited:
+        why.append(f"driver sent for {result['send_s']:g} s instead of {limits.seconds:g}")
     if tail_p99 is None:
         why.append("no alert in the last seconds")
     elif tail_p99 > limits.bound_ms:
         why.append(f"lag not bounded: p99 {tail_p99:g} ms in the last {limits.tail_s} s")
     if lost:
         why.append(f"{lost} alerts lost")
-    return Probe(rate, not why, late > LATE_SHARE_MAX, "; ".join(why), tail_p99,
+    return Probe(rate, not why, driver_limited, "; ".join(why), tail_p99,
                  result["latency_ms"]["p99"], round(late, 4), lost)
 
 
@@ -147,7 +151,8 @@ def markdown(doc: dict) -> str:
            "| trigger | max sustained rate/s | lowest failed rate/s | why it failed | probes |",
            "|---|---|---|---|---|"]
     for s in doc["triggers"]:
-        fail = next((p for p in s["probes"] if p["rate"] == s["lowest_failed_rate"]), None)
+        fail = next((p for p in s["probes"] if p["rate"] == s["lowest_failed_rate"]
+                     or p["driver_limited"]), None)
         rates = ", ".join(f"{p['rate']:,}{'' if p['sustained'] else ' (no)'}"
                           for p in s["probes"])
         best = "-" if s["max_sustained_rate"] is None else f"{s['max_sustained_rate']:,}"
@@ -227,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
            "note": (f"a probe = a fresh `appliance run` (or the passthrough relay) at one "
                     f"rate for {limits.seconds:g} s from `appliance.ready`; sustained = "
                     f"per-second p99 <= {limits.bound_ms:g} ms over the last "
-                    f"{limits.tail_s} s, no alert lost, the driver on schedule; search: "
+                    f"{limits.tail_s} s, no alert lost, the driver kept the rate; search: "
                     f"doubling from {limits.start:,}/s up to {limits.max_rate:,}/s, then "
                     f"{limits.steps} bisections"),
            "limits": asdict(limits),

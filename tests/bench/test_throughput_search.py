@@ -10,10 +10,10 @@ LIMITS = Limits(seconds=20, tail_s=5, bound_ms=1000, start=1000, max_rate=64_000
 
 
 def _result(p99_by_second: list[float], sent: int = 20_000, late: int = 0,
-            lost: int = 0) -> dict:
+            lost: int = 0, send_s: float = 20.0) -> dict:
     per_second = [{"second": s, "count": 10, "p50": v / 2, "p99": v, "max": v}
                   for s, v in enumerate(p99_by_second)]
-    return {"sent": sent, "sent_late_over_1ms": late, "alerts_lost": lost,
+    return {"sent": sent, "sent_late_over_1ms": late, "alerts_lost": lost, "send_s": send_s,
             "latency_ms": {"p99": max(p99_by_second)}, "per_second": per_second}
 
 
@@ -33,9 +33,11 @@ def test_a_lost_alert_or_a_failed_run_is_not():
     assert not failed.sustained and "ready timed out" in failed.why
 
 
-def test_a_late_driver_voids_the_probe():
-    p = judge(1000, _result([5] * 20, sent=20_000, late=400), LIMITS)
-    assert not p.sustained and p.driver_limited and "driver late on 2.0%" in p.why
+def test_a_driver_that_fell_behind_voids_the_probe_and_late_sends_alone_do_not():
+    p = judge(1000, _result([5] * 20, send_s=21.5), LIMITS)
+    assert not p.sustained and p.driver_limited and "driver sent for 21.5 s" in p.why
+    p = judge(1000, _result([5] * 20, late=8000, send_s=20.4), LIMITS)
+    assert p.sustained and not p.driver_limited and p.late_share == 0.4
 
 
 def _fake(capacity: int, driver_max: int = 10**9):
