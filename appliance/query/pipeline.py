@@ -12,9 +12,9 @@ rules generated and compiled new classes, and the warm-up (``appliance.query.war
 classes the real query never ran. The higher-order functions below use built-ins without
 lambdas or a SQL lambda, whose variable keeps the name written.
 
-Validation is one Java expression from the connector jar (``parse_events``): Spark's JSON
-functions either stop after the first value (``from_json``, ``parse_json``) or turn a wrong
-type into null (``from_json``), and built from them the check walked each record three times.
+Validation is one Java expression from the connector jar (``parse_events``). Built from
+Spark's JSON functions, which stop after the first value (``from_json``, ``parse_json``)
+or turn a wrong type into null (``from_json``), it walked each record three times.
 """
 
 from __future__ import annotations
