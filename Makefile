@@ -70,7 +70,8 @@ system-deps:
 # workers, measured). PYTEST_WORKERS=0 runs the suite in one process.
 PYTEST_WORKERS ?= 2
 test: setup
-	$(PY) -m pytest -m "not deploy" -n $(PYTEST_WORKERS) --dist loadfile
+	$(PY) -m pytest -m "not deploy and not exclusive" -n $(PYTEST_WORKERS) --dist loadfile
+	$(PY) -m pytest -m "exclusive and not deploy" -n 0
 	$(PY) -m pytest -m deploy tests/deploy -s
 
 # The end-to-end Ansible deploy onto the multi-host test bed (root; builds the bed).
@@ -87,8 +88,10 @@ faults: setup
 faults-overload: setup
 	CONNECTOR_OVERLOAD_SECONDS=60 $(PY) -m pytest -s tests/connector/test_connector_overload.py
 
+# DEMO_ARGS: `appliance demo` flags, e.g. DEMO_ARGS="--seconds 60 --rate 2000".
+DEMO_ARGS ?=
 demo: setup
-	$(VENV)/bin/appliance demo
+	$(VENV)/bin/appliance demo $(DEMO_ARGS)
 
 bench: setup
 	$(PY) -m bench

@@ -16,15 +16,21 @@ Heavy modules (pyspark, the runner) are imported inside the command that needs t
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
+from appliance import __version__, logs
 from appliance.broker.cli import add_broker_options
 from appliance.trigger import DEFAULT as DEFAULT_TRIGGER
 from appliance.trigger import TRIGGERS
 
 PLUGIN_GROUP = "appliance.commands"
+# Where ``appliance run`` on a terminal writes its full log (the terminal gets a short
+# view): with the appliance's other state, next to its checkpoint directory.
+RUN_LOG_FILE = "log/appliance.log"
+FALLBACK_LOG_DIR = "var"  # a checkpoint that is not a local path (hdfs://, s3a://...)
 
 
 def _fail(lines: str) -> int:
@@ -34,19 +40,40 @@ def _fail(lines: str) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from appliance import logs
     from appliance.config import ConfigError, load_config
+    from appliance.overrides import OverrideError, from_conf
     from appliance.query.rules import RulesError, load_rules
 
     try:
-        config = load_config(args.config, trigger=args.trigger)
+        config = load_config(args.config, trigger=args.trigger, conf=from_conf(args.conf))
         load_rules(config.rules.path)  # structural rule errors exit 2 before any JVM
-    except (ConfigError, RulesError) as exc:
+    except (ConfigError, RulesError, OverrideError) as exc:
         return _fail(str(exc))
-    logs.configure()
+    try:
+        output = logs.configure_from_args(args, str(run_log_file(config.query.checkpoint_dir)))
+    except logs.LogFileError as exc:
+        return _fail(str(exc))
     from appliance.process.runner import run
 
-    return run(config)
+    on_ready = None
+    if output.format is logs.LogFormat.CONSOLE:
+        def on_ready(appliance) -> None:
+            from appliance.process.ready_banner import metrics_url, ready_line
+
+            metrics = metrics_url(appliance.config.metrics.host, appliance.metrics_port)
+            print(ready_line(appliance.bootstrap, appliance.broker is not None,
+                             appliance.config.topics, metrics, output.file), flush=True)
+
+    return run(config, on_ready=on_ready)
+
+
+def run_log_file(checkpoint_dir: str) -> Path:
+    """``log/appliance.log`` beside the checkpoint directory (``var/log/appliance.log``
+    for the default and the example config's ``var/checkpoints``)."""
+    local = "://" not in checkpoint_dir and not checkpoint_dir.startswith("file:")
+    state = Path(checkpoint_dir).parent if local else Path(FALLBACK_LOG_DIR)
+    path = Path(os.path.normpath(os.path.abspath(state / RUN_LOG_FILE)))
+    return path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
 
 
 def _cmd_rules_check(args: argparse.Namespace) -> int:
@@ -146,6 +173,7 @@ def _cmd_class_archive_prune(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="appliance", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"appliance {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run the alerting query until SIGTERM/SIGINT")
@@ -153,6 +181,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="TOML config (default: ./appliance.toml if present, else defaults)")
     run.add_argument("--trigger", choices=TRIGGERS, default=None,
                      help="override [query] trigger")
+    run.add_argument("--conf", action="append", default=[], metavar="spark.KEY=VALUE",
+                     help="a Spark setting, as spark-submit's --conf (repeatable); wins "
+                          "over the config file and the environment")
+    logs.add_log_options(run, f"{RUN_LOG_FILE} beside the checkpoint directory")
     run.set_defaults(func=_cmd_run)
 
     broker = sub.add_parser("broker", help="run the embedded Kafka-protocol broker")

@@ -1,4 +1,5 @@
-"""Load and validate ``appliance.toml`` (plus ``APPLIANCE_<SECTION>_<KEY>`` env overrides).
+"""Load and validate ``appliance.toml`` (plus ``APPLIANCE_<SECTION>_<KEY>`` env overrides and
+``--conf``; their spelling: ``appliance.overrides``).
 
 Everything is checked before anything starts, so an operator learns about a typo in one
 line (``appliance.toml: query.trigger: must be one of ...``) instead of from a stack trace
@@ -21,10 +22,13 @@ from pydantic_core import PydanticCustomError
 
 from appliance.broker.toml_file import read_toml
 from appliance.client_security import ClientSecurity, SecuritySettingsError
+from appliance.overrides import Override, Section, from_environ
 from appliance.trigger import TriggerMode, interval_ms, trigger_mode
 
 DEFAULT_CONFIG_FILE = "appliance.toml"
-ENV_PREFIX = "APPLIANCE_"
+# Where the embedded broker listens unless ``[kafka] embedded_port`` says otherwise: Kafka's
+# own port, so the documented commands (``--host 127.0.0.1:9092``) reach it as written.
+EMBEDDED_PORT = 9092
 # The two words of ``[spark] class_archive`` that are not a path (appliance.process.class_archive).
 ARCHIVE_AUTO = "auto"
 ARCHIVE_OFF = "off"
@@ -47,6 +51,21 @@ class KafkaConfig(BaseModel):
 
     model_config = ConfigDict(extra="allow", frozen=True)
     bootstrap_servers: str | None = None
+    # The embedded broker's port on 127.0.0.1 (only without bootstrap_servers); 0 = any
+    # free port (``appliance demo``, tests), logged in ``broker.embedded``.
+    embedded_port: int = EMBEDDED_PORT
+
+    @field_validator("embedded_port")
+    @classmethod
+    def _embedded_port(cls, value: int) -> int:
+        return _within(value, 0, 65535, "any free port")
+
+    @model_validator(mode="after")
+    def _embedded_only(self) -> KafkaConfig:
+        if self.bootstrap_servers is not None and "embedded_port" in self.model_fields_set:
+            raise ValueError("embedded_port is for the embedded broker, which starts only "
+                             "without bootstrap_servers: remove one of them")
+        return self
 
     @field_validator("bootstrap_servers")
     @classmethod
@@ -344,29 +363,35 @@ class Config(_Section):
         try:
             return Config.model_validate(data)
         except ValidationError as exc:
-            raise ConfigError(_one_line("--trigger", exc, set())) from None
+            raise ConfigError(_one_line("--trigger", exc, {})) from None
 
 
-def _env_overrides(environ: dict[str, str]) -> dict[str, dict[str, str]]:
-    """``APPLIANCE_QUERY_TRIGGER=x`` -> ``{"query": {"trigger": "x"}}``.
+def _sections() -> list[Section]:
+    """The sections as ``appliance.overrides`` needs them (own keys; pass-through or not)."""
+    return [Section(name, frozenset(field.annotation.model_fields),
+                    field.annotation.model_config.get("extra") == "allow")
+            for name, field in Config.model_fields.items()]
 
-    For ``[kafka]`` pass-through properties, underscores become dots
-    (``APPLIANCE_KAFKA_SECURITY_PROTOCOL`` -> ``security.protocol``); ``[spark]`` keys
-    likewise (``APPLIANCE_SPARK_SPARK_DRIVER_MEMORY`` -> ``spark.driver.memory``).
-    """
-    sections = set(Config.model_fields)
-    out: dict[str, dict[str, str]] = {}
-    for name, value in environ.items():
-        if not name.startswith(ENV_PREFIX):
-            continue
-        section, _, key = name[len(ENV_PREFIX):].lower().partition("_")
-        if section not in sections or not key:
-            continue
-        model = Config.model_fields[section].annotation
-        if key not in model.model_fields and section in ("kafka", "spark", "source", "sink"):
-            key = key.replace("_", ".")
-        out.setdefault(section, {})[key] = value
-    return out
+
+#: Spark conf names of the ``[spark]`` keys the appliance names itself: an override that
+#: spells one the Spark way (``--conf spark.driver.host=...``) sets the named key.
+SPARK_NAMED_KEYS = {"spark.master": "master",
+                    **{spark_key: key for key, spark_key in DRIVER_CONF_KEYS.items()}}
+
+
+def _apply(data: dict[str, Any], overrides: list[Override]) -> dict[tuple[str, str], str]:
+    """Apply ``overrides`` in order (a later one wins); where each key came from."""
+    origins = {}
+    for override in overrides:
+        section, key = override.section, override.key
+        values = data.setdefault(section, {})
+        if section == "spark":
+            key = SPARK_NAMED_KEYS.get(key, key)
+            for spelling in (k for k, named in SPARK_NAMED_KEYS.items() if named == key):
+                values.pop(spelling, None)  # the file's other spelling of the same setting
+        values[key] = override.value
+        origins[(section, key)] = override.origin
+    return origins
 
 
 class PathKey(NamedTuple):
@@ -398,7 +423,8 @@ def _resolve_paths(data: dict[str, Any], base: Path) -> None:
             data[path_key.section][path_key.key] = str(base / value)
 
 
-def _one_line(source: str, err: ValidationError, env_keys: set[tuple[str, str]]) -> str:
+def _one_line(source: str, err: ValidationError,
+              origins: dict[tuple[str, str], str]) -> str:
     first = err.errors()[0]
     loc = ".".join(str(p) for p in first["loc"])
     msg = first["msg"].removeprefix("Value error, ")
@@ -410,19 +436,20 @@ def _one_line(source: str, err: ValidationError, env_keys: set[tuple[str, str]])
         msg = "unknown key"
     elif first["type"] not in ("value_error",) and "input" in first:
         msg = f"{msg} (got {first['input']!r})"
-    parts = tuple(str(p) for p in first["loc"][:2])
-    if len(parts) == 2 and parts in env_keys:
-        env = f"{ENV_PREFIX}{parts[0]}_{parts[1]}".upper().replace(".", "_")
-        return f"{source}: {loc} (from {env}): {msg}"
+    origin = origins.get(tuple(str(p) for p in first["loc"][:2]))
+    if origin is not None:
+        return f"{source}: {loc} (from {origin}): {msg}"
     return f"{source}: {loc}: {msg}"
 
 
 def load_config(path: str | os.PathLike | None = None,
-                environ: dict[str, str] | None = None, trigger: str | None = None) -> Config:
+                environ: dict[str, str] | None = None, trigger: str | None = None,
+                conf: list[Override] | None = None) -> Config:
     """Read ``path`` (default ``appliance.toml`` if it exists), apply env overrides, validate.
 
     An explicit path that does not exist is an error; the implicit default may be absent
-    (then built-in defaults apply). ``trigger`` (the CLI's ``--trigger``) wins over both.
+    (then built-in defaults apply). ``conf`` (the CLI's ``--conf``, see
+    ``appliance.overrides``) wins over both, and ``trigger`` (``--trigger``) over all.
     """
     environ = dict(os.environ if environ is None else environ)
     explicit = path is not None
@@ -438,16 +465,13 @@ def load_config(path: str | os.PathLike | None = None,
             raise ConfigError(f"{source}: {section}: must be a table [{section}]")
     if file.is_file():
         _resolve_paths(data, file.resolve().parent)
-    overrides = _env_overrides(environ)
-    for section, values in overrides.items():
-        data.setdefault(section, {}).update(values)
-    env_keys = {(s, k) for s, values in overrides.items() for k in values}
+    origins = _apply(data, [*from_environ(environ, _sections()), *(conf or ())])
     if trigger is not None:
         data.setdefault("query", {})["trigger"] = trigger
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(_one_line(source, exc, env_keys)) from None
+        raise ConfigError(_one_line(source, exc, origins)) from None
 
 
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")

@@ -1,19 +1,64 @@
-"""Structured JSON logging shared by every appliance process.
+"""Structured logging shared by every appliance process: JSON for machines, structlog's
+console renderer for people.
 
 Event names are stable identifiers (``broker.ready``, ``query.started``...) that operators
-grep and alert on; human wording goes into fields, never into the event name.
+grep and alert on; human wording goes into fields, never into the event name. Both views
+carry the same events: only the rendering differs (``LogFormat``).
+
+Which view: JSON unless stderr is a terminal (a supervisor, a test, a pipe reads it), or
+whatever ``--log-format`` says. With a log file (``configure(file=...)``) every line also
+goes there as JSON, and the process's file descriptor 2 is pointed at the file, so what
+others write to it (the Spark JVM a process launches, a child's stray output) lands in the
+file and not on the terminal; Python's own ``sys.stderr`` keeps the terminal.
 """
 
 from __future__ import annotations
 
+import enum
+import io
 import logging
+import os
 import re
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import structlog
 
-_configured = False
+
+class LogFormat(enum.Enum):
+    CONSOLE = "console"  # people: one readable line per event
+    JSON = "json"  # machines: one JSON object per line
+
+
+#: The ``--log-format`` choices; ``auto`` = console on a terminal, else JSON.
+LOG_FORMAT_CHOICES = ("auto", *(f.value for f in LogFormat))
+
+
+def choose_format(requested: str | LogFormat | None = None, stream=None) -> LogFormat:
+    """``requested`` as a LogFormat; ``None``/``"auto"``: console when ``stream`` (default
+    stderr) is a terminal."""
+    if isinstance(requested, LogFormat):
+        return requested
+    if requested in (None, "auto"):
+        stream = sys.stderr if stream is None else stream
+        try:
+            return LogFormat.CONSOLE if stream.isatty() else LogFormat.JSON
+        except (AttributeError, ValueError):  # closed or not a real stream
+            return LogFormat.JSON
+    return LogFormat(requested)
+
+
+@dataclass(frozen=True)
+class LogOutput:
+    """How this process logs (``configure``'s result, ``output()``)."""
+
+    format: LogFormat
+    file: Path | None = None  # every line (JSON) and whatever else was written to fd 2
+    terminal: str | None = None  # the terminal's device when fd 2 went to ``file``
+
+
+_output: LogOutput | None = None
 
 
 # Third-party loggers that chatter at INFO (connection set-up, py4j callbacks): operators
@@ -28,6 +73,9 @@ class ForeignEvent:
     pattern: re.Pattern   # searched in the line's text; named groups become float fields
     event: str
     why: str
+    # An expected line the library logs as an error with a traceback: reported at this
+    # level instead, without the traceback (None: as the library logged it).
+    level: str | None = None
 
 
 # A library's line (stdlib logging) has text that changes with every call (object
@@ -40,18 +88,30 @@ FOREIGN_EVENTS = (
                  "kafka-python's I/O thread took longer than its threshold (0.1 s) for one "
                  "step. The library blames a tight loop; here it is a CPU-starved process "
                  "(saturated cores, a steal-heavy VM), and the client's fetches wait meanwhile"),
+    ForeignEvent("root", re.compile(r"^KeyboardInterrupt while sending command\.$"),
+                 "py4j.call_interrupted",
+                 "py4j's note (an error with a traceback, on the root logger) that Ctrl-C "
+                 "interrupted a call into the JVM: what stopping during the start-up does",
+                 level="info"),
 )
 FOREIGN_DEFAULT_EVENT = "library.log"
 
 
-def foreign_event(logger_name: str, text: str) -> tuple[str, dict[str, float]]:
-    """The stable event name of a library's line and the fields taken from its text."""
+def _foreign_rule(logger_name: str, text: str) -> tuple[ForeignEvent | None, re.Match | None]:
     for rule in FOREIGN_EVENTS:
         if logger_name == rule.logger or logger_name.startswith(rule.logger + "."):
             match = rule.pattern.search(text)
             if match:
-                return rule.event, {k: float(v) for k, v in match.groupdict().items()}
-    return FOREIGN_DEFAULT_EVENT, {}
+                return rule, match
+    return None, None
+
+
+def foreign_event(logger_name: str, text: str) -> tuple[str, dict[str, float]]:
+    """The stable event name of a library's line and the fields taken from its text."""
+    rule, match = _foreign_rule(logger_name, text)
+    if rule is None:
+        return FOREIGN_DEFAULT_EVENT, {}
+    return rule.event, {k: float(v) for k, v in match.groupdict().items()}
 
 
 def _stdlib_component(logger, method_name, event_dict):
@@ -61,48 +121,97 @@ def _stdlib_component(logger, method_name, event_dict):
     if record is not None:
         event_dict.setdefault("component", record.name)
         text = str(event_dict.get("event", ""))
-        event, fields = foreign_event(record.name, text)
-        event_dict["event"] = event
+        rule, match = _foreign_rule(record.name, text)
+        event_dict["event"] = rule.event if rule is not None else FOREIGN_DEFAULT_EVENT
         event_dict["message"] = text
-        for key, value in fields.items():
-            event_dict.setdefault(key, value)
+        if rule is not None:
+            for key, value in match.groupdict().items():
+                event_dict.setdefault(key, float(value))
+            if rule.level is not None:  # an expected line
+                event_dict["level"] = rule.level
+                event_dict.pop("exc_info", None)
     return event_dict
 
 
-def configure(level: str = "INFO") -> None:
-    """Send structlog JSON lines to stderr, stdlib logging included. Safe to call twice."""
-    global _configured
-    if _configured:
-        return
-    shared = [
-        structlog.processors.add_log_level,
-        structlog.processors.TimeStamper(fmt="iso", utc=True),
-    ]
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(structlog.stdlib.ProcessorFormatter(
-        foreign_pre_chain=[*shared, _stdlib_component],
-        processors=[
-            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-            structlog.processors.JSONRenderer(),
-        ],
-    ))
+_SHARED = (structlog.processors.add_log_level,
+           structlog.processors.TimeStamper(fmt="iso", utc=True))
+
+
+def _formatter(renderer, *before) -> structlog.stdlib.ProcessorFormatter:
+    return structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[*_SHARED, _stdlib_component],
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *before,
+                    renderer])
+
+
+def _json_formatter() -> structlog.stdlib.ProcessorFormatter:
+    return _formatter(structlog.processors.JSONRenderer(),
+                      structlog.processors.format_exc_info)
+
+
+def _take_fd2(file: Path) -> tuple[io.TextIOWrapper, str | None]:
+    """Open ``file`` for appending and point fd 2 at it; ``sys.stderr`` keeps what fd 2 was
+    (the terminal). Returns the file and the terminal's device name."""
+    file.parent.mkdir(parents=True, exist_ok=True)
+    # Open until the process exits: the JVM and children write to it through fd 2.
+    sink = open(file, "a", buffering=1, encoding="utf-8", errors="backslashreplace")
+    sys.stderr.flush()
+    kept = os.dup(2)
+    try:
+        terminal = os.ttyname(kept)
+    except OSError:
+        terminal = None
+    sys.stderr = os.fdopen(kept, "w", buffering=1, encoding=sys.stderr.encoding or "utf-8",
+                           errors="backslashreplace")
+    os.dup2(sink.fileno(), 2)
+    return sink, terminal
+
+
+def configure(level: str = "INFO", fmt: str | LogFormat | None = None,
+              file: str | os.PathLike | None = None) -> LogOutput:
+    """Log to stderr in ``fmt`` (``choose_format``), stdlib logging included; with
+    ``file``, every line also to that file as JSON, and fd 2 with it (module docstring).
+    Safe to call twice: the first call decides."""
+    global _output
+    if _output is not None:
+        return _output
+    chosen = choose_format(fmt)
+    handlers = []
+    sink = terminal = None
+    if file is not None:
+        sink, terminal = _take_fd2(Path(file))
+        to_file = logging.StreamHandler(sink)
+        to_file.setFormatter(_json_formatter())
+        handlers.append(to_file)
+    to_stderr = logging.StreamHandler(sys.stderr)
+    # Plain tracebacks: the default (rich's, when installed) prints every frame's locals,
+    # which may hold a credential.
+    to_stderr.setFormatter(_json_formatter() if chosen is LogFormat.JSON else _formatter(
+        structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty(),
+                                      exception_formatter=structlog.dev.plain_traceback)))
+    handlers.append(to_stderr)
     root = logging.getLogger()
-    root.handlers = [handler]
+    root.handlers = handlers
     root.setLevel(level)
     for name in QUIET_LIBRARIES:
         logging.getLogger(name).setLevel(logging.WARNING)
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
-            *shared,
-            structlog.processors.format_exc_info,
-            structlog.processors.JSONRenderer(),
+            *_SHARED,
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level)),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.stdlib.LoggerFactory(),
         cache_logger_on_first_use=True,
     )
-    _configured = True
+    _output = LogOutput(chosen, Path(file) if file is not None else None, terminal)
+    return _output
+
+
+def output() -> LogOutput | None:
+    """How this process logs, None before ``configure``."""
+    return _output
 
 
 def get_logger(name: str) -> structlog.typing.FilteringBoundLogger:
@@ -113,3 +222,30 @@ def get_logger(name: str) -> structlog.typing.FilteringBoundLogger:
     ``logger`` is a reserved argument name of ``structlog.get_logger``.
     """
     return structlog.get_logger(component=name)
+
+
+def add_log_options(parser, default_file: str | None) -> None:
+    """``--log-format`` and ``--log-file`` on a command (``appliance run``, ``demo``)."""
+    parser.add_argument("--log-format", choices=LOG_FORMAT_CHOICES, default="auto",
+                        help="console: readable lines; json: one JSON object per line; "
+                             "auto (default): console on a terminal, else json")
+    where = f" (default with console output: {default_file})" if default_file else ""
+    parser.add_argument("--log-file", default=None, metavar="FILE",
+                        help=f"also write every line there: ours as JSON, Spark's and "
+                             f"other processes' as they print them{where}")
+
+
+class LogFileError(ValueError):
+    """The log file cannot be written; ``str()`` is one line naming it."""
+
+
+def configure_from_args(args, default_file: str | None, level: str = "INFO") -> LogOutput:
+    """``configure`` as ``add_log_options``' flags ask: on the console view the log file
+    is the default one unless ``--log-file`` names another."""
+    chosen = choose_format(args.log_format)
+    file = args.log_file or (default_file if chosen is LogFormat.CONSOLE else None)
+    try:
+        return configure(level, chosen, file)
+    except OSError as exc:
+        raise LogFileError(f"--log-file {file}: cannot write it ({exc.strerror or exc}); "
+                           f"name another with --log-file") from None

@@ -37,10 +37,11 @@ def _cmd_publish(args: argparse.Namespace) -> int:
     except UsageError as exc:
         return _fail(2, "publish", str(exc))
     try:
-        count = publish(target, args.prometheus_url)
+        outcome = publish(target, args.prometheus_url)
     except PublishError as exc:
         return _fail(1, "publish", str(exc))
-    print(f"published {count} dashboards to {target.url}")
+    # The last line, read by the deploy's `changed_when`: ": unchanged" or the changes.
+    print(f"published {outcome.dashboards} dashboards to {target.url}: {outcome.summary()}")
     return 0
 
 
@@ -71,8 +72,9 @@ def register(subparsers) -> None:
                                      "or GRAFANA_USER and GRAFANA_PASSWORD.")
     pub.add_argument("--url", default=None, help="Grafana base URL (default: $GRAFANA_URL)")
     pub.add_argument("--prometheus-url", default=None,
-                     help="URL of the datasource if it has to be created "
-                          "(default: the provisioning file's)")
+                     help="the Prometheus the datasource points at: created or updated to "
+                          "it (default: create with the provisioning file's URL, leave an "
+                          "existing datasource as is)")
     pub.set_defaults(func=_cmd_publish)
 
     ren = sub.add_parser("render", help="each dashboard's panels as a PNG from Prometheus")

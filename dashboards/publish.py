@@ -3,9 +3,14 @@
 Uses ``grafana-client``. Credentials come from the environment only, never the command
 line (argv is visible to every user of the host): ``GRAFANA_TOKEN`` (a service-account
 token, the name ``grafana-client``'s own ``from_env`` reads) or ``GRAFANA_USER`` and
-``GRAFANA_PASSWORD`` (basic auth). The folder and the datasource are created when missing
-(an existing datasource is left as its owner configured it); every dashboard is uploaded
-with ``overwrite`` so a second publish replaces the first.
+``GRAFANA_PASSWORD`` (basic auth).
+
+Idempotent, so that a deploy can run it every time and report "changed" only when it
+changed something: the folder is created when missing; the datasource is created when
+missing and, when ``--prometheus-url`` names the Prometheus (the deploy passes its own),
+updated when its URL or settings differ (without it an existing datasource is left as its
+owner configured it); a dashboard is uploaded (with ``overwrite``) only when Grafana's copy
+differs from the committed JSON. The last line says ``unchanged`` or what changed.
 """
 
 from __future__ import annotations
@@ -69,41 +74,94 @@ def datasource_body(prometheus_url: str | None = None) -> dict:
     return body
 
 
+# Fields Grafana sets on a stored dashboard itself: not part of its content.
+_SERVER_FIELDS = ("id", "version", "iteration")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a publish did: the number of dashboards, and what it created or changed."""
+
+    dashboards: int
+    changes: tuple[str, ...]
+
+    def summary(self) -> str:
+        return ", ".join(self.changes) if self.changes else "unchanged"
+
+
 def _missing(exc: GrafanaClientError) -> bool:
     return exc.status_code == 404
 
 
-def _publish(api: GrafanaApi, prometheus_url: str | None, say) -> int:
+def _get(call, *args) -> dict | None:
+    """A GET that answers 404 for "not there"."""
     try:
-        api.folder.get_folder(catalog.FOLDER_UID)
-        say(f"folder {catalog.FOLDER_TITLE!r} (uid {catalog.FOLDER_UID}): exists")
+        return call(*args)
     except GrafanaClientError as exc:
         if not _missing(exc):
             raise
+        return None
+
+
+def _differs(current: dict, wanted: dict) -> bool:
+    """Whether ``current`` (Grafana's copy) lacks or contradicts anything in ``wanted``
+    (fields Grafana adds itself, like ``id`` or extra ``jsonData`` defaults, are fine)."""
+    for key, value in wanted.items():
+        if isinstance(value, dict):
+            if not isinstance(current.get(key), dict) or _differs(current[key], value):
+                return True
+        elif current.get(key) != value:
+            return True
+    return False
+
+
+def _content(model: dict) -> dict:
+    return {k: v for k, v in model.items() if k not in _SERVER_FIELDS}
+
+
+def _publish(api: GrafanaApi, prometheus_url: str | None, say) -> Outcome:
+    changes: list[str] = []
+    folder = f"folder {catalog.FOLDER_TITLE!r} (uid {catalog.FOLDER_UID})"
+    if _get(api.folder.get_folder, catalog.FOLDER_UID) is None:
         api.folder.create_folder(catalog.FOLDER_TITLE, uid=catalog.FOLDER_UID)
-        say(f"folder {catalog.FOLDER_TITLE!r} (uid {catalog.FOLDER_UID}): created")
-    try:
-        api.datasource.get_datasource_by_uid(catalog.DATASOURCE_UID)
-        say(f"datasource uid {catalog.DATASOURCE_UID}: exists, left as is")
-    except GrafanaClientError as exc:
-        if not _missing(exc):
-            raise
-        body = datasource_body(prometheus_url)
+        say(f"{folder}: created")
+        changes.append("folder created")
+    else:
+        say(f"{folder}: exists")
+    source = f"datasource uid {catalog.DATASOURCE_UID}"
+    body = datasource_body(prometheus_url)
+    current = _get(api.datasource.get_datasource_by_uid, catalog.DATASOURCE_UID)
+    if current is None:
         api.datasource.create_datasource(body)
-        say(f"datasource uid {catalog.DATASOURCE_UID}: created ({body['url']})")
+        say(f"{source}: created ({body['url']})")
+        changes.append("datasource created")
+    elif prometheus_url is None:
+        say(f"{source}: exists, left as is (no --prometheus-url)")
+    elif _differs(current, body):
+        api.datasource.update_datasource_by_uid(catalog.DATASOURCE_UID, {**current, **body})
+        say(f"{source}: updated ({current.get('url')} -> {body['url']})")
+        changes.append("datasource updated")
+    else:
+        say(f"{source}: unchanged ({body['url']})")
     boards = catalog.load()
     for board in boards:
-        model = board.model()
-        model.pop("id", None)
+        name = f"dashboard {board.title!r} (uid {board.uid})"
+        model = _content(board.model())
+        stored = _get(api.dashboard.get_dashboard, board.uid)
+        if stored is not None and _content(stored.get("dashboard", {})) == model \
+                and stored.get("meta", {}).get("folderUid") == catalog.FOLDER_UID:
+            say(f"{name}: unchanged")
+            continue
         api.dashboard.update_dashboard({
             "dashboard": model, "folderUid": catalog.FOLDER_UID, "overwrite": True,
             "message": "appliance dashboards publish"})
-        say(f"dashboard {board.title!r} (uid {board.uid}): uploaded")
-    return len(boards)
+        say(f"{name}: {'uploaded' if stored is None else 'updated'}")
+        changes.append(f"dashboard {board.uid} {'uploaded' if stored is None else 'updated'}")
+    return Outcome(len(boards), tuple(changes))
 
 
-def publish(target: Target, prometheus_url: str | None = None, say=print) -> int:
-    """Upload everything; returns the number of dashboards. Raises ``PublishError``."""
+def publish(target: Target, prometheus_url: str | None = None, say=print) -> Outcome:
+    """Upload what differs; returns what was done. Raises ``PublishError``."""
     api = GrafanaApi.from_url(target.url, credential=target.credential, timeout=TIMEOUT_S)
     where = f"Grafana at {target.url}"
     try:

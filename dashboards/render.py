@@ -117,6 +117,9 @@ def _draw(ax, panel: catalog.Panel, data: list[tuple[catalog.Target, list[Series
                 ax.plot([t - start for t in times], values, linewidth=1,
                         label=legend(target.legend, series.labels))
                 drawn += 1
+    for value in panel.lines:  # the panel's threshold lines (the latency target)
+        ax.axhline(value, linestyle="--", linewidth=0.8, color="red",
+                   label=f"threshold {value:g}")
     if drawn:
         ax.legend(fontsize=6, loc="upper left")
         ax.set_xlabel("seconds", fontsize=7)

@@ -42,9 +42,11 @@ def _common(p: argparse.ArgumentParser, d) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from appliance import __version__
     from loadgen.config import LoadConfig as d  # its defaults are the CLI's defaults
 
     parser = argparse.ArgumentParser(prog="loadgen", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"loadgen {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="open-loop load with end-to-end latency accounting")
@@ -58,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dlq-topic", default=d.dlq_topic)
     run.add_argument("--metrics-port", type=int, default=d.metrics_port,
                      help="Prometheus port (0: off)")
+    run.add_argument("--metrics-host", default=d.metrics_host,
+                     help="address the Prometheus endpoint binds to (default: loopback)")
     run.add_argument("--floor-seconds", type=float, default=2.0,
                      help="measure the instrument's floor first for this long (0: skip)")
     run.add_argument("--floor-rate", type=float, default=d.floor_rate,
@@ -101,7 +105,8 @@ def _cmd_run(args: argparse.Namespace):
         args, alert_ratio=args.alert_ratio, bad_ratio=args.bad_ratio,
         events_topic=args.events_topic, alerts_topic=args.alerts_topic,
         dlq_topic=args.dlq_topic, metrics_port=args.metrics_port,
-        floor_seconds=args.floor_seconds, floor_rate=args.floor_rate, floor_ms=args.floor_ms,
+        metrics_host=args.metrics_host, floor_seconds=args.floor_seconds,
+        floor_rate=args.floor_rate, floor_ms=args.floor_ms,
     ))
 
 

@@ -32,6 +32,9 @@ class LoadConfig:
     workers: int = 1
     grace: float = 10.0  # seconds to wait for late answers after the last send
     metrics_port: int = 0  # 0: no Prometheus endpoint
+    # Address of the Prometheus endpoint: loopback unless a Prometheus elsewhere scrapes it
+    # (the deployed one, from the controller's cluster address).
+    metrics_host: str = "127.0.0.1"
     behind_ms: float = 100.0  # an event sent later than this after its time counts as late
     drain_s: float = 1.0  # how long after the schedule's end a behind producer keeps sending
     retry_s: float = 120.0  # how long after the schedule unacknowledged events are re-sent

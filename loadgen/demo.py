@@ -39,8 +39,9 @@ log = logs.get_logger("appliance.demo")
 
 
 def demo_config(trigger: str, checkpoint_dir: str, bootstrap: str | None = None) -> Config:
-    """A fresh-checkpoint config with the example rules and a free metrics port."""
-    kafka = {"bootstrap_servers": bootstrap} if bootstrap else {}
+    """A fresh-checkpoint config with the example rules, and free ports for the embedded
+    broker and the metrics (a demo must not collide with an ``appliance run``)."""
+    kafka = {"bootstrap_servers": bootstrap} if bootstrap else {"embedded_port": 0}
     return Config.model_validate({
         "kafka": kafka,
         # the trigger's shipped default interval (TriggerMode.default_interval)
@@ -102,8 +103,20 @@ def run_demo(seconds: float, rate: float, trigger: str, report: str | None) -> i
     return 0 if result.ok else 1
 
 
+def log_file(report: str | None) -> str:
+    """The demo's full log on a terminal: next to its report."""
+    return str(Path(report).with_suffix(".log")) if report else "reports/demo.log"
+
+
 def _command(args: argparse.Namespace) -> int:
-    logs.configure()
+    try:
+        output = logs.configure_from_args(args, log_file(args.report))
+    except logs.LogFileError as exc:
+        print(f"appliance demo: {exc}", file=sys.stderr)
+        return 2
+    if output.file is not None:
+        print(f"appliance demo: starting (about a minute); full log: {output.file}",
+              file=sys.stderr, flush=True)
     try:
         return run_demo(seconds=args.seconds, rate=args.rate, trigger=args.trigger,
                         report=args.report)
@@ -111,6 +124,9 @@ def _command(args: argparse.Namespace) -> int:
         for line in str(exc).splitlines():
             print(line, file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: run_demo has stopped the appliance on its way out
+        print("appliance demo: interrupted", file=sys.stderr)
+        return 130
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -120,4 +136,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     demo.add_argument("--rate", type=float, default=500.0, help="events per second")
     demo.add_argument("--trigger", choices=TRIGGERS, default=DEFAULT_TRIGGER.name)
     demo.add_argument("--report", default="reports/demo.json", help="JSON report path")
+    logs.add_log_options(demo, log_file("reports/demo.json"))
     demo.set_defaults(func=_command)

@@ -1,20 +1,31 @@
 """Locust: drive the appliance interactively with the same events as ``loadgen run``.
 
     locust -f loadgen/locustfile.py --headless -u 10 -r 5 -t 30s --host 127.0.0.1:9092
+    locust -f loadgen/locustfile.py --host 127.0.0.1:9092      # web UI, 127.0.0.1:8089
 
-``--host`` is the Kafka bootstrap address. Each user sends events (``LOADGEN_USER_RATE``
-per second, default 10; ``LOADGEN_ALERT_RATIO`` of them match an example rule, default
-0.5) and Locust shows two request types:
+``--host`` is the Kafka bootstrap address. Each user sends events at ``--user-rate`` per
+second; ``--alert-ratio`` of them match an example rule and ``--bad-ratio`` are malformed
+(Locust custom arguments: on the command line, in the web UI's form, or from the
+environment as ``LOADGEN_USER_RATE``, ``LOADGEN_ALERT_RATIO``, ``LOADGEN_BAD_RATIO``).
+Locust shows three request types:
 
 * ``kafka`` / ``produce``: time until the broker acknowledged the event;
 * ``alert`` / ``end_to_end``: event time stamp to its alert consumed from the alerts
-  topic, measured by one shared alert consumer per Locust process.
+  topic;
+* ``dead_letter`` / ``end_to_end``: a malformed event's send to its dead letter consumed;
+
+both answers are timed by one shared consumer per Locust process.
+
+A test starts only against a Kafka that answers and has the three topics: otherwise it
+stops at once with one line naming the address and the cause (headless: exit code 1)
+instead of running its users into errors.
 
 Locust paces users closed-loop (``wait_time``), so its tails are indicative only; the
 open-loop numbers free of coordinated omission come from ``loadgen run``. Locust runs on
 gevent: confluent-kafka's calls here never block (``poll(0)``, ``consume(timeout=0)``),
-and two greenlets serve delivery reports and alerts, yielding between polls.
-Topics: ``LOADGEN_EVENTS_TOPIC`` (events), ``LOADGEN_ALERTS_TOPIC`` (alerts).
+and two greenlets serve delivery reports and answers, yielding between polls.
+Topics: ``LOADGEN_EVENTS_TOPIC`` (events), ``LOADGEN_ALERTS_TOPIC`` (alerts),
+``LOADGEN_DLQ_TOPIC`` (events.dlq).
 TLS/SASL: ``LOADGEN_KAFKA_CONFIG`` names a TOML file whose ``[kafka]`` table holds the
 security settings (an ``appliance.toml`` works; ``APPLIANCE_KAFKA_*`` override), as for
 ``loadgen run --kafka-config``; secrets never go on Locust's command line.
@@ -22,17 +33,20 @@ security settings (an ``appliance.toml`` works; ``APPLIANCE_KAFKA_*`` override),
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import os
 import secrets
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import gevent
 from confluent_kafka import Consumer, KafkaException, Producer
 from locust import User, constant_throughput, events, task
+from locust.exception import StopTest
 from locust.runners import MasterRunner
 
 try:
@@ -40,43 +54,110 @@ try:
 except ImportError:  # a checkout that is not pip-installed: Locust only adds loadgen/
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from loadgen.collector import end_offsets  # noqa: E402
 from loadgen.config import APPLIANCE_TOPICS  # noqa: E402
-from loadgen.events import EventFactory  # noqa: E402
-from loadgen.kafka_config import consumer_config, load_security, producer_config  # noqa: E402
+from loadgen.events import BAD_KINDS, EventFactory  # noqa: E402
+from loadgen.kafka_config import (  # noqa: E402
+    KafkaConfigError,
+    consumer_config,
+    load_security,
+    producer_config,
+)
+from loadgen.kafka_ready import KafkaNotReady, answer_offsets  # noqa: E402
 
 EVENTS_TOPIC = os.environ.get("LOADGEN_EVENTS_TOPIC", APPLIANCE_TOPICS.events)
 ALERTS_TOPIC = os.environ.get("LOADGEN_ALERTS_TOPIC", APPLIANCE_TOPICS.alerts)
-USER_RATE = float(os.environ.get("LOADGEN_USER_RATE", "10"))
-ALERT_RATIO = float(os.environ.get("LOADGEN_ALERT_RATIO", "0.5"))
+DLQ_TOPIC = os.environ.get("LOADGEN_DLQ_TOPIC", APPLIANCE_TOPICS.dead_letters)
 IDLE_SLEEP_S = 0.001
+# How long the start-up check waits for Kafka: the whole stop must come within ~10 s.
+PREFLIGHT_TIMEOUT_S = 5.0
+
+# StopTest is how a locustfile stops a test: Locust's own handler logs its message as one
+# line and stops (headless: quits). Raised from the greenlet that starts the test, gevent's
+# hub would print a traceback for it as well.
+_hub = gevent.get_hub()
+_hub.NOT_ERROR = (*_hub.NOT_ERROR, StopTest)
+
+
+@events.init_command_line_parser.add_listener
+def _arguments(parser) -> None:
+    """Custom arguments: shown and settable in the web UI's start form (Locust's own
+    ``add_argument``: an argument group's would leave them out of the UI)."""
+    parser.add_argument("--user-rate", type=float, env_var="LOADGEN_USER_RATE", default=10.0,
+                        help="events per second per user")
+    parser.add_argument("--alert-ratio", type=float, env_var="LOADGEN_ALERT_RATIO",
+                        default=0.5, help="share of events that match an example rule")
+    parser.add_argument("--bad-ratio", type=float, env_var="LOADGEN_BAD_RATIO", default=0.0,
+                        help="share of malformed events (answered by dead letters)")
+    # Services bind to loopback unless told otherwise (Locust's own default is every
+    # interface); --web-host or LOCUST_WEB_HOST still choose.
+    parser.set_defaults(web_host="127.0.0.1")
+
+
+@dataclass(frozen=True)
+class LoadSettings:
+    """The custom arguments of one test, checked before it starts."""
+
+    user_rate: float
+    alert_ratio: float
+    bad_ratio: float
+
+    @classmethod
+    def of(cls, options) -> LoadSettings:
+        settings = cls(float(options.user_rate), float(options.alert_ratio),
+                       float(options.bad_ratio))
+        if not settings.user_rate > 0:
+            raise ValueError(f"--user-rate must be positive (got {settings.user_rate:g})")
+        for name in ("alert_ratio", "bad_ratio"):
+            if not 0 <= getattr(settings, name) <= 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be within [0, 1] "
+                                 f"(got {getattr(settings, name):g})")
+        if settings.alert_ratio + settings.bad_ratio > 1:
+            raise ValueError("--alert-ratio plus --bad-ratio must not exceed 1")
+        return settings
 
 
 class SharedKafka:
-    """One producer and one alert consumer per Locust process, shared by its users."""
+    """One producer and one answer consumer per Locust process and test, shared by its
+    users. Opening it checks that Kafka answers and has the topics (KafkaNotReady)."""
 
-    def __init__(self, environment) -> None:
+    def __init__(self, environment, settings: LoadSettings) -> None:
         bootstrap = environment.host
         if not bootstrap:
-            raise RuntimeError("pass the Kafka bootstrap address as --host")
+            raise KafkaNotReady("pass the Kafka bootstrap address as --host "
+                                "(e.g. --host 127.0.0.1:9092)")
         self.environment = environment
-        self.factory = EventFactory("lc" + secrets.token_hex(4), ALERT_RATIO, 0.0)
+        self.settings = settings
+        self.factory = EventFactory("lc" + secrets.token_hex(4), settings.alert_ratio,
+                                    settings.bad_ratio)
         self.counter = itertools.count()
+        self.bad_sent: dict[int, float] = {}  # index -> send time, until its dead letter
+        try:
+            security = load_security(None)  # from $LOADGEN_KAFKA_CONFIG, if set
+        except KafkaConfigError as exc:
+            raise KafkaNotReady(f"LOADGEN_KAFKA_CONFIG: {exc}") from None
+        errors: list = []  # what librdkafka reports while the check runs
+        self.consumer = Consumer({**consumer_config(bootstrap, security=security),
+                                  "error_cb": errors.append})
+        try:
+            self.consumer.assign(answer_offsets(
+                self.consumer, bootstrap, EVENTS_TOPIC, [ALERTS_TOPIC, DLQ_TOPIC],
+                PREFLIGHT_TIMEOUT_S, errors))
+        except KafkaNotReady:
+            self.consumer.close()
+            raise
         # Every delivery report is a Locust "produce" sample, not only the failures.
-        security = load_security(None)  # from $LOADGEN_KAFKA_CONFIG, if set
         self.producer = Producer({**producer_config(bootstrap, security=security),
                                   "delivery.report.only.error": False})
-        self.consumer = Consumer(consumer_config(bootstrap, security=security))
-        self.consumer.assign(end_offsets(self.consumer, [ALERTS_TOPIC], bootstrap))
-        self.producer.list_topics(EVENTS_TOPIC, timeout=10)
         self.running = True
-        self.greenlets = [gevent.spawn(self._serve_deliveries), gevent.spawn(self._watch_alerts)]
+        self.greenlets = [gevent.spawn(self._serve_deliveries), gevent.spawn(self._watch)]
 
     def send(self) -> None:
         i = next(self.counter)
         payload = self.factory.encode(i, time.time() * 1000.0)
         started = time.perf_counter()
         fire = self.environment.events.request.fire
+        if self.factory.kind(i) in BAD_KINDS:
+            self.bad_sent[i] = time.time() * 1000.0
 
         def on_delivery(err, _msg) -> None:
             fire(request_type="kafka", name="produce",
@@ -96,26 +177,47 @@ class SharedKafka:
             self.producer.poll(0)
             gevent.sleep(IDLE_SLEEP_S)
 
-    def _watch_alerts(self) -> None:
-        fire = self.environment.events.request.fire
-        index_of = self.factory.index_of
+    def _watch(self) -> None:
         while self.running:
             messages = self.consumer.consume(500, 0)
             for message in messages:
-                if message.error() is not None:
-                    continue
-                now_ms = time.time() * 1000.0
-                try:
-                    alert = json.loads(message.value())
-                    ts = float(alert["ts"])
-                except (ValueError, TypeError, KeyError):
-                    continue
-                if index_of(alert.get("alert_id")) is None:
-                    continue  # another run's alert
-                fire(request_type="alert", name="end_to_end", response_time=now_ms - ts,
-                     response_length=len(message.value()), exception=None, context={})
+                if message.error() is None:
+                    self._answer(message)
             if not messages:
                 gevent.sleep(IDLE_SLEEP_S)
+
+    def _answer(self, message) -> None:
+        now_ms = time.time() * 1000.0
+        value = message.value()
+        try:
+            answer = json.loads(value)
+        except (ValueError, TypeError):
+            return
+        if not isinstance(answer, dict):
+            return
+        if message.topic() == DLQ_TOPIC:
+            try:
+                raw = answer["raw"]
+                raw = (base64.b64decode(raw) if answer.get("encoding") == "base64"
+                       else raw.encode("utf-8"))
+            except (KeyError, TypeError, AttributeError, ValueError):
+                return
+            index = self.factory.index_in_raw(raw)
+            sent_ms = self.bad_sent.pop(index, None) if index is not None else None
+            if sent_ms is not None:
+                self._fire("dead_letter", now_ms - sent_ms, len(value))
+            return
+        if self.factory.index_of(answer.get("alert_id")) is None:
+            return  # another run's alert
+        try:
+            self._fire("alert", now_ms - float(answer["ts"]), len(value))
+        except (KeyError, TypeError, ValueError):
+            return
+
+    def _fire(self, request_type: str, response_time: float, length: int) -> None:
+        self.environment.events.request.fire(
+            request_type=request_type, name="end_to_end", response_time=response_time,
+            response_length=length, exception=None, context={})
 
     def close(self) -> None:
         self.running = False
@@ -132,22 +234,44 @@ _shared: dict[str, SharedKafka] = {}
 
 @events.test_start.add_listener
 def _start(environment, **_kwargs) -> None:
-    if isinstance(environment.runner, MasterRunner) or "kafka" in _shared:
+    """Open Kafka for this test; a Kafka that is not ready stops the test at once."""
+    if isinstance(environment.runner, MasterRunner):
         return
-    _shared["kafka"] = SharedKafka(environment)
+    _close()
+    try:
+        settings = LoadSettings.of(environment.parsed_options)
+        _shared["kafka"] = SharedKafka(environment, settings)
+    except (KafkaNotReady, ValueError) as exc:
+        if environment.parsed_options is not None and environment.parsed_options.headless:
+            environment.process_exit_code = 1
+        # Locust logs StopTest's message as one line and stops (headless: quits).
+        raise StopTest(f"loadgen/locustfile.py: {exc}") from None
 
 
-@events.quitting.add_listener
-def _quit(environment, **_kwargs) -> None:
+def _close() -> None:
     shared = _shared.pop("kafka", None)
     if shared is not None:
         shared.close()
 
 
-class KafkaEventsUser(User):
-    """Sends events at ``LOADGEN_USER_RATE`` per second; alerts are timed by SharedKafka."""
+@events.test_stop.add_listener
+def _stop(**_kwargs) -> None:
+    _close()
 
-    wait_time = constant_throughput(USER_RATE)
+
+@events.quitting.add_listener
+def _quit(**_kwargs) -> None:
+    _close()
+
+
+class KafkaEventsUser(User):
+    """Sends events at ``--user-rate`` per second; answers are timed by SharedKafka."""
+
+    def wait_time(self) -> float:
+        return self._pace(self)
+
+    def on_start(self) -> None:
+        self._pace = constant_throughput(_shared["kafka"].settings.user_rate)
 
     @task
     def send_event(self) -> None:

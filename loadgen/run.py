@@ -38,7 +38,7 @@ def run_load(config: LoadConfig) -> Report:
     floor = measure_floor_for(config)
     metrics = RunMetrics()
     if config.metrics_port:
-        metrics.serve(config.metrics_port)
+        metrics.serve(config.metrics_port, config.metrics_host)
     try:
         metrics.target_rate.set(config.rate)
         metrics.set_floor(floor)

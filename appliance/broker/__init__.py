@@ -3,24 +3,33 @@
 Why our own: Apache Kafka is not installable here, and the one Kafka-protocol broker that
 is (Tansu) was measured unfit: its fetch waits out ``fetch.max.wait.ms`` even when data is
 ready, and its high watermark under-reports after multi-record batches. This one speaks
-exactly what the appliance's clients need - Java kafka-clients 3.9 (the Spark connector),
-kafka-python, librdkafka - and puts produce->consume latency first: a waiting fetch is
-woken by the produce itself.
+what the appliance's clients need - Java kafka-clients 3.9 (the Spark connector),
+kafka-python, librdkafka - and what the alerts' downstream consumers and admin tools call
+(consumer groups, committed offsets, configs), and puts produce->consume latency first: a
+waiting fetch is woken by the produce itself.
 
-APIs (advertised versions): Produce 3-9, Fetch 4-12 (topics by name), ListOffsets 1-6,
-Metadata 1-12, OffsetCommit 0-7, OffsetFetch 0-5, FindCoordinator 0-4 (groups only),
+APIs (advertised versions; the full table with what is not served and why is in
+docs/broker.md): Produce 3-9, Fetch 4-12 (topics by name), ListOffsets 1-6, Metadata 1-12,
 ApiVersions 0-3 (unknown versions answered in v0), CreateTopics 0-5, DeleteTopics 0-5,
-InitProducerId 0-4 (idempotent producers; no transactions), CreatePartitions 0-3.
-Group membership (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups,
-ListGroups) is answered with COORDINATOR_NOT_AVAILABLE, never advertised: use assign().
-SaslHandshake 1 and SaslAuthenticate 0-2 serve SASL listeners (PLAIN, SCRAM-SHA-256/512).
+CreatePartitions 0-3, InitProducerId 0-4 (idempotent producers), DeleteRecords 0-2,
+DescribeConfigs 0-4, AlterConfigs 0-2, IncrementalAlterConfigs 0-1, DescribeCluster 0-2;
+consumer groups (the classic protocol): FindCoordinator 0-4, JoinGroup 0-9, SyncGroup 0-5,
+Heartbeat 0-4, LeaveGroup 0-5, OffsetCommit 0-8, OffsetFetch 0-8, DescribeGroups 0-5,
+ListGroups 0-5, DeleteGroups 0-2, OffsetDelete 0; SaslHandshake 1 and SaslAuthenticate 0-2
+serve SASL listeners (PLAIN, SCRAM-SHA-256/512). Transactions are refused at once with
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED (FindCoordinator for a transactional id,
+InitProducerId with one, and the transaction APIs, which are not advertised).
 
-Modules: ``server`` (TCP, ordering), ``apis`` (handlers), ``schemas``/``codec``/``codegen``
-(wire format), ``partition``/``records``/``producer_state`` (the log), ``segments``
-(durability), ``topics``, ``fetch_wait``, ``group_offsets``, ``embedded`` (subprocess
-helper for Python), ``wire_client`` (tiny protocol client), ``cli``; security:
-``listener`` (what each security protocol demands), ``tls``, ``sasl`` (per-connection
-gate), ``scram``, ``credentials`` (the users file), ``users_cli`` (``broker-user add``).
+Modules: ``server`` (TCP, ordering), ``apis`` (log, topic and cluster handlers; dispatch),
+``group_apis`` + ``group_coordinator`` (consumer groups: the wire, and the state machine),
+``consumer_protocol`` (the subscription inside JoinGroup), ``group_offsets`` (committed
+offsets, durable), ``admin_apis`` + ``topic_configs`` (configs, DeleteRecords),
+``schemas``/``codec``/``codegen`` (wire format), ``partition``/``records``/
+``producer_state`` (the log), ``segments`` (durability), ``topics``, ``fetch_wait``,
+``embedded`` (subprocess helper for Python), ``wire_client`` (tiny protocol client), ``cli``;
+security: ``listener`` (what each security protocol demands), ``tls``, ``sasl``
+(per-connection gate), ``scram``, ``credentials`` (the users file), ``users_cli``
+(``broker-user add``).
 """
 
 from __future__ import annotations

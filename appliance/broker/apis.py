@@ -1,7 +1,11 @@
-"""Request handlers: one method per Kafka API, decoded request dict in, response dict out.
+"""Request handlers: one per Kafka API, ``(version, request dict, caller)`` in, response
+dict out. This module holds the log's APIs (produce, fetch, offsets, metadata, topics) and
+the dispatch table; consumer groups are ``group_apis``, configs and DeleteRecords
+``admin_apis``.
 
-Fetch may instead return a future (a long-poll); every other handler answers at once.
-Produce with acks=0 returns None: Kafka sends no response for it.
+Fetch may instead return a future (a long-poll), and so may JoinGroup and SyncGroup (a
+member parked in a rebalance); every other handler answers at once. Produce with acks=0
+returns None: Kafka sends no response for it.
 """
 
 from __future__ import annotations
@@ -10,16 +14,35 @@ import asyncio
 import time
 
 from appliance.broker import errors, schemas
+from appliance.broker.admin_apis import AdminApis
 from appliance.broker.config import BrokerConfig
 from appliance.broker.fetch_wait import FetchWait
+from appliance.broker.group_apis import GroupApis
+from appliance.broker.group_coordinator import Caller, GroupCoordinator
 from appliance.broker.group_offsets import OffsetStore
 from appliance.broker.partition import LEADER_EPOCH
 from appliance.broker.records import BatchError, split_batches
 from appliance.broker.topics import TopicError, TopicRegistry
 
-NO_GROUPS = ("consumer group membership is not supported by this broker; "
-             "use assign() (committing offsets works)")
+# Transactions are refused the way Kafka refuses a transactional id the caller may not use:
+# TRANSACTIONAL_ID_AUTHORIZATION_FAILED is fatal in every client, so a transactional
+# producer fails at once. COORDINATOR_NOT_AVAILABLE would be retried until
+# max.block.ms (60 s in the Java client).
 NO_TRANSACTIONS = "transactions are not supported by this broker"
+TXN_REFUSED = errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+
+
+class CoordinatorType:
+    """FindCoordinator ``key_type``."""
+
+    GROUP = 0
+    TRANSACTION = 1
+
+
+# Without ACLs every cluster operation is allowed: CREATE (5), ALTER (7), DESCRIBE (8),
+# CLUSTER_ACTION (9), DESCRIBE_CONFIGS (10), ALTER_CONFIGS (11), IDEMPOTENT_WRITE (12).
+CLUSTER_AUTHORIZED_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
+NOT_REQUESTED = -2147483648
 
 
 def _now_ms() -> int:
@@ -37,7 +60,10 @@ class Apis:
         # a reused id would mix two producers' sequence numbers.
         self._next_pid = max(registry.max_producer_id() + 1, _now_ms())
         self._pid_epochs: dict[int, int] = {}
-        self.offsets = OffsetStore(config.data_dir)
+        self.offsets = OffsetStore(config.data_dir, fsync=config.flush != "write")
+        self.coordinator = GroupCoordinator(config, self.offsets)
+        groups = GroupApis(self.coordinator, self.offsets, registry)
+        admin = AdminApis(config, registry)
         self.handlers = {
             schemas.PRODUCE.key: self.produce,
             schemas.FETCH.key: self.fetch,
@@ -49,14 +75,25 @@ class Apis:
             schemas.DELETE_TOPICS.key: self.delete_topics,
             schemas.INIT_PRODUCER_ID.key: self.init_producer_id,
             schemas.CREATE_PARTITIONS.key: self.create_partitions,
-            schemas.OFFSET_COMMIT.key: self.offset_commit,
-            schemas.OFFSET_FETCH.key: self.offset_fetch,
-            schemas.DESCRIBE_GROUPS.key: self.describe_groups,
-            schemas.LIST_GROUPS.key: self.list_groups,
-            schemas.JOIN_GROUP.key: self.join_group,
-            schemas.HEARTBEAT.key: self.heartbeat,
-            schemas.LEAVE_GROUP.key: self.leave_group,
-            schemas.SYNC_GROUP.key: self.sync_group,
+            schemas.OFFSET_COMMIT.key: groups.offset_commit,
+            schemas.OFFSET_FETCH.key: groups.offset_fetch,
+            schemas.JOIN_GROUP.key: groups.join_group,
+            schemas.HEARTBEAT.key: groups.heartbeat,
+            schemas.LEAVE_GROUP.key: groups.leave_group,
+            schemas.SYNC_GROUP.key: groups.sync_group,
+            schemas.DESCRIBE_GROUPS.key: groups.describe_groups,
+            schemas.LIST_GROUPS.key: groups.list_groups,
+            schemas.DELETE_GROUPS.key: groups.delete_groups,
+            schemas.OFFSET_DELETE.key: groups.offset_delete,
+            schemas.DESCRIBE_CONFIGS.key: admin.describe_configs,
+            schemas.ALTER_CONFIGS.key: admin.alter_configs,
+            schemas.INCREMENTAL_ALTER_CONFIGS.key: admin.incremental_alter_configs,
+            schemas.DELETE_RECORDS.key: admin.delete_records,
+            schemas.DESCRIBE_CLUSTER.key: self.describe_cluster,
+            schemas.ADD_PARTITIONS_TO_TXN.key: self.add_partitions_to_txn,
+            schemas.ADD_OFFSETS_TO_TXN.key: self.txn_refused,
+            schemas.END_TXN.key: self.txn_refused,
+            schemas.TXN_OFFSET_COMMIT.key: self.txn_offset_commit,
         }
 
     # -- ApiVersions / Metadata ---------------------------------------------------------
@@ -66,7 +103,7 @@ class Apis:
         return [{"api_key": s.key, "min_version": s.min_version, "max_version": s.max_version}
                 for s in schemas.ALL]
 
-    def api_versions(self, version: int, req: dict):
+    def api_versions(self, version: int, req: dict, caller: Caller):
         return {"error_code": errors.NONE, "api_keys": self.api_version_list(),
                 "throttle_time_ms": 0}
 
@@ -81,7 +118,7 @@ class Apis:
                 "is_internal": False,
                 "partitions": [self._partition_meta(i) for i in range(len(topic.partitions))]}
 
-    def metadata(self, version: int, req: dict):
+    def metadata(self, version: int, req: dict, caller: Caller):
         reg = self.registry
         wanted = req["topics"]
         out = []
@@ -111,7 +148,7 @@ class Apis:
 
     # -- Produce ------------------------------------------------------------------------
 
-    def produce(self, version: int, req: dict):
+    def produce(self, version: int, req: dict, caller: Caller):
         acks = req["acks"]
         now = _now_ms()
         touched = []
@@ -203,7 +240,7 @@ class Apis:
         return ({"throttle_time_ms": 0, "error_code": 0, "session_id": 0,
                  "responses": responses}, total, failed)
 
-    def fetch(self, version: int, req: dict):
+    def fetch(self, version: int, req: dict, caller: Caller):
         partitions: list = []
         resp, total, failed = self._fetch_now(req, partitions)
         wait_ms = req["max_wait_ms"]
@@ -215,7 +252,7 @@ class Apis:
 
     # -- ListOffsets --------------------------------------------------------------------
 
-    def list_offsets(self, version: int, req: dict):
+    def list_offsets(self, version: int, req: dict, caller: Caller):
         topics = []
         for t in req["topics"]:
             parts = []
@@ -241,7 +278,7 @@ class Apis:
 
     # -- topic administration -----------------------------------------------------------
 
-    def create_topics(self, version: int, req: dict):
+    def create_topics(self, version: int, req: dict, caller: Caller):
         out = []
         for t in req["topics"]:
             res = {"name": t["name"], "error_code": 0, "error_message": None,
@@ -270,7 +307,7 @@ class Apis:
             out.append(res)
         return {"throttle_time_ms": 0, "topics": out}
 
-    def delete_topics(self, version: int, req: dict):
+    def delete_topics(self, version: int, req: dict, caller: Caller):
         out = []
         for name in req["topic_names"]:
             res = {"name": name, "error_code": 0, "error_message": None}
@@ -282,23 +319,37 @@ class Apis:
             out.append(res)
         return {"throttle_time_ms": 0, "responses": out}
 
-    def create_partitions(self, version: int, req: dict):
+    def create_partitions(self, version: int, req: dict, caller: Caller):
         out = []
         for t in req["topics"]:
             res = {"name": t["name"], "error_code": 0, "error_message": None}
             try:
                 self.registry.add_partitions(t["name"], t["count"], req["validate_only"])
+                if not req["validate_only"]:
+                    self.coordinator.partitions_added(t["name"])
             except TopicError as exc:
                 res.update(error_code=exc.code, error_message=exc.message)
             out.append(res)
         return {"throttle_time_ms": 0, "results": out}
 
-    # -- producers and (absent) groups ---------------------------------------------------
+    # -- cluster ------------------------------------------------------------------------
 
-    def init_producer_id(self, version: int, req: dict):
+    def describe_cluster(self, version: int, req: dict, caller: Caller):
+        """One node: the broker, and (endpoint type 2) the controller too."""
+        node = self.config.node_id
+        return {"throttle_time_ms": 0, "error_code": errors.NONE, "error_message": None,
+                "endpoint_type": req["endpoint_type"], "cluster_id": self.config.cluster_id,
+                "controller_id": node,
+                "brokers": [{"broker_id": node, "host": self.advertised_host,
+                             "port": self.advertised_port, "rack": None, "is_fenced": False}],
+                "cluster_authorized_operations": CLUSTER_AUTHORIZED_OPERATIONS
+                if req["include_cluster_authorized_operations"] else NOT_REQUESTED}
+
+    # -- producers, coordinators, refused transactions -----------------------------------
+
+    def init_producer_id(self, version: int, req: dict, caller: Caller):
         if req["transactional_id"] is not None:
-            return {"throttle_time_ms": 0,
-                    "error_code": errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
+            return {"throttle_time_ms": 0, "error_code": TXN_REFUSED}
         pid, epoch = req["producer_id"], req["producer_epoch"]
         if pid >= 0 and self._pid_epochs.get(pid) == epoch and epoch < 32766:
             self._pid_epochs[pid] = epoch + 1  # epoch bump after a client-side error
@@ -309,83 +360,38 @@ class Apis:
         self._pid_epochs[pid] = 0
         return {"throttle_time_ms": 0, "error_code": 0, "producer_id": pid, "producer_epoch": 0}
 
-    def find_coordinator(self, version: int, req: dict):
-        """Groups (key_type 0) are coordinated here, for offsets; transactions nowhere."""
+    def find_coordinator(self, version: int, req: dict, caller: Caller):
+        """This broker coordinates every group; transactions nowhere (refused at once)."""
         node, host, port = self.config.node_id, self.advertised_host, self.advertised_port
-        if req["key_type"] == 0:
+        key_type = req["key_type"]
+        if key_type == CoordinatorType.GROUP:
             found = {"error_code": 0, "error_message": None, "node_id": node, "host": host,
                      "port": port}
+        elif key_type == CoordinatorType.TRANSACTION:
+            found = {"error_code": TXN_REFUSED, "error_message": NO_TRANSACTIONS,
+                     "node_id": -1, "host": "", "port": -1}
         else:
-            found = {"error_code": errors.COORDINATOR_NOT_AVAILABLE,
-                     "error_message": NO_TRANSACTIONS, "node_id": -1, "host": "", "port": -1}
+            found = {"error_code": errors.INVALID_REQUEST,
+                     "error_message": f"unknown coordinator type {key_type} (0: group)",
+                     "node_id": -1, "host": "", "port": -1}
         keys = req["coordinator_keys"] or []
         return {"throttle_time_ms": 0, **found,
                 "coordinators": [{"key": k, **found} for k in keys]}
 
-    def offset_commit(self, version: int, req: dict):
-        # Only "simple" commits (no group generation) exist here: there are no members.
-        member = req["generation_id"] not in (-1, 0) or req["member_id"]
-        topics = []
-        for t in req["topics"]:
-            topic = self.registry.topics.get(t["name"])
-            parts = []
-            for p in t["partitions"]:
-                index = p["partition_index"]
-                if member:
-                    err = errors.UNKNOWN_MEMBER_ID
-                elif topic is None or not 0 <= index < len(topic.partitions):
-                    err = errors.UNKNOWN_TOPIC_OR_PARTITION
-                else:
-                    err = errors.NONE
-                    self.offsets.commit(req["group_id"], t["name"], index,
-                                        p["committed_offset"], p["committed_leader_epoch"],
-                                        p["committed_metadata"])
-                parts.append({"partition_index": index, "error_code": err})
-            topics.append({"name": t["name"], "partitions": parts})
-        self.offsets.save()
-        return {"throttle_time_ms": 0, "topics": topics}
+    def txn_refused(self, version: int, req: dict, caller: Caller):
+        """AddOffsetsToTxn, EndTxn: never advertised; refused if sent anyway."""
+        return {"throttle_time_ms": 0, "error_code": TXN_REFUSED}
 
-    def offset_fetch(self, version: int, req: dict):
-        group = req["group_id"]
-        wanted = req["topics"]
-        if wanted is None:  # v2+: every partition with a committed offset
-            wanted = [{"name": t, "partition_indexes": parts}
-                      for t, parts in self.offsets.committed_topics(group).items()]
-        topics = []
-        for t in wanted:
-            parts = []
-            for index in t["partition_indexes"]:
-                offset, epoch, metadata = self.offsets.fetch(group, t["name"], index)
-                parts.append({"partition_index": index, "committed_offset": offset,
-                              "committed_leader_epoch": epoch, "metadata": metadata,
-                              "error_code": 0})
-            topics.append({"name": t["name"], "partitions": parts})
-        return {"throttle_time_ms": 0, "error_code": 0, "topics": topics}
+    def add_partitions_to_txn(self, version: int, req: dict, caller: Caller):
+        return {"throttle_time_ms": 0, "results": [
+            {"name": t["name"], "results": [{"partition_index": p,
+                                             "partition_error_code": TXN_REFUSED}
+                                            for p in t["partitions"]]}
+            for t in req["topics"]]}
 
-    # Group membership is out of scope: those operations report "no coordinator".
-
-    # Each membership API answers COORDINATOR_NOT_AVAILABLE with exactly its own response
-    # fields (strict encoding refuses keys another API's schema has).
-    def group_error(self, version: int, req: dict):
-        return {"throttle_time_ms": 0, "error_code": errors.COORDINATOR_NOT_AVAILABLE}
-
-    def join_group(self, version: int, req: dict):
-        return {**self.group_error(version, req), "generation_id": -1, "protocol_name": "",
-                "leader": "", "member_id": "", "members": []}
-
-    def heartbeat(self, version: int, req: dict):
-        return self.group_error(version, req)
-
-    def leave_group(self, version: int, req: dict):
-        return {**self.group_error(version, req), "members": []}
-
-    def sync_group(self, version: int, req: dict):
-        return {**self.group_error(version, req), "assignment": b""}
-
-    def describe_groups(self, version: int, req: dict):
-        return {"throttle_time_ms": 0, "groups": [
-            {"error_code": errors.COORDINATOR_NOT_AVAILABLE, "group_id": g, "group_state": "",
-             "protocol_type": "", "protocol_data": "", "members": []} for g in req["groups"]]}
-
-    def list_groups(self, version: int, req: dict):
-        return {"throttle_time_ms": 0, "error_code": 0, "groups": []}  # truly none exist
+    def txn_offset_commit(self, version: int, req: dict, caller: Caller):
+        return {"throttle_time_ms": 0, "topics": [
+            {"name": t["name"], "partitions": [{"partition_index": p["partition_index"],
+                                                "error_code": TXN_REFUSED}
+                                               for p in t["partitions"]]}
+            for t in req["topics"]]}

@@ -61,6 +61,15 @@ def add_broker_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metrics-port", type=_non_negative, default=None,
                         help="serve Prometheus broker_* metrics on --host:PORT "
                              "(0: any free port, printed as 'broker metrics url=...')")
+    grp = parser.add_argument_group(
+        "consumer groups", "the group coordinator, with Kafka's settings and defaults")
+    grp.add_argument("--group-initial-rebalance-delay-ms", type=_non_negative, default=3000,
+                     help="a new group waits this long for more members before its first "
+                          "rebalance (Kafka's group.initial.rebalance.delay.ms; default 3000)")
+    grp.add_argument("--group-min-session-timeout-ms", type=_non_negative, default=6000,
+                     help="smallest session.timeout.ms a member may ask for (default 6000)")
+    grp.add_argument("--group-max-session-timeout-ms", type=_non_negative, default=1_800_000,
+                     help="largest session.timeout.ms a member may ask for (default 1800000)")
     sec = parser.add_argument_group(
         "security", "TLS and SASL of the listener (files only: secrets never go on the "
                     "command line; see docs/broker.md)")
@@ -87,6 +96,11 @@ def _mechanisms(value: str) -> tuple[str, ...]:
 
 
 def run_from_args(args: argparse.Namespace) -> int:
+    if args.group_min_session_timeout_ms > args.group_max_session_timeout_ms:
+        print(f"broker: --group-min-session-timeout-ms {args.group_min_session_timeout_ms} "
+              f"is above --group-max-session-timeout-ms {args.group_max_session_timeout_ms}",
+              file=sys.stderr)
+        return 2
     options = {"initial_topics": args.topics, "auto_create_topics": args.auto_create_topics,
                "default_partitions": max(args.default_partitions, 1),
                "retention_bytes": args.retention_bytes, "retention_ms": args.retention_ms,
@@ -95,7 +109,10 @@ def run_from_args(args: argparse.Namespace) -> int:
                "security_protocol": args.security_protocol, "ssl_certfile": args.ssl_certfile,
                "ssl_keyfile": args.ssl_keyfile, "ssl_client_ca": args.ssl_client_ca,
                "sasl_users_file": args.sasl_users, "sasl_mechanisms": args.sasl_mechanisms,
-               "failed_auth_close_delay_ms": args.failed_auth_close_delay_ms}
+               "failed_auth_close_delay_ms": args.failed_auth_close_delay_ms,
+               "group_initial_rebalance_delay_ms": args.group_initial_rebalance_delay_ms,
+               "group_min_session_timeout_ms": args.group_min_session_timeout_ms,
+               "group_max_session_timeout_ms": args.group_max_session_timeout_ms}
     if args.max_message_bytes is not None:
         options["max_message_bytes"] = args.max_message_bytes
     return run_broker(args.host, args.port, args.data_dir, metrics_port=args.metrics_port,

@@ -172,7 +172,10 @@ def _dec_struct(src: _Src, ind: int, fields: list[Field], target: str, version: 
         n, lst, item = f"n{d}", f"l{d}", f"e{d}"
         _dec_len(src, ind, n, flexible, wide=True)
         src.add(ind, f"if {n} < 0:")
-        src.add(ind + 1, f"{dest} = None")
+        if t.nullable:
+            src.add(ind + 1, f"{dest} = None")
+        else:  # as Kafka's parser: a null for a non-nullable array is a malformed request
+            src.add(ind + 1, "raise DecodeError('null where an array is required')")
         src.add(ind, "else:")
         src.add(ind + 1, f"if {n} > end - pos: raise DecodeError('array length exceeds message')")
         src.add(ind + 1, f"{lst} = []")

@@ -41,6 +41,12 @@ class BrokerConfig:
     # clients need it: kafka-python drops bytes that arrive together with the close, so
     # an immediate close hid the error answer from it on a busy machine.
     failed_auth_close_delay_ms: int = 100
+    # The group coordinator (group_coordinator.py), with Kafka's defaults and names:
+    # group.min/max.session.timeout.ms bound what a member may ask for, and
+    # group.initial.rebalance.delay.ms lets the members of a new group arrive together.
+    group_min_session_timeout_ms: int = 6_000
+    group_max_session_timeout_ms: int = 1_800_000
+    group_initial_rebalance_delay_ms: int = 3_000
 
 
 def parse_topics(spec: str) -> dict[str, int]:

@@ -2,9 +2,10 @@
 
 The event loop only bumps plain integers (a dict entry per API and error, a bucket count
 per produce/fetch, two byte counters); everything else (summing buckets, reading every
-partition's log end offset, connection count) happens when Prometheus scrapes, on the
-HTTP server's thread. No locks: the loop is the only writer and the scrape copies what it
-reads, so a scrape racing a request may be one request behind, never wrong afterwards.
+partition's log end offset, connection count, every consumer group's members, state and
+committed offsets) happens when Prometheus scrapes, on the HTTP server's thread. No locks:
+the loop is the only writer and the scrape copies what it reads, so a scrape racing a
+request may be one request behind, never wrong afterwards.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
 from appliance.broker import errors, schemas
+from appliance.broker.group_coordinator import GroupState
 
 # Request latency upper bounds, seconds: a produce on loopback takes well under a ms; a
 # long-polled fetch waits up to its max wait (500 ms by default in the Java client).
@@ -137,6 +139,48 @@ class BrokerCollector:
                 start.add_metric(labels, float(part.log_start_offset))
         yield end
         yield start
+        yield from self._groups()
+
+    def _groups(self):
+        """Per consumer group: members, state, generation, rebalances; per partition with a
+        committed offset: that offset and the lag behind the log end (records)."""
+        coordinator = self.server.apis.coordinator
+        offsets = self.server.apis.offsets
+        topics = self.server.registry.topics.copy()
+        members = GaugeMetricFamily("broker_group_members", "members of the consumer group",
+                                    labels=["group"])
+        state = GaugeMetricFamily("broker_group_state",
+                                  "1 for the group's current state, 0 for the others",
+                                  labels=["group", "state"])
+        generation = GaugeMetricFamily("broker_group_generation",
+                                       "the group's generation (one per completed join)",
+                                       labels=["group"])
+        rebalances = CounterMetricFamily("broker_group_rebalances",
+                                         "rebalances completed (the group reached Stable) "
+                                         "since the broker started", labels=["group"])
+        committed = GaugeMetricFamily("broker_group_committed_offset",
+                                      "the group's committed offset (next record to read)",
+                                      labels=["group", "topic", "partition"])
+        lag = GaugeMetricFamily("broker_group_lag",
+                                "records between the committed offset and the log end",
+                                labels=["group", "topic", "partition"])
+        for group in sorted(list(coordinator.groups.values()), key=lambda g: g.group_id):
+            gid = group.group_id
+            members.add_metric([gid], float(len(group.members)))
+            current = group.state
+            for s in GroupState:
+                if s is not GroupState.DEAD:
+                    state.add_metric([gid, s.value], 1.0 if s is current else 0.0)
+            generation.add_metric([gid], float(group.generation))
+            rebalances.add_metric([gid], float(group.rebalances))
+            for key, c in sorted(offsets.committed(gid).items()):
+                labels = [gid, key.topic, str(key.partition)]
+                committed.add_metric(labels, float(c.offset))
+                topic = topics.get(key.topic)
+                if topic is not None and key.partition < len(topic.partitions):
+                    end = topic.partitions[key.partition].high_watermark
+                    lag.add_metric(labels, float(max(end - c.offset, 0)))
+        yield from (members, state, generation, rebalances, committed, lag)
 
 
 def serve(server, host: str, port: int):

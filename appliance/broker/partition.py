@@ -112,9 +112,12 @@ class PartitionLog:
                                                 header.last_offset_delta), base)
 
     def recovered_log_start(self, offset: int) -> None:
-        """Recovery: everything below the checkpointed log start stays expired."""
+        """Recovery: everything below the checkpointed log start stays expired (it may lie
+        inside a batch: DeleteRecords moves it to any offset)."""
         if offset > self.high_watermark:  # every batch had expired and its file was gone
             self.log_start_offset = self.high_watermark = offset
+        elif offset > self.log_start_offset:
+            self.log_start_offset = offset
 
     # -- read path ----------------------------------------------------------------------
 
@@ -174,13 +177,37 @@ class PartitionLog:
             self._head += 1
             dropped += 1
         if dropped:
-            self.log_start_offset = (self._bases[self._head] if self._head < n
-                                     else self.high_watermark)
+            self.log_start_offset = max(self.log_start_offset,
+                                        self._bases[self._head] if self._head < n
+                                        else self.high_watermark)
             if self.segments is not None:
                 self.segments.drop_before(self.log_start_offset)
             if self._head > 1024 and self._head * 2 > n:
                 self._compact()
         return dropped
+
+    def delete_records(self, offset: int) -> int:
+        """DeleteRecords: records below ``offset`` are gone; returns the new log start.
+
+        The log start may fall inside a batch: that batch stays (batches are never cut)
+        but nothing below the log start is served again. Whole batches below it go.
+        """
+        if offset <= self.log_start_offset:
+            return self.log_start_offset
+        self.log_start_offset = offset
+        n = len(self._batches)
+        while self._head < n:
+            following = self._bases[self._head + 1] if self._head + 1 < n else (
+                self.high_watermark)
+            if following > offset:
+                break
+            self._batches[self._head] = b""
+            self._head += 1
+        if self.segments is not None:
+            self.segments.drop_before(offset)
+        if self._head > 1024 and self._head * 2 > n:
+            self._compact()
+        return offset
 
     def _compact(self) -> None:
         h = self._head

@@ -1,8 +1,10 @@
 """Message schemas of the Kafka APIs this broker speaks, and the versions it advertises.
 
-Field layouts follow the public Kafka protocol message definitions. Only the versions in
-``min_version..max_version`` are advertised; Fetch stops at v12 so clients address topics
-by name, and Produce starts at v3 so every batch is a magic v2 record batch.
+Field layouts follow the public Kafka protocol message definitions, one row per field with
+the versions it exists in. ``ALL`` is what ApiVersions advertises, ``min_version..
+max_version`` each; ``BY_KEY`` is everything the broker decodes, which adds the transaction
+APIs it refuses without advertising them. Fetch stops at v12 so clients address topics by
+name, and Produce starts at v3 so every batch is a magic v2 record batch.
 """
 
 from __future__ import annotations
@@ -321,14 +323,14 @@ def response_header_flexible(api_key: int, api_version: int) -> bool:
     return request_header_flexible(api_key, api_version)
 
 
-# -- consumer-group APIs --------------------------------------------------------------------
-# OffsetCommit/OffsetFetch are served (this broker coordinates offsets for assign()).
-# Membership APIs are never advertised; clients that skip version negotiation still get a
-# well-formed COORDINATOR_NOT_AVAILABLE instead of a dropped connection. Only classic
-# (non-flexible) versions; request bodies are decoded as far as responses echo them.
+# -- consumer groups ------------------------------------------------------------------------
+# The classic group protocol (JoinGroup/SyncGroup/Heartbeat/LeaveGroup) and the committed
+# offsets; ``group_apis`` serves them. Versions stop before the ones that only carry the
+# KIP-848 consumer protocol (member epochs: OffsetCommit 9, OffsetFetch 9) or change what
+# an unknown group answers (DescribeGroups 6).
 
 OFFSET_COMMIT = Schema(
-    8, "OffsetCommit", 0, 7, 8,
+    8, "OffsetCommit", 0, 8, 8,
     request=[
         F("group_id", "string"),
         F("generation_id", "int32", 1, default=-1),
@@ -358,14 +360,21 @@ OFFSET_COMMIT = Schema(
     ],
 )
 
+_OFFSET_FETCH_TOPICS = Array([
+    F("name", "string"),
+    F("partition_indexes", Array("int32")),
+], nullable=True)
+
 OFFSET_FETCH = Schema(
-    9, "OffsetFetch", 0, 5, 6,
+    9, "OffsetFetch", 0, 8, 6,
     request=[
-        F("group_id", "string"),
-        F("topics", Array([
-            F("name", "string"),
-            F("partition_indexes", Array("int32")),
-        ], nullable=True)),
+        F("group_id", "string", 0, 7),
+        F("topics", _OFFSET_FETCH_TOPICS, 0, 7),
+        F("groups", Array([
+            F("group_id", "string"),
+            F("topics", _OFFSET_FETCH_TOPICS),
+        ]), 8),
+        F("require_stable", "bool", 7, default=False),
     ],
     response=[
         F("throttle_time_ms", "int32", 3),
@@ -378,20 +387,48 @@ OFFSET_FETCH = Schema(
                 F("metadata", "nstring"),
                 F("error_code", "int16"),
             ])),
-        ])),
-        F("error_code", "int16", 2),
+        ]), 0, 7),
+        F("error_code", "int16", 2, 7, default=0),
+        F("groups", Array([
+            F("group_id", "string"),
+            F("topics", Array([
+                F("name", "string"),
+                F("partitions", Array([
+                    F("partition_index", "int32"),
+                    F("committed_offset", "int64", default=-1),
+                    F("committed_leader_epoch", "int32", default=-1),
+                    F("metadata", "nstring"),
+                    F("error_code", "int16"),
+                ])),
+            ])),
+            F("error_code", "int16", default=0),
+        ]), 8),
     ],
 )
 
 JOIN_GROUP = Schema(
-    11, "JoinGroup", 0, 5, 6,
-    request=[],
+    11, "JoinGroup", 0, 9, 6,
+    request=[
+        F("group_id", "string"),
+        F("session_timeout_ms", "int32"),
+        F("rebalance_timeout_ms", "int32", 1, default=-1),
+        F("member_id", "string"),
+        F("group_instance_id", "nstring", 5),
+        F("protocol_type", "string"),
+        F("protocols", Array([
+            F("name", "string"),
+            F("metadata", "bytes"),
+        ])),
+        F("reason", "nstring", 8),
+    ],
     response=[
         F("throttle_time_ms", "int32", 2),
         F("error_code", "int16"),
         F("generation_id", "int32", default=-1),
-        F("protocol_name", "string"),
+        F("protocol_type", "nstring", 7),  # null: not yet chosen
+        F("protocol_name", "nstring"),  # nullable from v7; "" before
         F("leader", "string"),
+        F("skip_assignment", "bool", 9, default=False),
         F("member_id", "string"),
         F("members", Array([
             F("member_id", "string"),
@@ -401,21 +438,71 @@ JOIN_GROUP = Schema(
     ],
 )
 
-HEARTBEAT = Schema(12, "Heartbeat", 0, 3, 4, request=[], response=[
-    F("throttle_time_ms", "int32", 1), F("error_code", "int16")])
+HEARTBEAT = Schema(
+    12, "Heartbeat", 0, 4, 4,
+    request=[
+        F("group_id", "string"),
+        F("generation_id", "int32"),
+        F("member_id", "string"),
+        F("group_instance_id", "nstring", 3),
+    ],
+    response=[
+        F("throttle_time_ms", "int32", 1),
+        F("error_code", "int16"),
+    ],
+)
 
-LEAVE_GROUP = Schema(13, "LeaveGroup", 0, 3, 4, request=[], response=[
-    F("throttle_time_ms", "int32", 1), F("error_code", "int16"),
-    F("members", Array([F("member_id", "string"), F("group_instance_id", "nstring"),
-                        F("error_code", "int16")]), 3)])
+LEAVE_GROUP = Schema(
+    13, "LeaveGroup", 0, 5, 4,
+    request=[
+        F("group_id", "string"),
+        F("member_id", "string", 0, 2),
+        F("members", Array([
+            F("member_id", "string"),
+            F("group_instance_id", "nstring"),
+            F("reason", "nstring", 5),
+        ]), 3),
+    ],
+    response=[
+        F("throttle_time_ms", "int32", 1),
+        F("error_code", "int16"),
+        F("members", Array([
+            F("member_id", "string"),
+            F("group_instance_id", "nstring"),
+            F("error_code", "int16"),
+        ]), 3),
+    ],
+)
 
-SYNC_GROUP = Schema(14, "SyncGroup", 0, 3, 4, request=[], response=[
-    F("throttle_time_ms", "int32", 1), F("error_code", "int16"),
-    F("assignment", "bytes", default=b"")])
+SYNC_GROUP = Schema(
+    14, "SyncGroup", 0, 5, 4,
+    request=[
+        F("group_id", "string"),
+        F("generation_id", "int32"),
+        F("member_id", "string"),
+        F("group_instance_id", "nstring", 3),
+        F("protocol_type", "nstring", 5),
+        F("protocol_name", "nstring", 5),
+        F("assignments", Array([
+            F("member_id", "string"),
+            F("assignment", "bytes"),
+        ])),
+    ],
+    response=[
+        F("throttle_time_ms", "int32", 1),
+        F("error_code", "int16"),
+        F("protocol_type", "nstring", 5),
+        F("protocol_name", "nstring", 5),
+        F("assignment", "bytes", default=b""),
+    ],
+)
 
 DESCRIBE_GROUPS = Schema(
-    15, "DescribeGroups", 0, 4, 5,
-    request=[F("groups", Array("string"))],
+    15, "DescribeGroups", 0, 5, 5,
+    request=[
+        F("groups", Array("string")),
+        F("include_authorized_operations", "bool", 3, default=False),
+    ],
     response=[
         F("throttle_time_ms", "int32", 1),
         F("groups", Array([
@@ -437,14 +524,298 @@ DESCRIBE_GROUPS = Schema(
     ],
 )
 
-LIST_GROUPS = Schema(16, "ListGroups", 0, 2, 3, request=[], response=[
-    F("throttle_time_ms", "int32", 1), F("error_code", "int16"),
-    F("groups", Array([F("group_id", "string"), F("protocol_type", "string")]))])
+LIST_GROUPS = Schema(
+    16, "ListGroups", 0, 5, 3,
+    request=[
+        F("states_filter", Array("string"), 4),
+        F("types_filter", Array("string"), 5),
+    ],
+    response=[
+        F("throttle_time_ms", "int32", 1),
+        F("error_code", "int16"),
+        F("groups", Array([
+            F("group_id", "string"),
+            F("protocol_type", "string"),
+            F("group_state", "string", 4),
+            F("group_type", "string", 5),
+        ])),
+    ],
+)
 
-# Offsets are served (assign() + commit works); group membership is not.
-ALL.extend([OFFSET_COMMIT, OFFSET_FETCH])
-GROUP_APIS = [JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS]
-BY_KEY.update({s.key: s for s in [OFFSET_COMMIT, OFFSET_FETCH, *GROUP_APIS]})
+DELETE_GROUPS = Schema(
+    42, "DeleteGroups", 0, 2, 2,
+    request=[
+        F("groups_names", Array("string")),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("results", Array([
+            F("group_id", "string"),
+            F("error_code", "int16"),
+        ])),
+    ],
+)
+
+OFFSET_DELETE = Schema(
+    47, "OffsetDelete", 0, 0, 1,
+    request=[
+        F("group_id", "string"),
+        F("topics", Array([
+            F("name", "string"),
+            F("partitions", Array([
+                F("partition_index", "int32"),
+            ])),
+        ])),
+    ],
+    response=[
+        F("error_code", "int16"),
+        F("throttle_time_ms", "int32"),
+        F("topics", Array([
+            F("name", "string"),
+            F("partitions", Array([
+                F("partition_index", "int32"),
+                F("error_code", "int16"),
+            ])),
+        ])),
+    ],
+)
+
+GROUP_APIS = [OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP,
+              DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE]
+
+
+# -- administration -------------------------------------------------------------------------
+# What kafka-configs, kafka-ui, AKHQ and the admin clients call besides topic creation.
+
+_CONFIG_RESULT = [
+    F("error_code", "int16"),
+    F("error_message", "nstring"),
+    F("resource_type", "int8"),
+    F("resource_name", "string"),
+]
+
+DELETE_RECORDS = Schema(
+    21, "DeleteRecords", 0, 2, 2,
+    request=[
+        F("topics", Array([
+            F("name", "string"),
+            F("partitions", Array([
+                F("partition_index", "int32"),
+                F("offset", "int64"),
+            ])),
+        ])),
+        F("timeout_ms", "int32"),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("topics", Array([
+            F("name", "string"),
+            F("partitions", Array([
+                F("partition_index", "int32"),
+                F("low_watermark", "int64", default=-1),
+                F("error_code", "int16"),
+            ])),
+        ])),
+    ],
+)
+
+DESCRIBE_CONFIGS = Schema(
+    32, "DescribeConfigs", 0, 4, 4,
+    request=[
+        F("resources", Array([
+            F("resource_type", "int8"),
+            F("resource_name", "string"),
+            F("configuration_keys", Array("string", nullable=True)),
+        ])),
+        F("include_synonyms", "bool", 1, default=False),
+        F("include_documentation", "bool", 3, default=False),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("results", Array([
+            F("error_code", "int16"),
+            F("error_message", "nstring"),
+            F("resource_type", "int8"),
+            F("resource_name", "string"),
+            F("configs", Array([
+                F("name", "string"),
+                F("value", "nstring"),
+                F("read_only", "bool"),
+                F("config_source", "int8", 1, default=-1),
+                F("is_default", "bool", 0, 0, default=False),
+                F("is_sensitive", "bool"),
+                F("synonyms", Array([
+                    F("name", "string"),
+                    F("value", "nstring"),
+                    F("source", "int8"),
+                ]), 1),
+                F("config_type", "int8", 3, default=0),
+                F("documentation", "nstring", 3),
+            ])),
+        ])),
+    ],
+)
+
+ALTER_CONFIGS = Schema(
+    33, "AlterConfigs", 0, 2, 2,
+    request=[
+        F("resources", Array([
+            F("resource_type", "int8"),
+            F("resource_name", "string"),
+            F("configs", Array([
+                F("name", "string"),
+                F("value", "nstring"),
+            ])),
+        ])),
+        F("validate_only", "bool"),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("responses", Array(_CONFIG_RESULT)),
+    ],
+)
+
+INCREMENTAL_ALTER_CONFIGS = Schema(
+    44, "IncrementalAlterConfigs", 0, 1, 1,
+    request=[
+        F("resources", Array([
+            F("resource_type", "int8"),
+            F("resource_name", "string"),
+            F("configs", Array([
+                F("name", "string"),
+                F("config_operation", "int8"),
+                F("value", "nstring"),
+            ])),
+        ])),
+        F("validate_only", "bool"),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("responses", Array(_CONFIG_RESULT)),
+    ],
+)
+
+DESCRIBE_CLUSTER = Schema(
+    60, "DescribeCluster", 0, 2, 0,
+    request=[
+        F("include_cluster_authorized_operations", "bool"),
+        F("endpoint_type", "int8", 1, default=1),
+        F("include_fenced_brokers", "bool", 2, default=False),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("error_code", "int16"),
+        F("error_message", "nstring"),
+        F("endpoint_type", "int8", 1, default=1),
+        F("cluster_id", "string"),
+        F("controller_id", "int32", default=-1),
+        F("brokers", Array([
+            F("broker_id", "int32"),
+            F("host", "string"),
+            F("port", "int32"),
+            F("rack", "nstring"),
+            F("is_fenced", "bool", 2, default=False),
+        ])),
+        F("cluster_authorized_operations", "int32", default=-2147483648),
+    ],
+)
+
+ADMIN_APIS = [DELETE_RECORDS, DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS,
+              DESCRIBE_CLUSTER]
+
+ALL.extend(GROUP_APIS + ADMIN_APIS)
+BY_KEY.update({s.key: s for s in GROUP_APIS + ADMIN_APIS})
+
+
+# -- transactions: served, never advertised -------------------------------------------------
+# This broker coordinates no transactions. Clients that negotiate never send these (their
+# transactional producer already stops at FindCoordinator or InitProducerId); one that
+# sends them anyway gets the refusal at once instead of a closed connection.
+
+_TXN_TOPIC = [F("name", "string"), F("partitions", Array("int32"))]
+
+ADD_PARTITIONS_TO_TXN = Schema(
+    24, "AddPartitionsToTxn", 0, 3, 3,
+    request=[
+        F("transactional_id", "string"),
+        F("producer_id", "int64"),
+        F("producer_epoch", "int16"),
+        F("topics", Array(_TXN_TOPIC)),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("results", Array([
+            F("name", "string"),
+            F("results", Array([
+                F("partition_index", "int32"),
+                F("partition_error_code", "int16"),
+            ])),
+        ])),
+    ],
+)
+
+ADD_OFFSETS_TO_TXN = Schema(
+    25, "AddOffsetsToTxn", 0, 3, 3,
+    request=[
+        F("transactional_id", "string"),
+        F("producer_id", "int64"),
+        F("producer_epoch", "int16"),
+        F("group_id", "string"),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("error_code", "int16"),
+    ],
+)
+
+END_TXN = Schema(
+    26, "EndTxn", 0, 3, 3,
+    request=[
+        F("transactional_id", "string"),
+        F("producer_id", "int64"),
+        F("producer_epoch", "int16"),
+        F("committed", "bool"),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("error_code", "int16"),
+    ],
+)
+
+TXN_OFFSET_COMMIT = Schema(
+    28, "TxnOffsetCommit", 0, 3, 3,
+    request=[
+        F("transactional_id", "string"),
+        F("group_id", "string"),
+        F("producer_id", "int64"),
+        F("producer_epoch", "int16"),
+        F("generation_id", "int32", 3, default=-1),
+        F("member_id", "string", 3, default=""),
+        F("group_instance_id", "nstring", 3),
+        F("topics", Array([
+            F("name", "string"),
+            F("partitions", Array([
+                F("partition_index", "int32"),
+                F("committed_offset", "int64"),
+                F("committed_leader_epoch", "int32", 2, default=-1),
+                F("committed_metadata", "nstring"),
+            ])),
+        ])),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("topics", Array([
+            F("name", "string"),
+            F("partitions", Array([
+                F("partition_index", "int32"),
+                F("error_code", "int16"),
+            ])),
+        ])),
+    ],
+)
+
+TRANSACTION_APIS = [ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT]
+BY_KEY.update({s.key: s for s in TRANSACTION_APIS})
 
 
 # -- SASL -----------------------------------------------------------------------------------

@@ -188,8 +188,10 @@ class Storage:
                                    "partitions": partitions, "configs": configs}))
         os.replace(tmp, d / "topic.json")
 
-    def open_partition(self, topic: str, index: int) -> PartitionSegments:
-        segs = PartitionSegments(self.root / topic / str(index), self.config.segment_bytes)
+    def open_partition(self, topic: str, index: int,
+                       segment_bytes: int | None = None) -> PartitionSegments:
+        segs = PartitionSegments(self.root / topic / str(index),
+                                 segment_bytes or self.config.segment_bytes)
         self._partitions.append(segs)
         return segs
 

@@ -20,6 +20,7 @@ from appliance.broker.apis import Apis
 from appliance.broker.codec import DecodeError, Reader, Schema, Writer
 from appliance.broker.codegen import decode_struct, encode_struct, strict_from_env
 from appliance.broker.config import BrokerConfig
+from appliance.broker.group_coordinator import Caller
 from appliance.broker.metrics import BrokerMetrics
 from appliance.broker.segments import Storage
 from appliance.broker.topics import TopicRegistry
@@ -98,6 +99,7 @@ class BrokerServer:
             await self._server.wait_closed()
         if self.storage is not None:
             self.storage.close()
+        self.apis.offsets.close()
 
 
 class Connection(asyncio.Protocol):
@@ -111,6 +113,9 @@ class Connection(asyncio.Protocol):
         self.pending: deque[PendingResponse] = deque()
         self.strict = server.strict_encoding
         self.peer = None
+        # who sends on this connection: rebuilt only when the header's client id changes
+        self._client_id_raw = b""
+        self._caller = Caller("", "")
         self.closed = False
         self.closing = False  # answered an auth failure: close once the answer is sent
         # SASL listeners: nothing but the handshake until authenticated (sasl.py)
@@ -131,6 +136,7 @@ class Connection(asyncio.Protocol):
             except OSError:
                 pass
         self.peer = transport.get_extra_info("peername")
+        self._caller = Caller("", str(self.peer[0]) if self.peer else "")
         self.server.connections.add(self)
         if self.server.metrics is not None:
             self.server.metrics.connections_opened += 1
@@ -274,8 +280,7 @@ class Connection(asyncio.Protocol):
         r = Reader(frame, _HEADER.size)
         try:
             n = r.int16()
-            if n > 0:
-                r.raw(n)
+            client_id = r.raw(n) if n > 0 else b""
             if flexible:
                 r.skip_tagged()
             req = decode_struct(schema.request, r, version, flexible, schema.name + "Request")
@@ -289,8 +294,12 @@ class Connection(asyncio.Protocol):
             self._respond(schemas.response_header_flexible(api_key, version), corr, schema,
                           version, self._sasl_step(api_key, version, req))
             return
+        if client_id != self._client_id_raw:
+            self._client_id_raw = bytes(client_id)
+            self._caller = Caller(str(self._client_id_raw, "utf-8", "replace"),
+                                  self._caller.host)
         try:
-            result = self.apis.handlers[api_key](version, req)
+            result = self.apis.handlers[api_key](version, req, self._caller)
         except Exception as exc:
             log.exception("broker.handler_failed", api=schema.name, api_version=version)
             self.close("handler failed", error=repr(exc))

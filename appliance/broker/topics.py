@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from appliance.broker import errors
+from appliance.broker import errors, topic_configs
 from appliance.broker.codec import new_uuid
 from appliance.broker.config import BrokerConfig
 from appliance.broker.partition import PartitionLog
@@ -17,7 +17,6 @@ from appliance.logs import get_logger
 log = get_logger("appliance.broker")
 
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
-KNOWN_CONFIGS = ("retention.ms", "retention.bytes", "max.message.bytes")
 
 
 class TopicError(Exception):
@@ -39,6 +38,7 @@ class TopicLimits(NamedTuple):
     retention_bytes: int | None  # None: unlimited
     retention_ms: int | None  # None: unlimited
     max_message_bytes: int
+    segment_bytes: int
 
 
 def validate_name(name: str) -> None:
@@ -48,19 +48,10 @@ def validate_name(name: str) -> None:
 
 
 def validate_configs(configs: dict[str, str | None]) -> dict[str, str]:
-    out = {}
-    for key, value in configs.items():
-        if key in KNOWN_CONFIGS:
-            try:
-                if value is None or int(value) < -1:
-                    raise ValueError
-            except ValueError:
-                raise TopicError(errors.INVALID_CONFIG,
-                                 f"config {key} must be an integer >= -1") from None
-            out[key] = value
-        elif value is not None:
-            out[key] = value  # accepted and echoed, without effect on this broker
-    return out
+    try:
+        return topic_configs.validate(configs)
+    except topic_configs.ConfigError as exc:
+        raise TopicError(errors.INVALID_CONFIG, str(exc)) from None
 
 
 class TopicRegistry:
@@ -74,15 +65,21 @@ class TopicRegistry:
         if self.storage is None:
             return
         for found in self.storage.recover():
-            topic = Topic(found.name, found.topic_id, configs=found.configs)
+            configs, ignored = topic_configs.stored(found.configs)
+            if ignored:  # written by an older broker, which stored any name without effect
+                log.warning("broker.topic_configs_ignored", topic=found.name,
+                            configs=sorted(ignored))
+            topic = Topic(found.name, found.topic_id, configs=configs)
             batches = 0
             for recovered in found.partitions:
                 part = PartitionLog(topic.name, recovered.index, recovered.segments)
                 for b in recovered.segments.recover():
+                    end = b.base_offset + b.header.last_offset_delta
                     part.load(b.batch, b.header, b.base_offset, b.written_ms,
-                              expired=b.base_offset < recovered.log_start)
+                              expired=end < recovered.log_start)
                     batches += 1
                 part.recovered_log_start(recovered.log_start)
+                recovered.segments.segment_bytes = self.limits(topic).segment_bytes
                 topic.partitions.append(part)
             self.topics[topic.name] = topic
             log.info("broker.topic_recovered", topic=topic.name,
@@ -109,7 +106,8 @@ class TopicRegistry:
 
     def _grow(self, topic: Topic, count: int) -> None:
         for index in range(len(topic.partitions), count):
-            segs = (self.storage.open_partition(topic.name, index)
+            segs = (self.storage.open_partition(topic.name, index,
+                                                self.limits(topic).segment_bytes)
                     if self.storage is not None else None)
             topic.partitions.append(PartitionLog(topic.name, index, segs))
         if self.storage is not None:
@@ -126,6 +124,25 @@ class TopicRegistry:
                              f"new count {count} must be larger (max 10000)")
         if not validate_only:
             self._grow(topic, count)
+
+    def alter_configs(self, name: str, configs: dict[str, str | None],
+                      validate_only: bool = False) -> None:
+        """Replace a topic's configs (validated as a whole); in force at once."""
+        topic = self.topics.get(name)
+        if topic is None:
+            raise TopicError(errors.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}")
+        checked = validate_configs(configs)
+        if validate_only:
+            return
+        topic.configs = checked
+        segment_bytes = self.limits(topic).segment_bytes
+        for p in topic.partitions:
+            if p.segments is not None:
+                p.segments.segment_bytes = segment_bytes
+        if self.storage is not None:
+            self.storage.save_topic(topic.name, topic.topic_id, len(topic.partitions),
+                                    topic.configs)
+        log.info("broker.topic_configs_altered", topic=name, configs=checked)
 
     def delete(self, name: str) -> None:
         topic = self.topics.pop(name, None)
@@ -161,11 +178,12 @@ class TopicRegistry:
             if v is None:
                 return default
             n = int(v)
-            return None if n < 0 and key != "max.message.bytes" else n
+            return None if n < 0 and key.startswith("retention.") else n
 
         return TopicLimits(_get("retention.bytes", c.retention_bytes),
                            _get("retention.ms", c.retention_ms),
-                           _get("max.message.bytes", c.max_message_bytes))
+                           _get("max.message.bytes", c.max_message_bytes),
+                           _get("segment.bytes", c.segment_bytes))
 
     def enforce_retention(self) -> int:
         now = int(time.time() * 1000)

@@ -3,7 +3,8 @@
 Continuous mode reports no per-batch progress, so instead of Spark's progress events we
 use two sources that always exist: the query's checkpoint (the offsets it has committed,
 ``<checkpoint>/commits`` + ``<checkpoint>/offsets``) and Kafka's end offsets of the input,
-alert and dead-letter topics. Counters are "since this process started".
+alert and dead-letter topics. Counters are "since this process started". The lag in time
+(``appliance_consumer_lag_seconds``, the age of the next unread record) is ``lag_age``'s.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from kafka import KafkaConsumer
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+from appliance.observability.lag_age import NextRecordTimes, lag_ages
 from appliance.query.checkpoint import batch_ids
 from appliance.topics import end_offsets, offsets_consumer
 
@@ -72,6 +74,8 @@ class Snapshot:
     alerts_written: int = 0
     dead_letters_written: int = 0
     lag: dict[tuple[str, int], int] = field(default_factory=dict)
+    # Age of the next unread record per partition (lag_age.py); 0 when caught up.
+    lag_seconds: dict[tuple[str, int], float] = field(default_factory=dict)
     committed: dict[tuple[str, int], int] = field(default_factory=dict)
     # Seconds since the query last made progress (batch or epoch); None before the first.
     progress_age_s: float | None = None
@@ -136,6 +140,10 @@ class ApplianceCollector:
         for name, text, values in (
                 ("appliance_consumer_lag",
                  "Kafka end offset minus the query's committed offset", snap.lag),
+                ("appliance_consumer_lag_seconds",
+                 "age of the oldest unread event: now minus the Kafka timestamp of the "
+                 "record at the query's committed offset; 0 when caught up",
+                 snap.lag_seconds),
                 ("appliance_committed_offset",
                  "next offset the query will read after a restart", snap.committed)):
             gauge = GaugeMetricFamily(name, text, labels=["topic", "partition"])
@@ -161,6 +169,7 @@ class MetricsPoller:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._consumer: KafkaConsumer | None = None
+        self._next_times = NextRecordTimes(client_config)
         self._baseline: dict[str, int] | None = None
         self.last_progress = last_progress
 
@@ -190,6 +199,8 @@ class MetricsPoller:
                                      - self._baseline[self.topics.dead_letters]),
             lag={(self.topics.events, p): max(0, end - committed.get(p, 0))
                  for p, end in events_ends.items()},
+            lag_seconds=lag_ages(events_ends, committed, self.topics.events,
+                                 self._next_times),
             committed={(self.topics.events, p): off for p, off in committed.items()},
             progress_age_s=max(0.0, time.time() - max(progress)) if progress else None,
         )
@@ -212,3 +223,4 @@ class MetricsPoller:
             self._thread.join(timeout=5)
         if self._consumer is not None:
             self._consumer.close()
+        self._next_times.close()

@@ -60,6 +60,7 @@ def build(target: Path | None = None, progress: Callable[[str], None] = print) -
         scratch = Path(tmp)
         dump = scratch / "driver.jsa"
         config = write_config(Config.model_validate({
+            "kafka": {"embedded_port": 0},  # never the default port an `appliance run` holds
             "query": {"checkpoint_dir": str(scratch / "checkpoint")},
             "rules": {"path": str(EXAMPLE_RULES)},
             "spark": {"class_archive": "off", "spark.driver.extraJavaOptions":

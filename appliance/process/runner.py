@@ -34,6 +34,7 @@ from pathlib import Path
 from appliance import logs
 from appliance.config import Config, ConfigError
 from appliance.process.class_archive import resolve as resolve_class_archive
+from appliance.process.embedded_kafka import EmbeddedPortInUse, start_embedded
 from appliance.process.reload_status import ReloadLog, ReloadOutcome, ReloadResult
 from appliance.process.restarts import RestartBudget, in_place_cause
 from appliance.process.slots import wait_for_slots
@@ -172,10 +173,8 @@ class Appliance:
     def start_kafka(self) -> dict[str, int]:
         """Start the embedded broker if none is configured; make sure topics exist."""
         if self.bootstrap is None:
-            from appliance.broker import EmbeddedBroker
-
-            self.broker = EmbeddedBroker()
-            self.broker.__enter__()
+            output = logs.output()  # on a terminal, the broker's lines join the log file
+            self.broker = start_embedded(self.config.kafka, output.file if output else None)
             self.bootstrap = self.broker.bootstrap
             log.info("broker.embedded", bootstrap=self.bootstrap)
         counts = ensure_topics(self.client_config(), default_partitions(self.config.topics),
@@ -708,13 +707,18 @@ class Appliance:
             self.spark = None
 
 
-def run(config: Config) -> int:
-    """``appliance run``: start, serve until SIGTERM/SIGINT, stop; the exit code."""
+def run(config: Config, on_ready=None) -> int:
+    """``appliance run``: start, serve until SIGTERM/SIGINT, stop; the exit code.
+    ``on_ready(appliance)`` is called once it is ready (the terminal's ready line)."""
     stop = threading.Event()
+    starting = threading.Event()
 
     def _on_signal(signum, _frame):
         log.info("appliance.stopping", signal=signal.Signals(signum).name)
         stop.set()
+        if signum == signal.SIGINT and starting.is_set():
+            starting.clear()
+            raise KeyboardInterrupt  # Ctrl-C during the start-up: do not wait it out
 
     appliance = Appliance(config)
 
@@ -727,9 +731,15 @@ def run(config: Config) -> int:
     signal.signal(signal.SIGHUP, _on_reload)
     code = 0
     try:
+        starting.set()
         appliance.start()
+        starting.clear()
+        if on_ready is not None:
+            on_ready(appliance)
         code = appliance.serve(stop)
-    except (ConfigError, RulesError, TopicError, PreflightError) as exc:
+    except KeyboardInterrupt:
+        code = 130  # interrupted during the start-up
+    except (ConfigError, RulesError, TopicError, PreflightError, EmbeddedPortInUse) as exc:
         for line in str(exc).splitlines():
             print(line, file=sys.stderr, flush=True)
         code = 2
@@ -738,6 +748,7 @@ def run(config: Config) -> int:
                   kind=type(exc).__name__)
         code = 1
     finally:
+        starting.clear()
         appliance.stop()
     log.info("appliance.stopped", exit_code=code)
     return code

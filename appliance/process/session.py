@@ -9,13 +9,17 @@ file, which only a start of a new driver needs.
 
 from __future__ import annotations
 
+import signal
+import threading
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from appliance import logs
 from appliance.config import Config
 from appliance.connector import spark_jars_conf
 from appliance.process.class_archive import with_archive
+from appliance.process.jvm_log import with_log_options
 from appliance.tuning import LOCAL_CHECKPOINT_CONF, tuning_for
 
 
@@ -50,9 +54,17 @@ def spark_conf(config: Config, class_archive: Path | None = None) -> dict[str, s
 def build_session(config: Config, app_name: str = "appliance",
                   class_archive: Path | None = None) -> SparkSession:
     builder = SparkSession.builder.master(config.spark.master).appName(app_name)
-    for key, value in spark_conf(config, class_archive).items():
+    # The JVM's log lines follow this process's log output (appliance.process.jvm_log).
+    conf = with_log_options(spark_conf(config, class_archive), logs.output())
+    for key, value in conf.items():
         builder = builder.config(key, value)
+    sigint = signal.getsignal(signal.SIGINT)
     spark = builder.getOrCreate()
+    if sigint is not None and threading.current_thread() is threading.main_thread():
+        # SparkContext replaces the SIGINT handler with its own (cancel every job, raise
+        # KeyboardInterrupt wherever the main thread is); the caller's way of stopping
+        # on Ctrl-C stays in force.
+        signal.signal(signal.SIGINT, sigint)
     spark.sparkContext.setLogLevel("WARN")
     return spark
 

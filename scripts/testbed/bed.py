@@ -39,6 +39,11 @@ SUBNET_PREFIX = "10.213.0"
 BRIDGE = "tbbr0"
 BRIDGE_ADDRESS = f"{SUBNET_PREFIX}.1"
 PROXY_PORT = 3142
+# The controller's side of the bridge also serves what the deployed monitoring reaches
+# back for during a test: a load generator's metrics (scraped as job `loadgen`) and a
+# webhook receiving Alertmanager's notifications. Only the test bed's hosts see these.
+LOADGEN_METRICS_PORT = 9466
+ALERT_WEBHOOK_PORT = 9467
 CGROUP_ROOTS = (Path("/sys/fs/cgroup/systemd"), Path("/sys/fs/cgroup/unified"))
 CGROUP_NAME = "appliance-testbed"
 SUITE = "bookworm"
@@ -327,6 +332,9 @@ def write_inventory(key: Path) -> None:
              "      -o ControlMaster=auto -o ControlPersist=120s",
              "    ansible_python_interpreter: /usr/bin/python3",
              f"    spark_auth_secret: {json.dumps(spark_secret())}",
+             "    monitoring_loadgen_targets:",
+             f"      - {BRIDGE_ADDRESS}:{LOADGEN_METRICS_PORT}",
+             f"    monitoring_alert_webhook_url: http://{BRIDGE_ADDRESS}:{ALERT_WEBHOOK_PORT}/alerts",
              "  hosts:"]
     for host in HOSTS:
         lines += [f"    {host.name}:", f"      ansible_host: {host.address}",

@@ -22,3 +22,11 @@ def test_an_option_after_a_name_is_refused_before_anything_runs(capsys):
     assert err.startswith("bench: no benchmark '--out' (benchmarks: alert_latency_cost,")
     assert "python -m bench.<name>" in err
     assert "cluster_latency ..." not in err
+
+
+def test_broker_groups_is_a_benchmark_and_refuses_bad_options_before_running(capsys):
+    from bench import broker_groups
+
+    assert "broker_groups" in discover()
+    assert broker_groups.main(["--session-ms", "100"]) == 2  # below Kafka's 6000 minimum
+    assert "--session-ms >= 6000" in capsys.readouterr().err

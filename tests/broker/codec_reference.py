@@ -120,6 +120,8 @@ def interpret_decode(fields: list[Field], r: Reader, version: int, flexible: boo
 def _decode_array(a: Array, r: Reader, version: int, flexible: bool) -> list | None:
     n = r.uvarint() - 1 if flexible else r.int32()
     if n < 0:
+        if not a.nullable:
+            raise DecodeError("null where an array is required")
         return None
     if n > r.remaining():  # every element takes at least one byte
         raise DecodeError(f"array length {n} exceeds message")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import urllib.request
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
@@ -59,3 +60,42 @@ def test_metrics_count_requests_errors_bytes_latency_and_offsets(tmp_path):
 def test_no_metrics_port_serves_nothing_and_prints_no_url(tmp_path):
     with EmbeddedBroker(log_path=tmp_path / "broker.log", start_timeout=300) as broker:
         assert broker.metrics_url is None
+
+
+def test_group_metrics_members_state_committed_offset_and_lag(tmp_path):
+    from kafka import OffsetAndMetadata
+
+    args = ["--metrics-port", "0", "--group-initial-rebalance-delay-ms", "0"]
+    with EmbeddedBroker(extra_args=args, topics={"g-events": 2},
+                        log_path=tmp_path / "broker.log", start_timeout=300) as broker:
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks=1)
+        for i in range(8):
+            producer.send("g-events", value=b"x", partition=0 if i < 5 else 1).get(timeout=30)
+        producer.close()
+        consumer = KafkaConsumer("g-events", bootstrap_servers=broker.bootstrap,
+                                 group_id="alert-forwarder", enable_auto_commit=False,
+                                 session_timeout_ms=6000, heartbeat_interval_ms=1000)
+        deadline = time.monotonic() + 60
+        while len(consumer.assignment()) < 2 and time.monotonic() < deadline:
+            consumer.poll(timeout_ms=200)
+        consumer.commit({TopicPartition("g-events", 0): OffsetAndMetadata(2, "", -1),
+                         TopicPartition("g-events", 1): OffsetAndMetadata(3, "", -1)})
+        active = _samples(broker.metrics_url)
+        consumer.close()
+        idle = _samples(broker.metrics_url)
+    group = (("group", "alert-forwarder"),)
+    assert active[("broker_group_members", group)] == 1
+    assert active[("broker_group_state", (*group, ("state", "Stable")))] == 1
+    assert active[("broker_group_state", (*group, ("state", "Empty")))] == 0
+    assert active[("broker_group_generation", group)] >= 1
+    assert active[("broker_group_rebalances_total", group)] >= 1
+
+    def per_partition(samples, name):
+        return {dict(labels)["partition"]: v for (n, labels), v in samples.items()
+                if n == name and dict(labels)["group"] == "alert-forwarder"}
+
+    assert per_partition(active, "broker_group_committed_offset") == {"0": 2.0, "1": 3.0}
+    assert per_partition(active, "broker_group_lag") == {"0": 3.0, "1": 0.0}
+    assert idle[("broker_group_members", group)] == 0
+    assert idle[("broker_group_state", (*group, ("state", "Empty")))] == 1
+    assert per_partition(idle, "broker_group_lag") == {"0": 3.0, "1": 0.0}

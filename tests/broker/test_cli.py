@@ -57,7 +57,10 @@ def test_port_in_use_exits_1_with_a_log_line():
 
 
 @pytest.mark.parametrize("args", [["--topics", "x:0"], ["--flush", "sometimes"],
-                                  ["--retention-ms", "-5"], ["--topics", "bad/name:1"]])
+                                  ["--retention-ms", "-5"], ["--topics", "bad/name:1"],
+                                  ["--group-min-session-timeout-ms", "9000",
+                                   "--group-max-session-timeout-ms", "8000"],
+                                  ["--group-initial-rebalance-delay-ms", "-1"]])
 def test_bad_options_exit_2_naming_the_option(args):
     proc = subprocess.run([sys.executable, "-m", "appliance", "broker", "--port", "0", *args],
                           capture_output=True, text=True, timeout=30, cwd=ROOT)

@@ -1,7 +1,8 @@
 """The embedded broker with the real Java kafka-clients 3.9.1 (the Spark connector's client).
 
 Admin create/describe, idempotent producer (its default) with each compression codec,
-consumer with assign from earliest / a given offset / a timestamp / latest.
+consumer with assign from earliest / a given offset / a timestamp / latest, and subscribe()
+in a group.
 """
 
 from __future__ import annotations
@@ -37,5 +38,6 @@ def test_java_client_round_trip(broker, java_checks, compression):
     assert out["GROUP_START_POSITION"] == "0"  # nothing committed: auto.offset.reset
     assert out["GROUP_RESUMED_POSITION"] == "5"
     assert out["GROUP_COMMITTED"] == "5,meta"
-    assert out["SUBSCRIBE_ERROR"] == "UnsupportedVersionException"
+    assert out["SUBSCRIBE_ASSIGNED"] == "2"  # subscribe(): the group owns both partitions
+    assert out["SUBSCRIBE_FIRST_OFFSET"] == "5"  # ...and partition 0 resumes at the commit
     assert out["DONE"] == "true"

@@ -68,3 +68,27 @@ def test_kcat_unknown_topic_is_reported_not_created(broker):
     meta = json.loads(proc.stdout)
     (t,) = meta["topics"]
     assert t["topic"] == "kcat-nope" and t.get("error")
+
+
+def test_kcat_balanced_consumer_group_commits_and_resumes(broker, new_topic):
+    """``kcat -G``: a consumer-group member; a second run resumes at the committed offsets."""
+    topic = new_topic(partitions=3)
+    group = f"kcat-{topic}"
+    kcat("-b", broker.bootstrap, "-P", "-t", topic, "-p", "0",
+         stdin="".join(f"a{i}\n" for i in range(10)))
+    kcat("-b", broker.bootstrap, "-P", "-t", topic, "-p", "2",
+         stdin="".join(f"c{i}\n" for i in range(5)))
+
+    def consume_group() -> list[dict]:
+        out = kcat("-b", broker.bootstrap, "-G", group, "-X", "auto.offset.reset=earliest",
+                   "-e", "-J", "-q", topic, timeout=60)
+        return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+    first = consume_group()
+    assert sorted((m["partition"], m["offset"]) for m in first) == (
+        [(0, i) for i in range(10)] + [(2, i) for i in range(5)])
+    kcat("-b", broker.bootstrap, "-P", "-t", topic, "-p", "1", stdin="b0\nb1\n")
+    kcat("-b", broker.bootstrap, "-P", "-t", topic, "-p", "0", stdin="a10\n")
+    again = consume_group()
+    assert sorted((m["partition"], m["payload"]) for m in again) == [
+        (0, "a10"), (1, "b0"), (1, "b1")]

@@ -374,18 +374,26 @@ def test_create_delete_and_grow_topics(broker):
             errors.UNKNOWN_TOPIC_OR_PARTITION
 
 
-def test_find_coordinator_serves_groups_but_not_transactions(broker):
+def test_find_coordinator_serves_groups_and_refuses_transactions_at_once(broker):
     port = int(broker.bootstrap.rpartition(":")[2])
     with WireClient(broker.bootstrap) as c:
         for version in (0, 2, 3):
             resp = c.request(schemas.FIND_COORDINATOR, version, {"key": "g", "key_type": 0})
             assert (resp["error_code"], resp["port"]) == (0, port)
+        # fatal in every client (not COORDINATOR_NOT_AVAILABLE, which they retry for 60 s)
         resp = c.request(schemas.FIND_COORDINATOR, 2, {"key": "txn", "key_type": 1})
-        assert resp["error_code"] == errors.COORDINATOR_NOT_AVAILABLE
+        assert resp["error_code"] == errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        assert "transactions are not supported" in resp["error_message"]
+        resp = c.request(schemas.FIND_COORDINATOR, 3, {"key": "x", "key_type": 7})
+        assert resp["error_code"] == errors.INVALID_REQUEST
         resp = c.request(schemas.FIND_COORDINATOR, 4, {"key_type": 0,
                                                        "coordinator_keys": ["g1", "g2"]})
         assert [(x["key"], x["error_code"], x["port"]) for x in resp["coordinators"]] == [
             ("g1", 0, port), ("g2", 0, port)]
+        resp = c.request(schemas.FIND_COORDINATOR, 4, {"key_type": 1,
+                                                       "coordinator_keys": ["t1"]})
+        assert [x["error_code"] for x in resp["coordinators"]] == [
+            errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED]
 
 
 def _commit(c, group, topic, partition, offset, version=2, generation=-1, member=""):
@@ -451,27 +459,20 @@ def test_retention_by_time_drops_old_batches(broker, new_topic):
         assert produce(c, topic, 0, batch([b"new"]))["base_offset"] == 1
 
 
-@pytest.mark.parametrize("schema,version,body", [
-    (schemas.JOIN_GROUP, 2, {}), (schemas.HEARTBEAT, 1, {}), (schemas.SYNC_GROUP, 0, {}),
-    (schemas.LEAVE_GROUP, 3, {}),
-    (schemas.DESCRIBE_GROUPS, 1, {"groups": ["g"]}),
-])
-def test_unadvertised_group_apis_get_an_error_response_not_a_closed_socket(
-        broker, schema, version, body):
-    with WireClient(broker.bootstrap) as c:
-        resp = c.request(schema, version, body)
-        codes = [resp.get("error_code")]
-        for t in resp.get("topics") or []:
-            codes += [p["error_code"] for p in t["partitions"]]
-        codes += [g["error_code"] for g in resp.get("groups") or []]
-        assert errors.COORDINATOR_NOT_AVAILABLE in codes
-        assert all(code in (None, errors.COORDINATOR_NOT_AVAILABLE) for code in codes)
-        versions = c.request(schemas.API_VERSIONS, 3, {"client_software_name": "t",
-                                                       "client_software_version": "1"})
-        assert schema.key not in {a["api_key"] for a in versions["api_keys"]}  # still usable
+def test_the_api_table_in_the_docs_is_what_api_versions_advertises(broker):
+    """docs/broker.md lists the served APIs and versions; it must not drift from the code."""
+    from pathlib import Path
 
-
-def test_list_groups_reports_no_groups(broker):
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "broker.md").read_text()
+    table = doc.split("| key | API | served versions | notes |", 1)[1].split("\n\n", 1)[0]
+    documented = {}
+    for row in table.strip().splitlines()[1:]:
+        key, name, versions = (c.strip() for c in row.strip("|").split("|")[:3])
+        low, _, high = versions.partition("-")
+        documented[int(key)] = (name, int(low), int(high or low))
     with WireClient(broker.bootstrap) as c:
-        resp = c.request(schemas.LIST_GROUPS, 1, {})
-        assert (resp["error_code"], resp["groups"]) == (0, [])
+        resp = c.request(schemas.API_VERSIONS, 3, {"client_software_name": "t",
+                                                   "client_software_version": "1"})
+    advertised = {a["api_key"]: (schemas.BY_KEY[a["api_key"]].name, a["min_version"],
+                                 a["max_version"]) for a in resp["api_keys"]}
+    assert documented == advertised

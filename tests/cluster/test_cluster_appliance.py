@@ -10,6 +10,9 @@ must not notice. Continuous mode never retries a task, so the query dies: the ap
 must start it again in its own session (``appliance.process.restarts``). Its budget is one such
 restart here, so a second kill must end in exit 1 with ``query.failed``, and the appliance
 is restarted on the same checkpoint as systemd's ``Restart=on-failure`` would.
+In between, the query is stopped (its executor JVMs with SIGSTOP, the driver and its
+metrics run on): the age of the oldest unread event must grow by a second per second and
+return to 0 once they go on (SIGCONT).
 """
 
 from __future__ import annotations
@@ -111,6 +114,61 @@ def test_known_mix_gives_exactly_the_expected_alerts_and_dead_letters(
                    has_all("raw", mix.dead_letters), 240)
     ours = [(k, v) for k, v in alerts if not LOADGEN_ID.match(json.loads(v)["alert_id"])]
     check_outputs(mix, ours, dead)
+    assert cluster_run.proc.proc.poll() is None
+
+
+#: How long the executors stay stopped, and the slack of one lag-age reading: the poller
+#: refreshes every second, the reading can be that old (plus a scrape).
+STOP_S, LAG_READING_SLACK_S = 8.0, 2.0
+
+
+def _lag_ages(port: int, topic: str) -> dict[str, float]:
+    prefix = "appliance_consumer_lag_seconds{"
+    return {name: value for name, value in scrape(port).items()
+            if name.startswith(prefix) and f'topic="{topic}"' in name}
+
+
+def _wait_caught_up(port: int, topic: str, timeout: float) -> dict[str, float]:
+    deadline = time.monotonic() + timeout
+    ages = _lag_ages(port, topic)
+    while time.monotonic() < deadline and not (len(ages) == 2 and set(ages.values()) == {0.0}):
+        time.sleep(0.5)
+        ages = _lag_ages(port, topic)
+    return ages
+
+
+def test_lag_age_grows_while_the_query_is_stopped_and_returns_to_zero(
+        cluster_run, spark_cluster, broker):
+    port = cluster_run.proc.wait_for("appliance.ready", 5)["metrics_port"]
+    events = cluster_run.topics["events"]
+    assert _wait_caught_up(port, events, 240) == {
+        f'appliance_consumer_lag_seconds{{partition="{p}",topic="{events}"}}': 0.0
+        for p in (0, 1)}
+    executors = spark_cluster.executors(cluster_run.app_id())
+    assert executors
+    for executor in executors:
+        os.kill(executor.pid, signal.SIGSTOP)
+    samples = []
+    try:
+        written = time.time()
+        produce(broker.bootstrap, events, [json.dumps({
+            "event_id": f"lag-{i}", "ts": written * 1000, "source": "lag-age",
+            "metric": "lag.age", "value": 1.0}).encode() for i in range(20)])
+        while time.time() - written < STOP_S:  # bounded: STOP_S of readings
+            time.sleep(1.0)
+            samples.append((time.time() - written, max(_lag_ages(port, events).values())))
+    finally:
+        for executor in executors:
+            os.kill(executor.pid, signal.SIGCONT)
+    print(f"\nlag age ({cluster_run.trigger}) while stopped, (s since written, age s): "
+          f"{[(round(t, 1), round(a, 1)) for t, a in samples]}")
+    # Never older than the events, never shrinking, and as old as the stop at its end.
+    assert all(age <= since + 0.5 for since, age in samples), samples
+    assert all(b[1] >= a[1] for a, b in zip(samples, samples[1:], strict=False)), samples
+    assert samples[-1][1] >= samples[-1][0] - LAG_READING_SLACK_S, samples
+    # Going on, the query reads what waited: back to 0 on both partitions.
+    ages = _wait_caught_up(port, events, 240)
+    assert set(ages.values()) == {0.0} and len(ages) == 2, ages
     assert cluster_run.proc.proc.poll() is None
 
 

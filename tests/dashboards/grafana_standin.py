@@ -6,7 +6,10 @@ what publish calls, with Grafana's paths and status codes, and records every req
 (method, path, Authorization header, JSON body) for the tests to check:
 
 - ``GET /api/folders/<uid>`` (404 until created), ``POST /api/folders``
-- ``GET /api/datasources/uid/<uid>`` (404 until created), ``POST /api/datasources``
+- ``GET /api/datasources/uid/<uid>`` (404 until created), ``POST /api/datasources``,
+  ``PUT /api/datasources/uid/<uid>``
+- ``GET /api/dashboards/uid/<uid>`` (404 until uploaded; the stored model with Grafana's
+  own ``id`` and ``version`` added, and ``meta.folderUid``)
 - ``POST /api/dashboards/db`` (412 "version-mismatch" for an existing uid without
   ``overwrite``, like Grafana)
 
@@ -76,6 +79,29 @@ class _Handler(BaseHTTPRequestHandler):
             if uid in s.datasources:
                 return self._reply(200, s.datasources[uid])
             return self._reply(404, {"message": "Data source not found"})
+        if self.path.startswith("/api/dashboards/uid/"):
+            uid = self.path.rsplit("/", 1)[1]
+            if uid in s.dashboards:
+                upload = s.dashboards[uid]
+                model = dict(upload["dashboard"], id=list(s.dashboards).index(uid) + 1,
+                             version=s.versions[uid])
+                return self._reply(200, {"dashboard": model,
+                                         "meta": {"folderUid": upload.get("folderUid", "")}})
+            return self._reply(404, {"message": "Dashboard not found"})
+        return self._reply(404, {"message": "Not found"})
+
+    def do_PUT(self) -> None:  # noqa: N802
+        body = self._record() or {}
+        s = self.state
+        if s.status:
+            return self._reply(s.status, {"message": "forced"})
+        if self.path.startswith("/api/datasources/uid/"):
+            uid = self.path.rsplit("/", 1)[1]
+            if uid not in s.datasources:
+                return self._reply(404, {"message": "Data source not found"})
+            s.datasources[uid] = dict(body, id=s.datasources[uid]["id"])
+            return self._reply(200, {"message": "Datasource updated",
+                                     "datasource": s.datasources[uid]})
         return self._reply(404, {"message": "Not found"})
 
     def do_POST(self) -> None:  # noqa: N802

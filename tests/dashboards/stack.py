@@ -1,11 +1,12 @@
 """A real monitoring stack on loopback for the dashboard tests (and a demo render).
 
 Every part is the real thing, each its own process: the broker (``appliance broker
---metrics-port``), a Spark standalone master and worker (their PrometheusServlet, settings
-from ``appliance.tuning``), ``appliance run`` (its driver UI on, so the driver and
-executor servlets exist), ``loadgen run --metrics-port`` and Debian's ``prometheus`` with
-a config derived from the committed ``dashboards/prometheus/prometheus.yml`` (same jobs
-and paths; only targets, a 1 s interval and the rule file's absolute path differ).
+--metrics-port``) and a ``kcat -G`` consumer group reading its alerts, a Spark standalone
+master and worker (their PrometheusServlet, settings from ``appliance.tuning``),
+``appliance run`` (its driver UI on, so the driver and executor servlets exist),
+``loadgen run --metrics-port`` and Debian's ``prometheus`` with a config derived from the
+committed ``dashboards/prometheus/prometheus.yml`` (same jobs and paths; only targets, a
+1 s interval and the rule file's absolute path differ).
 Every wait is bounded in time.
 """
 
@@ -99,6 +100,16 @@ class Stack:
         self.broker.start()
         assert self.broker.metrics_url, "broker printed no metrics url"
         self.targets["broker"] = urllib.parse.urlparse(self.broker.metrics_url).netloc
+
+    def start_alert_consumer(self) -> None:
+        """A downstream reader of the alerts, as a site runs one: ``kcat -G`` in a consumer
+        group, committing as it goes (what the alert consumers' lag panel shows)."""
+        assert self.broker is not None
+        kcat = shutil.which("kcat")
+        assert kcat, "kcat is not installed: run `make system-deps`"
+        self._spawn("alert-consumer", [kcat, "-b", self.broker.bootstrap, "-G",
+                                       "alert-forwarder", "-q", "-X",
+                                       "auto.offset.reset=earliest", self.topics["alerts"]])
 
     def start_spark_cluster(self, timeout: float = 300) -> None:
         conf = self.tmp / "spark-defaults.conf"

@@ -37,7 +37,8 @@ def _publish(capsys, *args) -> tuple[int, list[str], str]:
     return code, [line for line in out.err.splitlines() if line], out.out
 
 
-def test_publish_creates_folder_datasource_and_dashboards_then_overwrites(grafana, env, capsys):
+def test_publish_creates_folder_datasource_and_dashboards_then_changes_nothing(
+        grafana, env, capsys):
     env.setenv("GRAFANA_TOKEN", TOKEN)
     code, err, out = _publish(capsys, "--url", grafana.url)
     assert code == 0, err
@@ -50,13 +51,14 @@ def test_publish_creates_folder_datasource_and_dashboards_then_overwrites(grafan
     assert calls == [("GET", f"/api/folders/{catalog.FOLDER_UID}"), ("POST", "/api/folders"),
                      ("GET", f"/api/datasources/uid/{catalog.DATASOURCE_UID}"),
                      ("POST", "/api/datasources")] + \
-        [("POST", "/api/dashboards/db")] * len(boards)
+        [call for b in boards for call in (("GET", f"/api/dashboards/uid/{b.uid}"),
+                                           ("POST", "/api/dashboards/db"))]
     folder = state.requests[1].body
     assert folder == {"title": catalog.FOLDER_TITLE, "uid": catalog.FOLDER_UID}
     datasource = state.requests[3].body
     assert datasource["uid"] == catalog.DATASOURCE_UID and datasource["type"] == "prometheus"
     assert datasource["url"].startswith("http")
-    uploads = [r.body for r in state.requests[4:]]
+    uploads = [r.body for r in state.requests[4:] if r.method == "POST"]
     assert {u["dashboard"]["uid"] for u in uploads} == {b.uid for b in boards}
     for upload in uploads:
         assert upload["overwrite"] is True and upload["folderUid"] == catalog.FOLDER_UID
@@ -65,17 +67,54 @@ def test_publish_creates_folder_datasource_and_dashboards_then_overwrites(grafan
         assert upload["dashboard"] == committed  # the committed JSON, unchanged
         for panel in upload["dashboard"]["panels"]:
             if panel["type"] != "row":
-                assert panel["datasource"]["uid"] == catalog.DATASOURCE_UID
-    assert f"published {len(boards)} dashboards" in out
+                assert panel["datasource"]["uid"] == catalog.DATASOURCE_VARIABLE
+    last = out.splitlines()[-1]
+    assert last.startswith(f"published {len(boards)} dashboards to {grafana.url}: ")
+    assert "folder created" in last and "datasource created" in last
 
-    # Second publish: folder and datasource exist (not re-created), dashboards overwritten.
+    # Second publish: everything is as wanted, so nothing is written and it says so.
     first = len(state.requests)
-    code, err, _out = _publish(capsys, "--url", grafana.url)
+    code, err, out = _publish(capsys, "--url", grafana.url)
     assert code == 0, err
-    again = [(r.method, r.path) for r in state.requests[first:]]
-    assert ("POST", "/api/folders") not in again and ("POST", "/api/datasources") not in again
-    assert again.count(("POST", "/api/dashboards/db")) == len(boards)
-    assert set(state.versions.values()) == {2}
+    again = state.requests[first:]
+    assert {r.method for r in again} == {"GET"}, [(r.method, r.path) for r in again]
+    assert set(state.versions.values()) == {1}
+    assert out.splitlines()[-1] == f"published {len(boards)} dashboards to {grafana.url}: unchanged"
+
+
+def test_publish_points_the_datasource_at_the_given_prometheus_and_redoes_what_differs(
+        grafana, env, capsys):
+    env.setenv("GRAFANA_TOKEN", TOKEN)
+    prometheus = "http://10.0.0.12:9090"
+    code, err, out = _publish(capsys, "--url", grafana.url, "--prometheus-url", prometheus)
+    assert code == 0, err
+    state = grafana.state
+    assert state.datasources[catalog.DATASOURCE_UID]["url"] == prometheus
+    code, err, out = _publish(capsys, "--url", grafana.url, "--prometheus-url", prometheus)
+    assert code == 0 and out.splitlines()[-1].endswith(": unchanged"), (err, out)
+
+    # Prometheus moved: only the datasource is updated (its other settings kept).
+    first = len(state.requests)
+    moved = "http://10.0.0.13:9090"
+    code, err, out = _publish(capsys, "--url", grafana.url, "--prometheus-url", moved)
+    assert code == 0, err
+    writes = [(r.method, r.path) for r in state.requests[first:] if r.method != "GET"]
+    assert writes == [("PUT", f"/api/datasources/uid/{catalog.DATASOURCE_UID}")]
+    updated = state.datasources[catalog.DATASOURCE_UID]
+    assert updated["url"] == moved and updated["type"] == "prometheus"
+    assert updated["jsonData"]["timeInterval"]
+    assert out.splitlines()[-1].endswith(": datasource updated"), out
+
+    # Someone edited a dashboard in Grafana: that one is put back, the others left alone.
+    board = catalog.load()[0]
+    state.dashboards[board.uid]["dashboard"]["title"] = "edited by hand"
+    first = len(state.requests)
+    code, err, out = _publish(capsys, "--url", grafana.url, "--prometheus-url", moved)
+    assert code == 0, err
+    writes = [r for r in state.requests[first:] if r.method != "GET"]
+    assert [w.body["dashboard"]["uid"] for w in writes] == [board.uid]
+    assert state.dashboards[board.uid]["dashboard"]["title"] == board.title
+    assert out.splitlines()[-1].endswith(f": dashboard {board.uid} updated"), out
 
 
 def test_publish_basic_auth_from_env_and_url_from_env(grafana, env, capsys):

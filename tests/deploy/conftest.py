@@ -1,9 +1,10 @@
 """Fixtures of the deploy suite: a test bed of real hosts, the built wheel, a deployed site.
 
 The test bed (scripts/testbed) is booted once per session and torn down at its end;
-``deployed`` runs the playbook twice (converge, then idempotence) and hands the results
-to every test. Set-up, the two runs and tear-down are timed into
-build/testbed/timings.json (the figures the issue asks to report).
+``deployed`` runs the playbook twice (converge, then idempotence), both publishing the
+dashboards to a Grafana stand-in on the controller, and hands the results to every test;
+``check_run`` is ``--check --diff`` on the converged site. Set-up, the runs and tear-down
+are timed into build/testbed/timings.json (the figures the issue asks to report).
 """
 
 from __future__ import annotations
@@ -12,12 +13,19 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
+import urllib.parse
 
 import deploy_bed as bed
 import pytest
 
+# The Grafana stand-in of the dashboards suite (no Grafana can be installed here).
+sys.path.insert(0, str(bed.REPO / "tests" / "dashboards"))
+from grafana_standin import GrafanaStandIn  # noqa: E402
+
 TIMINGS = bed.REPO / "build" / "testbed" / "timings.json"
+GRAFANA_TOKEN = "glsa_deploy_test_token_not_a_secret"
 
 
 def _record(key: str, seconds: float) -> None:
@@ -67,14 +75,46 @@ def bad_variable_run(testbed):
 
 
 @pytest.fixture(scope="session")
-def deployed(testbed, bad_variable_run):
-    """The site deployed: (first run, second run) results."""
-    first = bed.run_playbook(label="first")
+def grafana():
+    """A Grafana stand-in on the controller, where `appliance dashboards publish` runs."""
+    with GrafanaStandIn() as stand_in:
+        yield stand_in
+
+
+@pytest.fixture(scope="session")
+def webhook(testbed):
+    """The webhook the deployed Alertmanager notifies (monitoring_alert_webhook_url in the
+    test bed's inventory: the controller's side of the bridge)."""
+    url = urllib.parse.urlparse(testbed.vars["monitoring_alert_webhook_url"])
+    receiver = bed.AlertWebhook(url.hostname, url.port)
+    yield receiver
+    receiver.close()
+
+
+def publishing(grafana) -> tuple[list[str], dict[str, str]]:
+    """Playbook arguments and environment of a run that publishes to the stand-in."""
+    return ["-e", f"grafana_url={grafana.url}"], {"GRAFANA_TOKEN": GRAFANA_TOKEN}
+
+
+@pytest.fixture(scope="session")
+def deployed(testbed, bad_variable_run, grafana, webhook):
+    """The site deployed, publishing to Grafana: (first run, second run) results."""
+    args, env = publishing(grafana)
+    first = bed.run_playbook(*args, label="first", env=env)
     _record("first_run_s", first.seconds)
     assert first.rc == 0, f"first run failed (rc={first.rc}), see {first.log}"
-    second = bed.run_playbook(label="second")
+    second = bed.run_playbook(*args, label="second", env=env)
     _record("second_run_s", second.seconds)
     return first, second
+
+
+@pytest.fixture(scope="session")
+def check_run(deployed, grafana):
+    """`--check --diff` on the converged site, as an operator previews a change."""
+    args, env = publishing(grafana)
+    run = bed.run_playbook(*args, "--check", "--diff", label="check-diff", env=env)
+    _record("check_diff_run_s", run.seconds)
+    return run
 
 
 @pytest.fixture(scope="session")

@@ -12,10 +12,13 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
+import urllib.parse
 import urllib.request
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import yaml
@@ -44,13 +47,15 @@ class PlayResult:
         return {host: r["changed"] for host, r in self.recap.items()}
 
 
-def run_playbook(*args: str, label: str, timeout: float = 1800) -> PlayResult:
-    """``ansible-playbook -i inventories/testbed site.yml ARGS``; output kept in a log."""
+def run_playbook(*args: str, label: str, timeout: float = 1800,
+                 env: dict[str, str] | None = None) -> PlayResult:
+    """``ansible-playbook -i inventories/testbed site.yml ARGS``; output kept in a log;
+    ``env`` adds to the controller's environment (e.g. GRAFANA_TOKEN)."""
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     log = LOG_DIR / f"play-{label}.log"
     env = dict(os.environ, ANSIBLE_CONFIG=str(ANSIBLE_DIR / "ansible.cfg"),
                ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
-               PATH=f"{VENV_BIN}:{os.environ.get('PATH', '')}")
+               PATH=f"{VENV_BIN}:{os.environ.get('PATH', '')}", **(env or {}))
     started = time.monotonic()
     proc = subprocess.run([str(VENV_BIN / "ansible-playbook"), "-i", str(INVENTORY.parent),
                            "site.yml", *args], cwd=ANSIBLE_DIR, env=env, text=True,
@@ -94,6 +99,11 @@ class Inventory:
                 command]
         return subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
                               check=check, stdin=subprocess.DEVNULL)
+
+
+def main_pid(inventory: Inventory, host: Host, unit: str) -> int:
+    """The unit's MainPID on the host (0 when it is not running)."""
+    return int(inventory.ssh(host, f"systemctl show -P MainPID {unit}").stdout.strip() or 0)
 
 
 def master_status(address: str, port: int = 8080) -> dict:
@@ -173,3 +183,72 @@ class Kafka:
     def close(self) -> None:
         self.producer.close(timeout=10)
         self.consumer.close()
+
+
+# -- Prometheus and Alertmanager on the monitoring host ---------------------------------
+
+def prometheus_query_range(url: str, expr: str, start: float, end: float,
+                           step: float) -> list[dict]:
+    params = urllib.parse.urlencode({"query": expr, "start": f"{start:.3f}",
+                                     "end": f"{end:.3f}", "step": f"{step:g}"})
+    with urllib.request.urlopen(f"{url}/api/v1/query_range?{params}", timeout=30) as resp:
+        doc = json.load(resp)
+    if doc.get("status") != "success":
+        raise RuntimeError(f"{expr!r}: {doc}")
+    return doc["data"]["result"]
+
+
+def prometheus_targets(url: str) -> dict[str, list[str]]:
+    """job -> health of each of its active targets."""
+    with urllib.request.urlopen(f"{url}/api/v1/targets", timeout=30) as resp:
+        active = json.load(resp)["data"]["activeTargets"]
+    out: dict[str, list[str]] = {}
+    for target in active:
+        out.setdefault(target["labels"]["job"], []).append(target["health"])
+    return out
+
+
+@dataclass
+class Notification:
+    received: float
+    body: dict
+
+
+@dataclass
+class AlertWebhook:
+    """The receiver Alertmanager's webhook posts to: records every notification's JSON."""
+
+    host: str
+    port: int
+    notifications: list[Notification] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        notifications = self.notifications
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("Content-Length") or 0)
+                notifications.append(Notification(time.time(),
+                                                  json.loads(self.rfile.read(length))))
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        self.server = ThreadingHTTPServer((self.host, self.port), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def firing(self, alertname: str, since: float) -> list[dict]:
+        """Alerts named ``alertname`` that a notification received after ``since`` said
+        were firing."""
+        return [alert for n in list(self.notifications) if n.received >= since
+                for alert in n.body.get("alerts", [])
+                if alert["labels"].get("alertname") == alertname
+                and alert.get("status") == "firing"]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -1,15 +1,20 @@
 """`ansible-playbook site.yml` on real hosts (the test bed): the issue's acceptance.
 
 The tests run in file order on one deployed site: validation failures first (on fresh
-hosts), then the deploy and its idempotence, then traffic, a rogue driver, a worker
-reboot mid-stream, then the rules updates (they change the deployed rules), and last a
-rules file broken by hand on the host.
+hosts), then the deploy and its idempotence (publishing to a Grafana stand-in), a
+`--check --diff` run that changes nothing, then traffic, a rogue driver, a worker reboot
+mid-stream, a load from the controller after which every dashboard panel's query must
+return data from the deployed Prometheus, a worker-only change rolled out one worker at a
+time, then the rules updates (they change the deployed rules), the appliance stopped
+until Alertmanager's webhook says so, and last a rules file broken by hand on the host.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import shlex
+import shutil
 import subprocess
 import sys
 import threading
@@ -17,16 +22,20 @@ import time
 import tomllib
 
 import deploy_bed as bed
+import matplotlib.image
 import pytest
 import yaml
 
+from appliance.cli import main as appliance_main
+from appliance.query.rules import rules_version
 from appliance.trigger import MODES
 from appliance.tuning import tuning_for
+from dashboards import catalog
 from loadgen.config import LoadConfig
 from loadgen.run import run_load
 
 # The end-to-end deploy builds the test bed and runs ansible-playbook several times
-# (measured: ~15 min in all, the first run ~7 min, building the wheelhouse on a fresh
+# (measured: ~16 min in all, the first run ~8 min, building the wheelhouse on a fresh
 # clone adds more): `make test` runs it after the rest, `make test-deploy` alone. The
 # session fixtures (test bed, two playbook runs) are set up inside the first tests, so
 # their time counts against those tests' timeout.
@@ -41,6 +50,12 @@ EXAMPLE_RULES = bed.REPO / "examples" / "rules.yml"
 LATENCY_RATE = 1000
 LATENCY_SECONDS = 20
 LATENCY_REPORT = bed.REPO / "build" / "testbed" / "deployed_latency.json"
+DASHBOARD_PNGS = bed.REPO / "build" / "testbed" / "dashboards"
+#: Prometheus' scrape interval on the deployed site (monitoring_scrape_interval).
+SCRAPE_S = 5.0
+#: The jobs dashboards/ and its rules use: the deployed Prometheus scrapes every one.
+JOBS = {job["job_name"] for job in yaml.safe_load(
+    (catalog.PROMETHEUS_DIR / "prometheus.yml").read_text())["scrape_configs"]}
 
 
 def _host_file(testbed, host, path: str) -> str:
@@ -49,6 +64,11 @@ def _host_file(testbed, host, path: str) -> str:
 
 def _invocation(testbed, host) -> str:
     return testbed.ssh(host, "systemctl show -P InvocationID appliance").stdout.strip()
+
+
+def _process(testbed, host) -> tuple[str, int]:
+    """The appliance unit's invocation and main process: both the same = no restart."""
+    return _invocation(testbed, host), bed.main_pid(testbed, host, "appliance")
 
 
 def _rules_sha(testbed, host) -> str:
@@ -70,7 +90,7 @@ def test_bad_inventory_variable_fails_argument_validation(testbed, bad_variable_
 
 # -- the deploy -------------------------------------------------------------------------
 
-def test_first_run_converges_and_second_changes_nothing(testbed, deployed):
+def test_first_run_converges_and_second_changes_nothing(testbed, deployed, grafana):
     first, second = deployed
     assert set(first.recap) == set(testbed.hosts), first.recap
     assert all(r["failed"] == 0 and r["unreachable"] == 0 for r in first.recap.values())
@@ -78,6 +98,23 @@ def test_first_run_converges_and_second_changes_nothing(testbed, deployed):
     assert set(second.recap) == set(testbed.hosts), second.recap
     assert second.changed() == {h: 0 for h in testbed.hosts}, \
         f"second run changed something, see {second.log}"
+    # Both runs published to Grafana; the second found nothing to change (changed=0
+    # above), and the datasource points at the deployed Prometheus.
+    monitoring = testbed.one("monitoring")
+    assert set(grafana.state.dashboards) == {b.uid for b in catalog.load()}
+    assert set(grafana.state.versions.values()) == {1}, grafana.state.versions
+    source = grafana.state.datasources[catalog.DATASOURCE_UID]
+    assert source["url"] == f"http://{monitoring.address}:9090"
+
+
+def test_check_diff_on_the_converged_site_changes_nothing(testbed, check_run):
+    run = check_run
+    assert run.rc == 0, f"--check --diff failed (rc={run.rc}), see {run.log}"
+    assert set(run.recap) == set(testbed.hosts), run.recap
+    assert run.changed() == {h: 0 for h in testbed.hosts}, \
+        f"--check --diff reports changes on a converged site, see {run.log}"
+    # Nothing that renders a secret shows it in a diff.
+    assert testbed.vars["spark_auth_secret"] not in run.output
 
 
 def test_master_lists_both_workers_alive_with_cores(testbed, deployed):
@@ -114,13 +151,20 @@ def test_rendered_files_carry_the_tuning(testbed, deployed):
     assert " ".join(tuning.jvm_options) in daemon_opts
     assert "-Xlog:gc*:file=/var/log/spark/gc-" in daemon_opts
 
-    toml = tomllib.loads(_host_file(testbed, appliance, "/etc/appliance/appliance.toml"))
+    text = _host_file(testbed, appliance, "/etc/appliance/appliance.toml")
+    toml = tomllib.loads(text)
     assert toml["source"] == tuning.source_options
     assert toml["sink"] == tuning.sink_options
+    # The driver's UI serves Spark's driver and executor metrics: on, without kill links.
+    driver_ui = {"spark.ui.enabled": "true", "spark.ui.port": "4040",
+                 "spark.ui.killEnabled": "false"}
     for key, value in tuning.spark_conf.items():
-        assert toml["spark"][key].startswith(value), key
+        assert toml["spark"][key].startswith(driver_ui.get(key, value)), key
+    assert {k: toml["spark"][k] for k in driver_ui} == driver_ui
     assert toml["query"]["trigger"] == TRIGGER
+    assert toml["query"]["interval"] == "1 second"  # the trigger's own default
     assert toml["query"]["executor_loss_restarts"] == 3  # the role's default
+    assert "DESIGN.md" not in text  # no file the host does not have
 
 
 def test_secret_stays_out_of_argv_and_logs(testbed, deployed):
@@ -233,11 +277,42 @@ def test_worker_reboot_mid_stream_loses_no_alert(testbed, kafka):
 
 # -- latency, as an operator measures it from the controller ----------------------------
 
-def test_loadgen_from_the_controller_gets_every_alert(testbed, deployed):
+def _loadgen_metrics(testbed) -> tuple[str, int]:
+    """Where the deployed Prometheus scrapes the controller's loadgen (the inventory's
+    monitoring_loadgen_targets)."""
+    host, port = testbed.vars["monitoring_loadgen_targets"][0].rsplit(":", 1)
+    return host, int(port)
+
+
+@pytest.fixture(scope="module")
+def controller_load(testbed, deployed):
+    """One load from the controller, scraped by the deployed Prometheus as job loadgen,
+    while a downstream reader of the alerts (``kcat -G``, a consumer group committing as
+    it goes, as a site runs one) follows the alerts topic: (its report, when it started)."""
     broker = testbed.one("kafka")
-    report = run_load(LoadConfig(
-        bootstrap=f"{broker.address}:9092", rate=LATENCY_RATE, duration=LATENCY_SECONDS,
-        grace=ALERT_TIMEOUT_S, floor_seconds=3, drain_s=30.0, progress=False))
+    bootstrap = f"{broker.address}:9092"
+    metrics_host, metrics_port = _loadgen_metrics(testbed)
+    kcat = shutil.which("kcat")
+    assert kcat, "kcat is not installed: run `make system-deps`"
+    reader = subprocess.Popen([kcat, "-b", bootstrap, "-G", "alert-forwarder", "-q", "-X",
+                               "auto.offset.reset=earliest", "alerts"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    started = time.time()
+    try:
+        report = run_load(LoadConfig(
+            bootstrap=bootstrap, rate=LATENCY_RATE, duration=LATENCY_SECONDS,
+            grace=ALERT_TIMEOUT_S, floor_seconds=3, drain_s=30.0, progress=False,
+            metrics_host=metrics_host, metrics_port=metrics_port, alert_ratio=0.2,
+            bad_ratio=0.01))
+        time.sleep(2 * SCRAPE_S)  # the group's commits scraped at least once
+    finally:
+        reader.terminate()
+        reader.wait(timeout=30)
+    return report, started
+
+
+def test_loadgen_from_the_controller_gets_every_alert(controller_load):
+    report, _started = controller_load
     figures = {"rate": LATENCY_RATE, "seconds": LATENCY_SECONDS, "sent": report.sent,
                "expected_alerts": report.expected_alerts,
                "received_alerts": report.received_alerts, "lost": report.lost,
@@ -248,6 +323,90 @@ def test_loadgen_from_the_controller_gets_every_alert(testbed, deployed):
     assert report.sent == LATENCY_RATE * LATENCY_SECONDS
     assert report.ok, f"{report.lost} alerts and {report.dlq_lost} dead letters lost"
     assert report.received_alerts == report.expected_alerts > 0
+
+
+# -- what operators see: the deployed Prometheus, the dashboards ------------------------
+
+def _has_data(result: list[dict]) -> bool:
+    return any(math.isfinite(float(v)) for series in result for _t, v in series["values"])
+
+
+def test_every_dashboard_panel_has_data_from_the_deployed_prometheus(testbed, controller_load):
+    """After the load above: every query of every panel of every dashboard, as Grafana
+    would send it (All instances), returns a finite sample; every job is scraped."""
+    prometheus = f"http://{testbed.one('monitoring').address}:9090"
+    targets = bed.prometheus_targets(prometheus)
+    assert JOBS <= set(targets), f"jobs not scraped: {JOBS - set(targets)}"
+    down = {job: health for job, health in targets.items()
+            if job != "loadgen" and set(health) != {"up"}}
+    assert not down, down  # loadgen is gone once its run ended
+    end = time.time()
+    start = controller_load[1] - 30
+    empty, checked = [], 0
+    for board in catalog.load():
+        for panel in board.panels:
+            for target in panel.targets:
+                expr = catalog.expand(target.expr, step_s=SCRAPE_S, range_s=end - start)
+                if not _has_data(bed.prometheus_query_range(prometheus, expr, start, end,
+                                                            SCRAPE_S)):
+                    empty.append(f"{board.title} / {panel.title}: {expr}")
+                checked += 1
+    print(f"deployed dashboards: {checked} panel queries, {len(empty)} without data")
+    assert checked >= 40
+    assert not empty, "queries without data on the deployed site:\n" + "\n".join(empty)
+    # The same data as pictures (the README shows the latency dashboard's).
+    code = appliance_main(["dashboards", "render", "--prometheus", prometheus,
+                           "--out", str(DASHBOARD_PNGS), "--range",
+                           f"{int(end - start)}s", "--step", "5s"])
+    assert code == 0
+    for board in catalog.load():
+        image = matplotlib.image.imread(DASHBOARD_PNGS / f"{board.uid}.png")
+        assert image.shape[0] > 100 and image.shape[1] > 100
+
+
+# -- a worker-only change ---------------------------------------------------------------
+
+def test_worker_only_change_restarts_one_worker_at_a_time(testbed, deployed):
+    """New worker settings restart the workers one after the other (each back ALIVE
+    before the next goes down); the master and the appliance keep running (same
+    MainPID): the appliance restarts its query in place on the remaining executors."""
+    master, appliance = testbed.one("spark_master"), testbed.one("appliance")
+    workers = testbed.group("spark_workers")
+    before = {(h.name, unit): bed.main_pid(testbed, h, unit)
+              for h, unit in [(master, "spark-master"), (appliance, "appliance"),
+                              *((w, "spark-worker") for w in workers)]}
+    seen: list[set[str]] = []
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():  # bounded by the playbook run below
+            seen.append(set(bed.alive_workers(master.address)))
+            time.sleep(0.5)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        run = bed.run_playbook("--tags", "spark_worker", "-e", "spark_worker_daemon_memory=640m",
+                               label="worker-change", timeout=900)
+    finally:
+        done.set()
+        watcher.join(timeout=30)
+    assert run.rc == 0, f"worker change failed, see {run.log}"
+    after = {key: bed.main_pid(testbed, testbed.hosts[key[0]], key[1]) for key in before}
+    for worker in workers:
+        key = (worker.name, "spark-worker")
+        assert after[key] not in (0, before[key]), f"{worker.name} was not restarted"
+        assert any(worker.address not in alive for alive in seen), worker.name
+    for key in ((master.name, "spark-master"), (appliance.name, "appliance")):
+        assert after[key] == before[key], f"{key} was restarted by a worker-only change"
+    addresses = {w.address for w in workers}
+    assert all(alive & addresses for alive in seen), \
+        f"every worker was down at once: {[sorted(a) for a in seen]}"
+    # One at a time, in play order: the first back before the second went down.
+    gone = [next(i for i, alive in enumerate(seen) if w.address not in alive)
+            for w in workers]
+    back = next(i for i in range(gone[0], len(seen)) if workers[0].address in seen[i])
+    assert gone[0] < back <= gone[1], (gone, back)
 
 
 # -- rules updates ----------------------------------------------------------------------
@@ -275,7 +434,7 @@ def test_new_rule_rolls_out_without_losing_alerts(testbed, kafka, tmp_path):
                            "message": "network errors"})
     new = tmp_path / "rules.yml"
     new.write_text(yaml.safe_dump(rules))
-    before = _invocation(testbed, appliance)
+    before = _process(testbed, appliance)
     prefix = bed.unique("roll")
     old_rule = [bed.make_events(f"{prefix}-old-{n}", 10) for n in range(40)]
     stop = threading.Event()
@@ -297,16 +456,73 @@ def test_new_rule_rolls_out_without_losing_alerts(testbed, kafka, tmp_path):
         stop.set()
     assert run.rc == 0, f"rules update failed, see {run.log}"
     assert run.changed()[appliance.name] > 0
-    assert _invocation(testbed, appliance) != before, "the appliance was not restarted"
+    # Swapped in live: the same unit invocation and main process throughout.
+    assert _process(testbed, appliance) == before, "the rules rollout restarted the appliance"
+    journal = testbed.ssh(appliance, "journalctl -o cat --no-pager "
+                          f"_SYSTEMD_INVOCATION_ID={before[0]}").stdout
+    assert journal.count('"appliance.ready"') == 1 and '"rules.reloaded"' in journal
     new_rule = bed.make_events(f"{prefix}-new", 20, metric="net.errors", value=50.0)
     kafka.produce(new_rule)
     expected = {e["event_id"] for batch in old_rule for e in batch}
     expected |= {e["event_id"] for e in new_rule}
     missing = kafka.wait_alerts(expected, ALERT_TIMEOUT_S)
     assert not missing, f"{len(missing)} alerts missing, e.g. {sorted(missing)[:5]}"
-    assert kafka.alerts[new_rule[0]["event_id"]]["rules"][0]["id"] == "net-errors"
+    swapped = kafka.alerts[new_rule[0]["event_id"]]
+    assert swapped["rules"][0]["id"] == "net-errors"
+    assert swapped["rules_version"] == rules_version(new.read_bytes())
     checkpoint = _host_file(testbed, appliance, "/etc/appliance/appliance.toml")
     assert "/var/lib/appliance/checkpoints" in checkpoint  # same checkpoint as before
+
+
+# -- the appliance stopped, and Alertmanager says so -----------------------------------
+
+def test_alertmanager_delivers_a_firing_alert_when_the_appliance_is_stopped(
+        testbed, deployed, webhook):
+    """The deployed chain end to end: Prometheus sees the appliance's target down, the
+    rule fires after its `for`, Alertmanager posts it to the webhook receiver, with the
+    rule's summary and a runbook link."""
+    appliance = testbed.one("appliance")
+    stopped = time.time()
+    testbed.ssh(appliance, "systemctl stop appliance")
+    try:
+        # `for: 1m`, the 5 s scrape and evaluation, Alertmanager's 10 s group_wait.
+        firing = bed.wait_for(lambda: webhook.firing("ApplianceQueryDown", stopped), 300, 2)
+        assert firing, (f"no firing ApplianceQueryDown within 300 s; notifications: "
+                        f"{[n.body for n in webhook.notifications][-3:]}")
+        alert = firing[0]
+        assert alert["labels"]["instance"] == f"{appliance.address}:9464"
+        assert alert["labels"]["severity"] == "critical"
+        assert alert["annotations"]["summary"]
+        assert alert["annotations"]["runbook_url"] == "docs/runbooks.md#appliancequerydown"
+        print(f"alert delivered {firing and round(time.time() - stopped)} s after the stop")
+    finally:
+        testbed.ssh(appliance, "systemctl start appliance", check=False)
+
+
+def test_reload_of_a_file_broken_by_hand_fails_and_changes_nothing(testbed, deployed, kafka):
+    """`systemctl reload appliance` with a rules.yml broken on the host: the reload fails
+    (ExecReload= waits for the outcome), the same process keeps running the rules it had,
+    and they keep alerting."""
+    appliance = testbed.one("appliance")
+    rules, backup = "/etc/appliance/rules.yml", "/etc/appliance/rules.yml.before-reload"
+    before = _process(testbed, appliance)
+    broken = 'rules:\n  - id: Broken-Id\n    severity: info\n    when: "value > 1"\n'
+    testbed.ssh(appliance, f"cp -p {rules} {backup} && printf %s {shlex.quote(broken)} "
+                f"> {rules}")
+    try:
+        reload = testbed.ssh(appliance, "systemctl reload appliance", check=False)
+        assert reload.returncode != 0, "a broken rules file was reloaded"
+        assert _process(testbed, appliance) == before
+        assert _unit(testbed, appliance, "ActiveState") == {"ActiveState": "active"}
+        journal = testbed.ssh(appliance, "journalctl -o cat --no-pager "
+                              f"_SYSTEMD_INVOCATION_ID={before[0]}").stdout
+        assert '"rules.rejected"' in journal and "Broken-Id" in journal, journal[-2000:]
+        events = bed.make_events(bed.unique("after-rejected"), 10)
+        kafka.produce(events)
+        missing = kafka.wait_alerts({e["event_id"] for e in events}, ALERT_TIMEOUT_S)
+        assert not missing, f"the running rules stopped alerting: {sorted(missing)[:5]}"
+    finally:
+        testbed.ssh(appliance, f"mv {backup} {rules}", check=False)
 
 
 # -- last: it leaves the appliance restarting from a fixed rules file -------------------
@@ -346,3 +562,5 @@ def test_broken_rules_on_the_host_leave_the_unit_failed_not_restarting(testbed, 
     finally:
         testbed.ssh(appliance, f"mv {backup} {rules} && systemctl restart appliance",
                     check=False)
+
+

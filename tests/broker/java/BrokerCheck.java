@@ -159,16 +159,18 @@ public class BrokerCheck {
             OffsetAndMetadata om = consumer.committed(Set.of(tpg), Duration.ofSeconds(30)).get(tpg);
             System.out.println("GROUP_COMMITTED=" + om.offset() + "," + om.metadata());
         }
-        // subscribe() needs group membership, which this broker refuses clearly
+        // subscribe(): the group coordinator assigns it every partition, from the committed offset
         try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(gp)) {
             consumer.subscribe(List.of(topic));
-            String error = "none";
-            try {
-                consumer.poll(Duration.ofSeconds(10));
-            } catch (RuntimeException e) {
-                error = e.getClass().getSimpleName();
+            long deadline = System.currentTimeMillis() + 60_000;
+            long firstOffset = -1;
+            while (firstOffset < 0 && System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(200))) {
+                    if (r.partition() == tpg.partition() && firstOffset < 0) firstOffset = r.offset();
+                }
             }
-            System.out.println("SUBSCRIBE_ERROR=" + error);
+            System.out.println("SUBSCRIBE_ASSIGNED=" + consumer.assignment().size());
+            System.out.println("SUBSCRIBE_FIRST_OFFSET=" + firstOffset);
         }
         System.out.println("DONE=true");
     }
