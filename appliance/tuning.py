@@ -22,6 +22,25 @@ GC_OPTIONS = (
 )
 
 
+# The JIT's compiler threads at nice 19, below the task threads. On two cores the C2
+# compilations after ``ready`` (0.7-7.8 s each, docs/appliance.md) are queueing delay for
+# the tasks; at nice 19 a compilation waits while a task thread wants the core, and still
+# runs on an idle one. HotSpot sets a thread's priority only under ThreadPriorityPolicy=1,
+# and then maps EVERY Java priority to a nice value (up to -5 for the highest, honoured for
+# root only): the mapping is pinned to 0 for all ten, so every other thread (GC, VM thread,
+# tasks) stays where it was, as root or not. A non-root JVM still prints one warning at
+# start ("-XX:ThreadPriorityPolicy=1 may require system level permission"): lowering its own
+# threads' priority needs none. HotSpot has no flag for the GC's threads alone.
+JIT_BELOW_TASKS = (
+    "-XX:ThreadPriorityPolicy=1",
+    "-XX:CompilerThreadPriority=19",
+    *(f"-XX:JavaPriority{priority}_To_OSPriority=0" for priority in range(1, 11)),
+)
+
+# Every JVM the appliance starts (driver, executors, the standalone daemons).
+JVM_OPTIONS = GC_OPTIONS
+
+
 # Spark's metric names start with this namespace instead of the application id (which
 # changes every run), so dashboards and alert rules can name them.
 SPARK_METRICS_NAMESPACE = "appliance"
@@ -63,7 +82,7 @@ class Tuning:
     # per-trigger defaults from here too.
     trigger: TriggerMode = DEFAULT
     spark_conf: dict[str, str] = field(default_factory=dict)
-    jvm_options: tuple[str, ...] = GC_OPTIONS
+    jvm_options: tuple[str, ...] = JVM_OPTIONS
     # Options of the Kafka source (reader / receiver) and sink (producer).
     source_options: dict[str, str] = field(default_factory=dict)
     sink_options: dict[str, str] = field(default_factory=dict)
@@ -100,6 +119,13 @@ def _spark_conf(jvm: str) -> dict[str, str]:
         "spark.sql.streaming.noDataProgressEventInterval": str(IDLE_PROGRESS_INTERVAL_MS),
         "spark.sql.streaming.minBatchesToRetain": "20",
         "spark.locality.wait": "0s",                # schedule at once, never wait for locality
+        # The optimizer runs on every micro-batch (and on every query start and rules swap).
+        # Constraint propagation infers each operator's constraints to add or prune filters
+        # (for joins, mostly); over the pipeline's wide projections it was the costliest rule
+        # that never changed the plan (PruneFilters: 3.5-10 ms of a batch's ~50-115 ms of
+        # rules, RuleExecutor metrics under load). A map-only plan has one filter and no
+        # join, so nothing it could infer applies.
+        "spark.sql.constraintPropagation.enabled": "false",
         "spark.driver.extraJavaOptions": jvm,
         "spark.executor.extraJavaOptions": jvm,
         "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
@@ -146,7 +172,7 @@ ASYNC_PROGRESS = {
 def tuning_for(mode: TriggerMode, async_progress: bool = True) -> Tuning:
     """Tuning for the trigger ``mode``; ``async_progress`` as above, where the mode has
     it (``TriggerMode.async_progress``)."""
-    jvm = " ".join(GC_OPTIONS)
+    jvm = " ".join(JVM_OPTIONS)
     source = {
         # Backpressure: cap each micro-batch so a backlog is drained in bounded steps.
         "maxOffsetsPerTrigger": "200000",

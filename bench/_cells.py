@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from appliance.tuning import JIT_BELOW_TASKS
+from bench._sched import GC_CONCURRENT_THREADS, JIT_THREADS, Affinity, ThreadPolicy
+
 
 @dataclass(frozen=True)
 class Cell:
@@ -25,6 +28,10 @@ class Cell:
     tmpfs_checkpoint: bool = False   # checkpoint under /dev/shm instead of the disk
     # A live rules swap (``appliance rules reload``) this many seconds after ready.
     reload_at_s: float | None = None
+    # Scheduling levers applied from outside (bench._sched): to the appliance JVM's threads
+    # by name, and CPUs split between the appliance and the broker + load driver.
+    threads: ThreadPolicy | None = None
+    affinity: Affinity | None = None
 
 
 RATE = 10_000
@@ -80,6 +87,24 @@ CELLS: tuple[Cell, ...] = (
          "stages' expression code split into more, smaller methods, so that each C2 "
          "compilation is shorter (lever ON)",
          spark={"spark.sql.codegen.methodSplitThreshold": "256"}),
+    # -- scheduling: who waits for whom on the two cores ---------------------------------
+    Cell("continuous-jit-nice", "continuous", RATE, "JIT threads at nice 19",
+         "the JIT's compiler threads at nice 19 below the task threads (JVM flags, "
+         "appliance.tuning.JIT_BELOW_TASKS; lever ON)", jvm_options=JIT_BELOW_TASKS),
+    Cell("realtime-jit-nice", "realtime", RATE, "JIT threads at nice 19",
+         "the JIT's compiler threads at nice 19 below the task threads (lever ON)",
+         jvm_options=JIT_BELOW_TASKS),
+    Cell("continuous-jit-idle", "continuous", RATE, "JIT threads SCHED_IDLE",
+         "the JIT's compiler threads SCHED_IDLE: they run only on an otherwise idle core "
+         "(set by the bench on the driver JVM's threads; lever ON)",
+         threads=ThreadPolicy(JIT_THREADS, idle=True)),
+    Cell("continuous-gc-nice", "continuous", RATE, "concurrent GC threads at nice 19",
+         "G1's concurrent threads (marking, refinement, service) at nice 19; the "
+         "stop-the-world workers unchanged (set by the bench; lever ON)",
+         threads=ThreadPolicy(GC_CONCURRENT_THREADS, nice=19)),
+    Cell("continuous-affinity", "continuous", RATE, "CPU affinity",
+         "the appliance's processes on one core, the broker and the load driver on the "
+         "other (lever ON)", affinity=Affinity(appliance_cpus=1)),
     Cell("realtime-sync-progress", "realtime", RATE, "async progress",
          "offset/commit logs written synchronously", query={"async_progress": False}),
     Cell("realtime-5s", "realtime", RATE, "5-minute batches",
@@ -90,6 +115,10 @@ CELLS: tuple[Cell, ...] = (
          query={"interval": "1 minute"}),
     Cell("microbatch-sync-progress", "microbatch", RATE, "async progress",
          "offset/commit logs written synchronously", query={"async_progress": False}),
+    Cell("microbatch-constraint-propagation", "microbatch", RATE, "constraint propagation off",
+         "spark.sql.constraintPropagation.enabled back to true: the optimizer infers every "
+         "operator's constraints again on each micro-batch",
+         spark={"spark.sql.constraintPropagation.enabled": "true"}),
     Cell("microbatch-tmpfs", "microbatch", RATE, "checkpoint on tmpfs",
          "checkpoint under /dev/shm (lever ON)", tmpfs_checkpoint=True),
 )

@@ -47,8 +47,9 @@ from appliance.config import write_config as write_config_file
 from appliance.process import process_group
 from appliance.process.logwatch import log_events, wait_for_event
 from appliance.topics import default_partitions
-from appliance.tuning import GC_OPTIONS
+from appliance.tuning import JVM_OPTIONS
 from bench import _machine as machine
+from bench import _sched as sched
 from bench._cells import BY_NAME, CELLS, Cell
 from bench._java import compile_driver
 from loadgen.steady import WARMUP_S, split_warmup
@@ -182,7 +183,7 @@ def write_config(cell: Cell, bootstrap: str, topics: dict[str, str], workdir: Pa
              "starting_offsets": "latest", **cell.query}
     spark = {"master": "local[2]", **cell.spark}
     if cell.jvm_options:
-        spark["spark.driver.extraJavaOptions"] = " ".join((*GC_OPTIONS, *cell.jvm_options))
+        spark["spark.driver.extraJavaOptions"] = " ".join((*JVM_OPTIONS, *cell.jvm_options))
     return write_config_file(Config.model_validate({
         "kafka": {"bootstrap_servers": bootstrap}, "topics": topics, "query": query,
         "rules": {"path": str(rules)}, "spark": spark, "metrics": {"port": 0, **cell.metrics},
@@ -219,6 +220,12 @@ def _run_appliance(cell: Cell, broker, topics: dict[str, str], workdir: Path,
         proc = subprocess.Popen([sys.executable, "-m", "appliance", "run", "--config",
                                  str(config)], stdout=out, stderr=subprocess.STDOUT, env=env,
                                 cwd=ROOT, start_new_session=True)
+    keeper = sched.ThreadPolicyKeeper(proc.pid, cell.threads) if cell.threads else None
+    others = [broker.proc.pid, driver.proc.pid]
+    if cell.affinity is not None:  # before the JVM starts: it inherits the CPUs
+        mine, theirs = cell.affinity.split()
+        sched.pin([proc.pid], mine)
+        sched.pin([p for pid in others for p in sched.tree(pid)], theirs)
     try:
         ready = wait_for_event(log, "appliance.ready", proc, ready_timeout, poll=0.05)
         ready_s = time.monotonic() - spawned
@@ -227,8 +234,13 @@ def _run_appliance(cell: Cell, broker, topics: dict[str, str], workdir: Path,
         if swap is not None:
             result["reload"] = swap.finish(log)
     finally:
+        if cell.affinity is not None:  # the broker serves the next cells on every CPU
+            sched.pin([p for pid in others for p in sched.tree(pid)], os.sched_getaffinity(0))
+        applied = keeper.stop() if keeper is not None else None
         rc = _stop(proc)
         shutil.rmtree(checkpoint, ignore_errors=True)
+    if applied is not None:
+        result["threads_rescheduled"] = applied
     progress = [e["durationMs"] for e in log_events(log)
                 if e.get("event") == "query.progress" and isinstance(e.get("durationMs"), dict)]
     first = result.get("first_alert_after_start_ms", -1)

@@ -7,11 +7,14 @@ import json
 
 import pytest
 from appliance_mix import check_outputs, make_mix
+from pyspark.errors import IllegalArgumentException
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from appliance.config import TopicsConfig
 from appliance.process.session import generated_classes
-from appliance.query.pipeline import KAFKA_READ_SCHEMA, transform
+from appliance.query.events import EVENT_DDL, FIELD_NAMES
+from appliance.query.pipeline import KAFKA_READ_SCHEMA, event_reader, transform
 from appliance.query.rules import parse_rule_set
 
 pytestmark = pytest.mark.spark
@@ -93,19 +96,50 @@ def test_plan_is_map_only_and_has_no_python_udf(appliance_spark):
 def test_plan_evaluates_each_expensive_expression_once_per_record(appliance_spark):
     """Catalyst inlines projections into a filter pushed below them; the routing filter
     would then carry its own copy of the parse, the rules and both JSON encoders, evaluated
-    a second time for every record. The optimized plan holds exactly one of each."""
+    a second time for every record. The optimized plan holds exactly one of each: one read
+    of the record (the connector's EventReader) and none of Spark's JSON parsers besides."""
     mix = make_mix("plan-once")
     out = transform(as_kafka_records(appliance_spark, mix.records),
                     parse_rule_set(mix.rules_yaml), TopicsConfig())
     plan = out._jdf.queryExecution().optimizedPlan().toString()
     expected = {
-        "parseJson": 1,               # try_parse_json
-        "lengthOfJsonArray": 1,       # the nothing-after-the-value check
-        "from_json(": 1,              # the typed read
+        "EventReader(": 1,            # the one walk over each record
         "StructsToJsonEvaluator": 2,  # the alert JSON and the dead-letter JSON
+        "parseJson": 0,               # no other JSON parser reads the record
+        "lengthOfJsonArray": 0,
+        "from_json(": 0,
+        "schema_of_variant": 0,
     }
     counts = {name: plan.count(name) for name in expected}
     assert counts == expected, plan
+
+
+def test_the_record_read_is_compiled_into_the_stage(appliance_spark):
+    """The reader is an ``Invoke`` on a literal object: whole-stage code generation keeps
+    it, so the stage's generated code calls ``EventReader.read`` directly (no row copies,
+    no reflection per record)."""
+    mix = make_mix("plan-codegen")
+    out = transform(as_kafka_records(appliance_spark, mix.records),
+                    parse_rule_set(mix.rules_yaml), TopicsConfig())
+    executed = out._jdf.queryExecution().executedPlan().toString()
+    read = [line for line in executed.splitlines() if "EventReader(" in line]
+    assert len(read) == 1 and read[0].lstrip(" +-:").startswith("*("), executed
+    assert len(out.collect()) == len(mix.alerts) + len(mix.dead_letters)
+
+
+def test_the_reader_reads_the_event_table(appliance_spark):
+    """The Java reader knows JSON types, not fields: its typed columns are the event
+    table's (``appliance.query.events``), and a JSON type it has no reader for is refused
+    when the plan is built, naming the type."""
+    reader = event_reader(appliance_spark)
+    schema = StructType.fromJson(json.loads(reader.schema().json()))
+    assert schema.fieldNames() == ["error", "utf8", *FIELD_NAMES]
+    typed = StructType(schema.fields[2:])
+    assert typed.simpleString() == appliance_spark.createDataFrame([], EVENT_DDL).schema \
+        .simpleString()
+    jvm = appliance_spark.sparkContext._jvm
+    with pytest.raises(IllegalArgumentException, match="JSON type 'date' has no reader"):
+        jvm.io.appliance.events.EventReader.create(["when"], ["date"], [True])
 
 
 def test_planning_the_same_rules_again_generates_no_new_classes(appliance_spark):

@@ -110,6 +110,9 @@ def records(draw) -> bytes | None:
     if kind == "bom":
         return b"\xef\xbb\xbf" + text.encode()
     if kind == "duplicate-key":
+        if draw(st.booleans()):  # inside a value the event does not read
+            return ('{"nested": [{"d": 1, "d": 2}], ' + text[1:]).encode() if doc \
+                else b'{"n": {"a":1,"a":2}}'
         name = draw(st.sampled_from(list(doc) or ["event_id"]))
         return ("{" + json.dumps(name) + ": 1, " + text[1:]).encode() if doc else b'{"a":1,"a":2}'
     if kind == "deep":
@@ -120,11 +123,17 @@ def records(draw) -> bytes | None:
     if kind == "surrogate":
         escape = draw(st.sampled_from(["\\ud800", "\\udfff", "\\ud83d\\ude00", "\\u0000",
                                        "\\uD834", "\\x41", "\\u12"]))
-        field = draw(st.sampled_from(["event_id", "source"]))
-        if not isinstance(doc.get(field), str):
-            doc[field] = "s"
+        # in a field the event reads, in one it ignores (its value, nested), or in a key
+        field = draw(st.sampled_from(["event_id", "source", "unknown", "key"]))
         marker = f"@@{uuid.uuid4().hex}@@"
-        doc[field] = doc[field] + marker
+        if field == "unknown":
+            doc["unknown"] = [{"x": "s" + marker}]
+        elif field == "key":
+            doc["k" + marker] = 1
+        else:
+            if not isinstance(doc.get(field), str):
+                doc[field] = "s"
+            doc[field] = doc[field] + marker
         return json.dumps(doc).replace(marker, escape).encode()
     if kind == "trailing":
         # ',0]' and ', "k": 1' each close one of the pipeline's two parse wraps early.

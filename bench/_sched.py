@@ -1,0 +1,145 @@
+"""Scheduling levers the latency bench applies to a cell's processes from outside.
+
+Two cores run the broker, the load driver and the appliance's JVM, whose task threads
+share them with its own JIT compiler and concurrent GC threads. The levers here change who
+waits for whom, without changing the product:
+
+- ``ThreadPolicy``: the appliance JVM's threads whose names start with given prefixes (the
+  ``C2 CompilerThread0`` family, ``G1 Conc#0``...) get a nice value or ``SCHED_IDLE``.
+  Applied again every ``PERIOD_S`` (the JVM starts and stops compiler threads as its queue
+  grows and shrinks), by the bench, to the driver JVM only (a local master runs the tasks
+  there). A thread's nice value is its own on Linux, so this needs no privilege to lower a
+  priority. The shipped form of the compiler lever is JVM flags (``appliance.tuning``),
+  which reach executors on a cluster too; this form also reaches the GC's threads, for
+  which HotSpot has no flag of their own.
+- ``Affinity``: the appliance's processes on some CPUs and the broker and load driver on
+  the others (an ablation: on two cores it halves what each side has).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+PERIOD_S = 0.5
+
+
+@dataclass(frozen=True)
+class ThreadPolicy:
+    """``nice`` (0-19) or ``idle`` (SCHED_IDLE) for threads named ``prefixes*``."""
+
+    prefixes: tuple[str, ...]
+    nice: int | None = None
+    idle: bool = False
+
+    def __post_init__(self) -> None:
+        if (self.nice is None) == (not self.idle):
+            raise ValueError("ThreadPolicy: exactly one of nice and idle")
+
+    def matches(self, thread_name: str) -> bool:
+        return thread_name.startswith(self.prefixes)
+
+    def apply(self, tid: int) -> None:
+        if self.idle:
+            os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
+        else:
+            os.setpriority(os.PRIO_PROCESS, tid, self.nice)
+
+
+JIT_THREADS = ("C1 CompilerThre", "C2 CompilerThre")  # /proc keeps 15 bytes of a name
+GC_CONCURRENT_THREADS = ("G1 Conc#", "G1 Main Marker", "G1 Refine#", "G1 Service")
+
+
+@dataclass(frozen=True)
+class Affinity:
+    """The appliance on the first ``appliance_cpus`` CPUs, the broker and driver on the rest."""
+
+    appliance_cpus: int = 1
+
+    def split(self) -> tuple[set[int], set[int]]:
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) <= self.appliance_cpus:
+            raise RuntimeError(f"Affinity: {len(cpus)} CPUs, cannot give "
+                               f"{self.appliance_cpus} to the appliance and keep one")
+        return set(cpus[:self.appliance_cpus]), set(cpus[self.appliance_cpus:])
+
+
+def tasks(pid: int) -> list[int]:
+    try:
+        return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return []
+
+
+def thread_name(pid: int, tid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/task/{tid}/comm") as f:
+            return f.read().rstrip("\n")
+    except OSError:
+        return ""
+
+
+def tree(pid: int) -> list[int]:
+    """``pid`` and every process below it."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(children.get(p, []))
+    return out
+
+
+def pin(pids: Iterable[int], cpus: set[int]) -> None:
+    """Every thread of ``pids`` on ``cpus`` (threads started later inherit it)."""
+    for pid in pids:
+        for tid in tasks(pid):
+            try:
+                os.sched_setaffinity(tid, cpus)
+            except OSError:
+                pass  # the thread ended meanwhile
+
+
+class ThreadPolicyKeeper:
+    """Applies ``policy`` to the matching threads of ``root``'s process tree every
+    ``PERIOD_S`` until ``stop()``; ``applied`` counts the threads it changed."""
+
+    def __init__(self, root: int, policy: ThreadPolicy) -> None:
+        self.root, self.policy = root, policy
+        self.applied = 0
+        self._done: set[tuple[int, int]] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="bench-thread-policy",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for pid in tree(self.root):
+                for tid in tasks(pid):
+                    if (pid, tid) in self._done or not self.policy.matches(
+                            thread_name(pid, tid)):
+                        continue
+                    try:
+                        self.policy.apply(tid)
+                    except OSError:
+                        continue  # ended meanwhile
+                    self._done.add((pid, tid))
+                    self.applied += 1
+            self._stop.wait(PERIOD_S)
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        return self.applied

@@ -1,0 +1,162 @@
+"""CPU per record of the appliance's transformation, in one JVM, from memory into ``noop``.
+
+The latency cells (``bench.appliance_latency``) measure what users get end to end, and on
+two shared cores every microsecond a record costs shows up there as queueing. This module
+isolates that cost: ``--records`` events shaped like the latency bench's (its driver's
+JSON, every 10th alerting on ``examples/rules.yml``, ``--bad-every``-th a dead letter) are
+built once and cached in memory, then the query's exact ``transform`` (or only its parse
+step, ``--stage parse``) runs over them into Spark's ``noop`` sink, ``--warm`` rounds to
+let the JIT settle and ``--runs`` measured rounds, all in one ``local[1]`` JVM.
+
+Per round it reads wall time and CPU time: the whole JVM's (``/proc/<pid>/stat``) and the
+task thread's alone (``/proc/<pid>/task/*``, threads named ``Executor task launch
+worker``), which leaves out the JIT compilers and the GC and so moves least when other
+processes share the cores. Medians over the rounds, in microseconds per record.
+
+    .venv/bin/python -m bench.pipeline_cost                       # 200,000 records, 7 runs
+    .venv/bin/python -m bench.pipeline_cost --records 20000 --warm 1 --runs 1   # smoke
+
+Writes ``reports/bench/pipeline_cost.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "reports" / "bench" / "pipeline_cost.json"
+RULES = ROOT / "examples" / "rules.yml"
+TASK_THREAD = "Executor task "  # /proc's comm keeps 15 bytes of "Executor task launch worker"
+
+# The latency driver's event (bench/java/AlertLatencyBench.java), built by Spark itself.
+_EVENT = ("concat('{\"event_id\":\"', CASE WHEN id % 10 = 0 THEN 'a-' ELSE 'n-' END, id, "
+          "'\",\"ts\":', 1700000000000 + id, ',\"source\":\"bench-', id % 64, "
+          "'\",\"metric\":\"cpu.util\",\"value\":', "
+          "CASE WHEN id % 10 = 0 THEN '97.5' ELSE CAST(id % 90 AS STRING) END, "
+          "',\"tags\":{\"dc\":\"b\"}}')")
+_BAD = "'{\"event_id\": 1, \"ts\": \"x\", \"source\": \"s\", \"metric\": \"m\"}'"
+
+
+@dataclass(frozen=True)
+class Round:
+    wall_s: float
+    process_cpu_s: float
+    task_cpu_s: float
+
+
+def _jiffies(path: str) -> int:
+    with open(path) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def task_cpu_s(pid: int) -> float:
+    """CPU seconds of the JVM's task threads so far (threads that ended are not counted:
+    local mode keeps its task thread pool alive between jobs)."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                if not f.read().startswith(TASK_THREAD):
+                    continue
+            total += _jiffies(f"/proc/{pid}/task/{tid}/stat")
+        except OSError:
+            continue
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu_s(pid: int) -> float:
+    return _jiffies(f"/proc/{pid}/stat") / os.sysconf("SC_CLK_TCK")
+
+
+def records_frame(spark, count: int, bad_every: int):
+    value = f"CAST({_EVENT} AS BINARY)"
+    if bad_every > 0:
+        value = f"CASE WHEN id % {bad_every} = 7 THEN CAST({_BAD} AS BINARY) ELSE {value} END"
+    return spark.range(0, count, 1, 1).selectExpr(
+        "CAST(NULL AS BINARY) AS key", f"{value} AS value", "'events' AS topic",
+        "0 AS partition", "id AS offset", "current_timestamp() AS timestamp",
+        "0 AS timestampType")
+
+
+def measure(args) -> dict:
+    from appliance.config import Config, TopicsConfig
+    from appliance.process.session import build_session
+    from appliance.query.pipeline import parse_events, transform
+    from appliance.query.rules import parse_rule_set
+
+    config = Config.model_validate({"spark": {"master": "local[1]"},
+                                    "query": {"trigger": "continuous"}})
+    spark = build_session(config, app_name="pipeline-cost")
+    pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+    records = records_frame(spark, args.records, args.bad_every).cache()
+    records.count()
+    rules = parse_rule_set(RULES.read_text())
+    if args.stage == "parse":
+        out = parse_events(records)
+    else:
+        out = transform(records, rules, TopicsConfig())
+    rounds: list[Round] = []
+    for i in range(args.warm + args.runs):
+        wall0, cpu0, task0 = time.monotonic(), process_cpu_s(pid), task_cpu_s(pid)
+        out.write.format("noop").mode("overwrite").save()
+        done = Round(wall_s=time.monotonic() - wall0, process_cpu_s=process_cpu_s(pid) - cpu0,
+                     task_cpu_s=task_cpu_s(pid) - task0)
+        label = "warm" if i < args.warm else "run"
+        print(f"pipeline_cost: {label} {i + 1}: {done.wall_s:.3f} s wall, "
+              f"{done.task_cpu_s:.2f} s task CPU", file=sys.stderr, flush=True)
+        if i >= args.warm:
+            rounds.append(done)
+    spark.stop()
+    per = 1e6 / args.records
+    return {
+        "wall_us": round(statistics.median(r.wall_s for r in rounds) * per, 3),
+        "process_cpu_us": round(statistics.median(r.process_cpu_s for r in rounds) * per, 3),
+        "task_cpu_us": round(statistics.median(r.task_cpu_s for r in rounds) * per, 3),
+        "rounds": [asdict(r) for r in rounds],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench.pipeline_cost", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--warm", type=int, default=4, help="rounds before the measured ones")
+    parser.add_argument("--runs", type=int, default=7, help="measured rounds (medians)")
+    parser.add_argument("--bad-every", type=int, default=50,
+                        help="every Nth record is a dead letter (0: none)")
+    parser.add_argument("--stage", choices=("transform", "parse"), default="transform")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args([] if argv is None else argv)
+    if args.records < 1 or args.runs < 1 or args.warm < 0 or args.bad_every < 0:
+        print("bench.pipeline_cost: --records and --runs must be positive, --warm and "
+              "--bad-every not negative", file=sys.stderr)
+        return 2
+    load0 = os.getloadavg()[0]
+    result = measure(args)
+    command = (f"python -m bench.pipeline_cost --records {args.records} --warm {args.warm} "
+               f"--runs {args.runs} --bad-every {args.bad_every} --stage {args.stage}")
+    doc = {"benchmark": "pipeline_cost", "command": command,
+           "note": "microseconds per record, medians of the measured rounds; task = the "
+                   "executor task thread's CPU (no JIT, no GC)",
+           "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                       "load_avg_start": load0, "load_avg_end": os.getloadavg()[0]},
+           **result}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(doc, indent=2) + "\n")
+    print(f"pipeline_cost ({args.stage}): {result['wall_us']} us wall, "
+          f"{result['process_cpu_us']} us JVM CPU, {result['task_cpu_us']} us task CPU "
+          f"per record (load {load0:.1f} -> {doc['machine']['load_avg_end']:.1f})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
