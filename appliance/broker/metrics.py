@@ -64,6 +64,7 @@ class BrokerMetrics:
         self.bytes_in = 0
         self.bytes_out = 0
         self.connections_opened = 0
+        self.connections_refused = 0  # over --max-connections-per-ip
 
     # -- called on the event loop ---------------------------------------------------------
     def request_done(self, api_key: int, started: float, result) -> None:
@@ -119,10 +120,14 @@ class BrokerCollector:
         for name, value, text in (
                 ("broker_bytes_in", m.bytes_in, "request bytes received"),
                 ("broker_bytes_out", m.bytes_out, "response bytes sent"),
-                ("broker_connections_opened", m.connections_opened, "connections accepted")):
+                ("broker_connections_opened", m.connections_opened, "connections accepted"),
+                ("broker_connections_refused", m.connections_refused,
+                 "connections closed at once: their IP already had --max-connections-per-ip")):
             counter = CounterMetricFamily(name, text)
             counter.add_metric([], float(value))
             yield counter
+        if self.server.storage is not None:
+            yield from self._storage(self.server.storage.stats)
         connections = GaugeMetricFamily("broker_connections", "open client connections")
         connections.add_metric([], float(len(self.server.connections)))
         yield connections
@@ -137,6 +142,28 @@ class BrokerCollector:
                 start.add_metric(labels, float(part.log_start_offset))
         yield end
         yield start
+
+
+    @staticmethod
+    def _storage(stats):
+        for name, value, text in (
+                ("broker_recovery_quarantined_bytes", stats.quarantined_bytes,
+                 "bytes the last recovery found not to be valid frames (skipped, copied "
+                 "to quarantine files)"),
+                ("broker_recovery_quarantined_regions", stats.quarantined_regions,
+                 "byte ranges the last recovery found not to be valid frames"),
+                ("broker_flush_errors", stats.flush_errors,
+                 "fsyncs of already acknowledged data that failed (interval policy, close)")):
+            counter = CounterMetricFamily(name, text)
+            counter.add_metric([], float(value))
+            yield counter
+        refused = CounterMetricFamily(
+            "broker_storage_append_errors",
+            "produces refused because the data directory failed a write (undone), by errno",
+            labels=["errno"])
+        for errno_name, count in sorted(stats.append_errors.copy().items()):
+            refused.add_metric([errno_name], float(count))
+        yield refused
 
 
 def serve(server, host: str, port: int):
