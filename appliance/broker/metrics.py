@@ -64,7 +64,6 @@ class BrokerMetrics:
         self.bytes_in = 0
         self.bytes_out = 0
         self.connections_opened = 0
-        self.connections_refused = 0  # over --max-connections-per-ip
 
     # -- called on the event loop ---------------------------------------------------------
     def request_done(self, api_key: int, started: float, result) -> None:
@@ -121,7 +120,7 @@ class BrokerCollector:
                 ("broker_bytes_in", m.bytes_in, "request bytes received"),
                 ("broker_bytes_out", m.bytes_out, "response bytes sent"),
                 ("broker_connections_opened", m.connections_opened, "connections accepted"),
-                ("broker_connections_refused", m.connections_refused,
+                ("broker_connections_refused", self.server.connection_cap.refused,
                  "connections closed at once: their IP already had --max-connections-per-ip")):
             counter = CounterMetricFamily(name, text)
             counter.add_metric([], float(value))

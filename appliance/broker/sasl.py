@@ -14,13 +14,21 @@ Failures answer with the codes real clients turn into clear exceptions - Java
   - SaslAuthenticate before a handshake, or a second handshake: ILLEGAL_SASL_STATE;
   - wrong user or password: SASL_AUTHENTICATION_FAILED, then the connection closes.
 Each failure closes after ``failed_auth_close_delay_ms`` (the server's job), as Kafka does.
+
+Checking a PLAIN password derives the user's SCRAM key with PBKDF2: thousands of hash
+rounds, milliseconds of CPU. That work is handed back as a ``PasswordCheck`` for the server
+to run on a worker thread, never on the event loop every client shares. (The SCRAM
+exchanges need no PBKDF2 on the server: the stored key is checked with two HMACs.)
 """
 
 from __future__ import annotations
 
 import hmac
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
+from functools import partial
+from typing import NamedTuple
 
 from appliance.broker import errors, schemas
 from appliance.broker.credentials import Users
@@ -38,8 +46,15 @@ FAILED = "Authentication failed: invalid username or password"
 class State(Enum):
     HANDSHAKE = "handshake"  # waiting for SaslHandshake
     AUTHENTICATE = "authenticate"  # mechanism chosen, exchanging tokens
+    CHECKING = "checking"  # a PLAIN password is being checked off the event loop
     DONE = "done"  # authenticated: every API is open
     FAILED = "failed"  # answered with an error; the connection is closing
+
+
+_OUT_OF_ORDER = {State.HANDSHAKE: "SaslAuthenticate before SaslHandshake",
+                 State.CHECKING: "SaslAuthenticate while the previous one is being checked",
+                 State.DONE: "already authenticated",
+                 State.FAILED: "authentication already failed"}
 
 
 @dataclass(frozen=True)
@@ -48,6 +63,15 @@ class SaslSettings:
 
     mechanisms: tuple[str, ...]
     users: Users
+
+
+class PasswordCheck(NamedTuple):
+    """A PLAIN password to check off the event loop: call ``run`` on a worker thread (it
+    only reads the users table), then hand its result to ``finish`` on the loop, which
+    returns the SaslAuthenticate response."""
+
+    run: Callable[[], str | None]
+    finish: Callable[[str | None], dict]
 
 
 def not_on_this_listener(api_key: int) -> dict:
@@ -104,7 +128,7 @@ class SaslSession:
     def authenticated(self) -> bool:
         return self.state is State.DONE
 
-    def handle(self, api_key: int, version: int, req: dict) -> dict:
+    def handle(self, api_key: int, version: int, req: dict) -> dict | PasswordCheck:
         if api_key == schemas.SASL_HANDSHAKE.key:
             return self._handshake(req)
         return self._authenticate(req)
@@ -131,17 +155,14 @@ class SaslSession:
     def _authenticate(self, req: dict) -> dict:
         if self.state is not State.AUTHENTICATE:
             return self._fail({"error_code": errors.ILLEGAL_SASL_STATE,
-                               "error_message": "SaslAuthenticate before SaslHandshake"
-                               if self.state is State.HANDSHAKE
-                               else "already authenticated",
+                               "error_message": _OUT_OF_ORDER[self.state],
                                "auth_bytes": b"", "session_lifetime_ms": 0},
                               "SaslAuthenticate out of order")
         token = bytes(req["auth_bytes"])
         if self.mechanism == PLAIN:
-            user = _plain_user(self.settings.users, token)
-            if user is None:
-                return self._denied("invalid credentials")
-            return self._done(user, b"")
+            self.state = State.CHECKING
+            return PasswordCheck(partial(_plain_user, self.settings.users, token),
+                                 self._plain_checked)
         if self._scram is None:
             mech = MECHANISMS[self.mechanism]
             self._scram = ScramServer(
@@ -154,6 +175,13 @@ class SaslSession:
         except ScramError as exc:
             return self._denied(str(exc))
         return self._done(self._scram.user, final)
+
+    def _plain_checked(self, user: str | None) -> dict:
+        if self.state is not State.CHECKING:  # refused meanwhile (a pipelined request)
+            return self._denied("connection failed during the password check")
+        if user is None:
+            return self._denied("invalid credentials")
+        return self._done(user, b"")
 
     def _done(self, user: str | None, token: bytes) -> dict:
         self.user = user
