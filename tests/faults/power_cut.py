@@ -10,10 +10,11 @@ records start from "everything here is on disk".
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from preload import build_library
 
 SOURCE = Path(__file__).resolve().parent / "power_cut_shim.c"
 STORE_ENV = "POWER_CUT_STORE"
@@ -33,14 +34,8 @@ for top, dirs, files in os.walk(sys.argv[1]):
 
 
 def build(out_dir: Path) -> Path:
-    """Compile the library with gcc; returns the .so path."""
-    gcc = shutil.which("gcc")
-    assert gcc, "gcc is required (scripts/system_deps.py installs it)"
-    lib = out_dir / "power_cut_shim.so"
-    subprocess.run([gcc, "-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror",
-                    "-o", str(lib), str(SOURCE), "-ldl", "-lpthread"],
-                   check=True, timeout=120)
-    return lib
+    """Compile the library; returns the .so path."""
+    return build_library(SOURCE, out_dir)
 
 
 def env(lib: Path, store: Path) -> dict[str, str]:

@@ -1,21 +1,29 @@
-"""The broker's data directory fills up mid-stream (a 12 MiB tmpfs this test mounts; needs
-root, as CI is), 8 KB records, acks=all: produces are refused with the retriable
-KAFKA_STORAGE_ERROR while the broker keeps serving; once space is freed produces are
-acknowledged again at the very next offsets (a librdkafka producer that was retrying
-through the outage delivers too); after kill -9 and a restart on the same directory,
-every acknowledged record reads back byte-identical at its acknowledged offset, nothing
-that was refused appears, and recovery finds nothing to quarantine (no torn frame was
-left behind)."""
+"""The broker's data directory fails under it; produces are refused, never half-kept.
+
+- Disk full mid-stream (a 12 MiB tmpfs this test mounts; needs root, as CI is), 8 KB
+  records, acks=all: produces are refused with the retriable KAFKA_STORAGE_ERROR while the
+  broker keeps serving; once space is freed produces are acknowledged again at the very
+  next offsets (a librdkafka producer that was retrying through the outage delivers too).
+- I/O errors (an LD_PRELOAD library, ``io_error_shim.c``, fails segment writes after
+  writing half, or fails their fsync): the same refusal and the same recovery.
+
+After kill -9 and a restart on the same directory, every acknowledged record reads back
+byte-identical at its acknowledged offset, nothing that was refused appears, and recovery
+finds nothing to quarantine (no torn frame was left behind).
+"""
 
 from __future__ import annotations
 
 import os
 import random
 import subprocess
+import urllib.request
+from pathlib import Path
 
 import confluent_kafka as ck
 import pytest
 from broker_wire import metric_sum, produce, read_partition
+from preload import build_library
 
 from appliance.broker import EmbeddedBroker, errors
 from appliance.broker.wire_client import WireClient
@@ -125,5 +133,60 @@ def test_full_data_dir_refuses_then_recovers_and_keeps_every_acknowledged_record
             assert wrong == [], f"partition {p}: offsets read back different: {wrong[:20]}"
             assert set(stored) == set(expected), "a refused record was stored"
         assert "broker.recovery_quarantined" not in b.log_path.read_text()
+    finally:
+        b.stop()
+
+
+@pytest.fixture(scope="module")
+def io_error_shim(tmp_path_factory) -> Path:
+    return build_library(Path(__file__).resolve().parent / "io_error_shim.c",
+                         tmp_path_factory.mktemp("io-error-shim"))
+
+
+def _errno_count(url: str, errno_name: str) -> float:
+    sample = f'broker_storage_append_errors_total{{errno="{errno_name}"}} '
+    for line in urllib.request.urlopen(url, timeout=10).read().decode().splitlines():
+        if line.startswith(sample):
+            return float(line.split()[-1])
+    return 0.0
+
+
+@pytest.mark.parametrize("fault", ["write", "sync"])
+def test_io_errors_are_undone_refused_and_recovered_from(tmp_path, io_error_shim, fault):
+    rng = random.Random(56)
+    trigger = tmp_path / "fail-now"
+    acked: dict[int, bytes] = {}
+    args = ["--topics", "eio:1", "--flush", "fsync", "--metrics-port", "0"]
+    b = EmbeddedBroker(data_dir=tmp_path / "data", extra_args=args,
+                       log_path=tmp_path / "broker.log",
+                       extra_env={"LD_PRELOAD": str(io_error_shim),
+                                  "IO_ERROR_TRIGGER": str(trigger)})
+    b.start()
+    try:
+        with WireClient(b.bootstrap) as c:
+            for i in range(20):
+                value = _value(rng, i)
+                code, offset = produce(c, "eio", 0, value)
+                assert code == errors.NONE
+                acked[offset] = value
+            trigger.write_text(fault)
+            for i in range(5):
+                assert produce(c, "eio", 0, _value(rng, 100 + i))[0] == \
+                    errors.KAFKA_STORAGE_ERROR
+            assert _errno_count(b.metrics_url, "EIO") == 5
+            assert read_partition(b.bootstrap, "eio", 0) == acked  # nothing half-kept
+            trigger.unlink()
+            for i in range(20):
+                value = _value(rng, 200 + i)
+                code, offset = produce(c, "eio", 0, value)
+                assert (code, offset) == (errors.NONE, 20 + i)
+                acked[offset] = value
+        assert b.kill() == -9
+        b.extra_env = {}  # the disk is healthy again
+        b.start()
+        assert read_partition(b.bootstrap, "eio", 0) == acked
+        log = b.log_path.read_text()
+        assert "broker.append_failed" in log and "broker.append_recovered" in log
+        assert "broker.recovery_quarantined" not in log
     finally:
         b.stop()
