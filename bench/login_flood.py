@@ -81,9 +81,10 @@ def _phase(broker: EmbeddedBroker, password: str, flood: str | None, args) -> di
     proc = None
     if flood is not None:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "bench._login_flood", broker.bootstrap, "--mechanism",
-             flood, "--user", USER, "--concurrency", str(args.concurrency), "--seconds",
-             str(args.seconds + args.ramp)], stdout=subprocess.PIPE, text=True,
+            ["nice", "-n", str(args.flood_nice), sys.executable, "-m", "bench._login_flood",
+             broker.bootstrap, "--mechanism", flood, "--user", USER, "--concurrency",
+             str(args.concurrency), "--seconds", str(args.seconds + args.ramp)],
+            stdout=subprocess.PIPE, text=True,
             env={**os.environ, PASSWORD_ENV: password, "PYTHONPATH": str(ROOT)})
         time.sleep(args.ramp)
     t0 = time.monotonic()
@@ -116,6 +117,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--interval-ms", type=float, default=5.0)
     ap.add_argument("--concurrency", type=int, default=200, help="flood connections at once")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--flood-nice", type=int, default=0,
+                    help="run the flooding process at this nice level: >0 stands for a flood "
+                         "from another host, whose own CPU does not compete with the broker "
+                         "and the bystander here (default 0: it competes)")
     ap.add_argument("--quiet-wait", type=float, default=30.0,
                     help="before each phase, wait up to this many seconds for the CPUs to "
                          "be < 30%% busy (other suites share them); 0 = don't wait")
@@ -127,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     password = secrets.token_urlsafe(18)
     result: dict = {"bystander": f"1 acks=all produce every {args.interval_ms:g} ms, "
                                  f"SCRAM-SHA-512 login, its own loopback address",
-                    "flood_concurrency": args.concurrency, "seconds_per_phase": args.seconds,
+                    "flood_concurrency": args.concurrency, "flood_nice": args.flood_nice,
+                    "seconds_per_phase": args.seconds,
                     "repeats": args.repeats, "broker_args": args.broker_arg,
                     "cpu_count": os.cpu_count(), "load_avg_at_start": os.getloadavg()[0],
                     "runs": []}

@@ -99,9 +99,9 @@ def add_broker_options(parser: argparse.ArgumentParser) -> None:
     sec.add_argument("--sasl-mechanisms", type=_mechanisms, default=None,
                      help="comma-separated, e.g. SCRAM-SHA-512 (default: PLAIN, "
                           "SCRAM-SHA-256, SCRAM-SHA-512 over TLS; no PLAIN without TLS)")
-    sec.add_argument("--password-check-threads", type=_positive, default=2,
-                     help="threads that check SASL/PLAIN passwords (PBKDF2) off the event "
-                          "loop (default 2)")
+    sec.add_argument("--password-check-workers", type=_positive, default=1,
+                     help="processes that check SASL/PLAIN passwords (PBKDF2) off the "
+                          "event loop, at a lower CPU priority (default 1)")
     sec.add_argument("--failed-auth-close-delay-ms", type=_non_negative, default=100,
                      help="after refusing an authentication, close the connection this "
                           "much later, as Kafka's connection.failed.authentication.delay.ms "
@@ -124,7 +124,7 @@ def run_from_args(args: argparse.Namespace) -> int:
                "flush": Flush(args.flush), "flush_interval_ms": args.flush_interval_ms,
                "max_partitions_per_topic": args.max_partitions_per_topic,
                "max_connections_per_ip": args.max_connections_per_ip,
-               "password_check_threads": args.password_check_threads,
+               "password_check_workers": args.password_check_workers,
                "segment_bytes": max(args.segment_bytes, 1),
                "security_protocol": args.security_protocol, "ssl_certfile": args.ssl_certfile,
                "ssl_keyfile": args.ssl_keyfile, "ssl_client_ca": args.ssl_client_ca,

@@ -51,9 +51,9 @@ class BrokerConfig:
     default_partitions: int = 1
     max_partitions_per_topic: int = DEFAULT_MAX_PARTITIONS_PER_TOPIC
     max_connections_per_ip: int = DEFAULT_MAX_CONNECTIONS_PER_IP  # 0: no cap
-    # Threads that check SASL/PLAIN passwords (PBKDF2, milliseconds each) so a login
-    # flood never runs them on the event loop every client shares.
-    password_check_threads: int = 2
+    # Processes that check SASL/PLAIN passwords (PBKDF2, milliseconds each) so a login
+    # flood never runs them on the event loop every client shares (password_pool.py).
+    password_check_workers: int = 1
     initial_topics: dict[str, int] = field(default_factory=dict)
     # The listener's security (see listener.py): paths only, never secrets themselves.
     security_protocol: str = "PLAINTEXT"  # PLAINTEXT | SSL | SASL_PLAINTEXT | SASL_SSL

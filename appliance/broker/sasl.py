@@ -17,13 +17,13 @@ Each failure closes after ``failed_auth_close_delay_ms`` (the server's job), as 
 
 Checking a PLAIN password derives the user's SCRAM key with PBKDF2: thousands of hash
 rounds, milliseconds of CPU. That work is handed back as a ``PasswordCheck`` for the server
-to run on a worker thread, never on the event loop every client shares. (The SCRAM
-exchanges need no PBKDF2 on the server: the stored key is checked with two HMACs.)
+to run in a worker process (``password_pool``), never on the event loop every client
+shares. (The SCRAM exchanges need no PBKDF2 on the server: the stored key is checked with
+two HMACs.)
 """
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 from appliance.broker import errors, schemas
 from appliance.broker.credentials import Users
-from appliance.broker.scram import MECHANISMS, ScramError, ScramServer
+from appliance.broker.scram import MECHANISMS, ScramError, ScramServer, password_matches
 
 PLAIN = "PLAIN"
 ALL_MECHANISMS = (PLAIN, *MECHANISMS)
@@ -66,12 +66,12 @@ class SaslSettings:
 
 
 class PasswordCheck(NamedTuple):
-    """A PLAIN password to check off the event loop: call ``run`` on a worker thread (it
-    only reads the users table), then hand its result to ``finish`` on the loop, which
-    returns the SaslAuthenticate response."""
+    """A PLAIN password to check off the event loop: call ``run`` in a worker process (a
+    picklable call of ``scram.password_matches``), then hand its result to ``finish`` on
+    the loop, which returns the SaslAuthenticate response."""
 
-    run: Callable[[], str | None]
-    finish: Callable[[str | None], dict]
+    run: partial[bool]
+    finish: Callable[[bool], dict]
 
 
 def not_on_this_listener(api_key: int) -> dict:
@@ -84,8 +84,9 @@ def not_on_this_listener(api_key: int) -> dict:
             "session_lifetime_ms": 0}
 
 
-def _plain_user(users: Users, token: bytes) -> str | None:
-    """RFC 4616 ``authzid NUL authcid NUL passwd``; the user if the password checks."""
+def _plain_claim(users: Users, token: bytes) -> tuple[str, partial[bool]] | None:
+    """RFC 4616 ``authzid NUL authcid NUL passwd``: the user and the check of the password
+    (to run off the loop), or None if the token is malformed."""
     parts = token.split(b"\0")
     if len(parts) != 3:
         return None
@@ -96,20 +97,13 @@ def _plain_user(users: Users, token: bytes) -> str | None:
     if not user or (authzid and authzid != user):
         return None
     # Checked against a SCRAM credential: the file holds no passwords. Any of the user's
-    # credentials will do; SHA-512 first (stronger, and it is what `add_user` writes).
-    found = None
+    # credentials will do; SHA-512 first (stronger, and it is what `add_user` writes). An
+    # unknown user costs the same check (None), so timing does not tell who exists.
     for name in ("SCRAM-SHA-512", "SCRAM-SHA-256"):
         cred = users.lookup(name, user)
         if cred is not None:
-            found = (MECHANISMS[name], cred)
-            break
-    if found is None:
-        # Same work as a real check, so timing does not tell which users exist.
-        MECHANISMS["SCRAM-SHA-512"].salted_password(password, b"x" * 32, 8192)
-        hmac.compare_digest(b"a", b"b")
-        return None
-    mech, cred = found
-    return user if cred.verify_password(mech, password) else None
+            return user, partial(password_matches, name, password, cred)
+    return user, partial(password_matches, "SCRAM-SHA-512", password, None)
 
 
 class SaslSession:
@@ -160,9 +154,12 @@ class SaslSession:
                               "SaslAuthenticate out of order")
         token = bytes(req["auth_bytes"])
         if self.mechanism == PLAIN:
+            claim = _plain_claim(self.settings.users, token)
+            if claim is None:
+                return self._denied("malformed PLAIN token")
+            user, check = claim
             self.state = State.CHECKING
-            return PasswordCheck(partial(_plain_user, self.settings.users, token),
-                                 self._plain_checked)
+            return PasswordCheck(check, partial(self._plain_checked, user))
         if self._scram is None:
             mech = MECHANISMS[self.mechanism]
             self._scram = ScramServer(
@@ -176,10 +173,10 @@ class SaslSession:
             return self._denied(str(exc))
         return self._done(self._scram.user, final)
 
-    def _plain_checked(self, user: str | None) -> dict:
+    def _plain_checked(self, user: str, matches: bool) -> dict:
         if self.state is not State.CHECKING:  # refused meanwhile (a pipelined request)
             return self._denied("connection failed during the password check")
-        if user is None:
+        if not matches:
             return self._denied("invalid credentials")
         return self._done(user, b"")
 

@@ -8,7 +8,7 @@ Nothing one client does may stall the others on the one event loop: a connection
 per-IP cap is closed when accepted, before its TLS handshake (the listener accepts plain
 TCP and starts TLS itself, for that reason); requests of connections that have not
 authenticated wait in a queue worked on for a bounded time per loop iteration
-(``preauth_queue``); SASL/PLAIN passwords are checked on worker threads
+(``preauth_queue``); SASL/PLAIN passwords are checked in worker processes
 (``password_pool``).
 """
 
@@ -23,14 +23,13 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from appliance.broker import errors, listener, sasl, schemas
+from appliance.broker import errors, listener, password_pool, sasl, schemas
 from appliance.broker.apis import Apis
 from appliance.broker.codec import DecodeError, Reader, Schema, Writer
 from appliance.broker.codegen import decode_struct, encode_struct, strict_from_env
 from appliance.broker.config import BrokerConfig
 from appliance.broker.connection_cap import ConnectionCap
 from appliance.broker.metrics import BrokerMetrics
-from appliance.broker.password_pool import new_pool
 from appliance.broker.preauth_queue import PreAuthQueue
 from appliance.broker.segments import Storage
 from appliance.broker.topics import TopicRegistry
@@ -70,7 +69,7 @@ class BrokerServer:
         self.connection_cap = ConnectionCap(config.max_connections_per_ip)
         self.preauth = PreAuthQueue()
         sasl_settings = self.security.sasl
-        self.password_checks = (new_pool(config.password_check_threads)
+        self.password_checks = (password_pool.new_pool(config.password_check_workers)
                                 if sasl_settings is not None
                                 and sasl.PLAIN in sasl_settings.mechanisms else None)
         # Strict response encoding (missing/unknown keys raise): on in the test suite.
@@ -82,6 +81,8 @@ class BrokerServer:
         # per-IP cap has let it in (Connection.connection_made).
         self._server = await loop.create_server(
             lambda: Connection(self), self.config.host, self.config.port, reuse_address=True)
+        if self.password_checks is not None:
+            password_pool.start(self.password_checks, self.config.password_check_workers)
         host, port = self._server.sockets[0].getsockname()[:2]
         self.apis.advertised_port = port
         self._schedule_retention()
@@ -411,7 +412,7 @@ class Connection(asyncio.Protocol):
         return self._after_sasl(api_key, step)
 
     def _check_password(self, api_key: int, check: sasl.PasswordCheck) -> asyncio.Future:
-        """The SaslAuthenticate answer, once a worker thread has checked the password."""
+        """The SaslAuthenticate answer, once a worker has checked the password."""
         loop = asyncio.get_running_loop()
         answer = loop.create_future()
 

@@ -177,7 +177,7 @@ def test_plain_password_checks_do_not_hold_up_a_logged_in_client(tmp_path):
     all): a client that logged in before produces 30 records while they are checked.
     Checked on the event loop, every check would stand between two of its produces."""
     password = new_password()
-    with _sasl_broker(tmp_path, password, 200_000, "--password-check-threads", "1") as b:
+    with _sasl_broker(tmp_path, password, 200_000, "--password-check-workers", "1") as b:
         login_done: list[float] = []
 
         def flood_login(_: int) -> None:
