@@ -16,11 +16,20 @@ first login, and exit with it, also when it is killed (Linux's parent-death sign
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import multiprocessing
 import os
 import signal
-from concurrent.futures import Executor, ProcessPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import TypeVar
+
+from appliance.logs import get_logger
+
+log = get_logger("appliance.broker")
+T = TypeVar("T")
 
 NICE = 10
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -41,14 +50,44 @@ def _worker_init(broker_pid: int) -> None:
         pass  # not allowed here: the checks just share the CPU equally
 
 
-def new_pool(workers: int) -> Executor:
-    # spawn: a fresh interpreter, not a fork of the broker with its loop and threads
-    return ProcessPoolExecutor(max_workers=workers,
-                               mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_worker_init, initargs=(os.getpid(),))
+class PasswordWorkers:
+    """The pool, replaced if a worker dies (a pool that lost a worker refuses all work)."""
 
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self._pool = self._new_pool()
+        self.generation = 0  # bumped by each replacement
 
-def start(pool: Executor, workers: int) -> None:
-    """Start every worker now (each takes a fraction of a second to start)."""
-    for _ in range(workers):
-        pool.submit(os.getpid)
+    def _new_pool(self) -> ProcessPoolExecutor:
+        # spawn: a fresh interpreter, not a fork of the broker with its loop and threads
+        return ProcessPoolExecutor(max_workers=self.workers,
+                                   mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_worker_init, initargs=(os.getpid(),))
+
+    def start(self) -> None:
+        """Start every worker now (each takes a fraction of a second to start)."""
+        for _ in range(self.workers):
+            self._pool.submit(os.getpid)
+
+    def run(self, fn: Callable[[], T]) -> asyncio.Future[T]:
+        """``fn()`` in a worker, as a future of the running loop; if it fails with
+        BrokenProcessPool, call ``replace_broken`` with the generation it ran in."""
+        loop = asyncio.get_running_loop()
+        try:
+            return loop.run_in_executor(self._pool, fn)
+        except BrokenProcessPool:
+            self.replace_broken(self.generation)
+            return loop.run_in_executor(self._pool, fn)
+
+    def replace_broken(self, generation: int) -> None:
+        if generation != self.generation:
+            return  # already replaced, for another check that failed with it
+        self.generation += 1
+        log.error("broker.password_worker_failed", workers=self.workers,
+                  action="starting new password check workers")
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool = self._new_pool()
+        self.start()
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)

@@ -20,16 +20,18 @@ import ssl
 import struct
 import time
 from collections import deque
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
-from appliance.broker import errors, listener, password_pool, sasl, schemas
+from appliance.broker import errors, listener, sasl, schemas
 from appliance.broker.apis import Apis
 from appliance.broker.codec import DecodeError, Reader, Schema, Writer
 from appliance.broker.codegen import decode_struct, encode_struct, strict_from_env
 from appliance.broker.config import BrokerConfig
 from appliance.broker.connection_cap import ConnectionCap
 from appliance.broker.metrics import BrokerMetrics
+from appliance.broker.password_pool import PasswordWorkers
 from appliance.broker.preauth_queue import PreAuthQueue
 from appliance.broker.segments import Storage
 from appliance.broker.topics import TopicRegistry
@@ -69,7 +71,7 @@ class BrokerServer:
         self.connection_cap = ConnectionCap(config.max_connections_per_ip)
         self.preauth = PreAuthQueue()
         sasl_settings = self.security.sasl
-        self.password_checks = (password_pool.new_pool(config.password_check_workers)
+        self.password_checks = (PasswordWorkers(config.password_check_workers)
                                 if sasl_settings is not None
                                 and sasl.PLAIN in sasl_settings.mechanisms else None)
         # Strict response encoding (missing/unknown keys raise): on in the test suite.
@@ -82,7 +84,7 @@ class BrokerServer:
         self._server = await loop.create_server(
             lambda: Connection(self), self.config.host, self.config.port, reuse_address=True)
         if self.password_checks is not None:
-            password_pool.start(self.password_checks, self.config.password_check_workers)
+            self.password_checks.start()
         host, port = self._server.sockets[0].getsockname()[:2]
         self.apis.advertised_port = port
         self._schedule_retention()
@@ -116,7 +118,7 @@ class BrokerServer:
         if self.storage is not None:
             self.storage.close()
         if self.password_checks is not None:
-            self.password_checks.shutdown(wait=False, cancel_futures=True)
+            self.password_checks.shutdown()
 
 
 class Connection(asyncio.Protocol):
@@ -171,11 +173,13 @@ class Connection(asyncio.Protocol):
                 self._start_tls(transport, context))
 
     async def _start_tls(self, raw: asyncio.BaseTransport, context: ssl.SSLContext) -> None:
+        if self.closed:  # closed before the handshake began (broker stopping)
+            return
         try:
             tls = await asyncio.get_running_loop().start_tls(
                 raw, self, context, server_side=True,  # type: ignore[arg-type]
                 ssl_handshake_timeout=self.server.config.auth_timeout_ms / 1000.0)
-        except OSError as exc:  # TLS errors and the handshake timeout included
+        except Exception as exc:  # TLS errors, timeouts, resets: this connection only
             if not self.closed:
                 log.info("broker.tls_handshake_failed", peer=str(self.peer), error=repr(exc))
                 self.close_quietly()
@@ -413,19 +417,26 @@ class Connection(asyncio.Protocol):
 
     def _check_password(self, api_key: int, check: sasl.PasswordCheck) -> asyncio.Future:
         """The SaslAuthenticate answer, once a worker has checked the password."""
-        loop = asyncio.get_running_loop()
-        answer = loop.create_future()
+        workers = self.server.password_checks
+        assert workers is not None  # a listener offering PLAIN has them
+        answer = asyncio.get_running_loop().create_future()
 
         def checked(work: asyncio.Future) -> None:
             if answer.cancelled():  # the connection went away meanwhile
                 return
+            if work.cancelled():  # the broker is stopping
+                answer.cancel()
+                return
             exc = work.exception()
-            if exc is not None:
-                answer.set_exception(exc)
-            else:
+            if exc is None:
                 answer.set_result(self._after_sasl(api_key, check.finish(work.result())))
+                return
+            if isinstance(exc, BrokenProcessPool):  # a worker died: new ones for the next
+                workers.replace_broken(generation)
+            answer.set_exception(exc)  # this connection closes; its client retries
 
-        loop.run_in_executor(self.server.password_checks, check.run).add_done_callback(checked)
+        generation = workers.generation
+        workers.run(check.run).add_done_callback(checked)
         return answer
 
     def _after_sasl(self, api_key: int, result: dict) -> dict:

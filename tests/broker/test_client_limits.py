@@ -27,7 +27,7 @@ from secure_helpers import broker_args, make_tls, new_password
 from appliance.broker import EmbeddedBroker, errors, schemas
 from appliance.broker.credentials import add_user
 from appliance.broker.wire_client import WireClient
-from bench._login_flood import PASSWORD_ENV, login
+from bench._login_flood import PASSWORD_ENV, LoginRefused, login
 
 OTHER_IP = "127.0.0.2"
 
@@ -248,3 +248,42 @@ def test_a_second_authenticate_while_a_password_is_checked_is_refused(tmp_path):
         assert [a["error_code"] for a in answers] == [errors.SASL_AUTHENTICATION_FAILED,
                                                       errors.ILLEGAL_SASL_STATE]
         assert "being checked" in answers[1]["error_message"]
+
+
+def _password_workers(broker_pid: int) -> list[int]:
+    out = []
+    for task in Path("/proc").glob("[0-9]*"):
+        try:
+            stat = (task / "stat").read_text()
+            cmdline = (task / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == broker_pid and b"spawn_main" in cmdline:
+            out.append(int(task.name))
+    return out
+
+
+def test_password_workers_are_replaced_when_one_dies_and_die_with_the_broker(tmp_path):
+    password = new_password()
+    with _sasl_broker(tmp_path, password, 4096) as b:
+        with WireClient(b.bootstrap, timeout=60) as c:
+            login(c, "PLAIN", "flood", password)
+        (worker,) = _password_workers(b.proc.pid)
+        os.kill(worker, 9)
+        for _attempt in range(3):  # the check under way when a worker dies fails; retry
+            try:
+                with WireClient(b.bootstrap, timeout=60) as c:
+                    login(c, "PLAIN", "flood", password)
+                break
+            except (OSError, LoginRefused):
+                time.sleep(0.5)
+        else:
+            raise AssertionError("no PLAIN login after a password worker died")
+        assert _events(b.log_path, "broker.password_worker_failed")
+        (replacement,) = _password_workers(b.proc.pid)
+        assert replacement != worker
+        b.kill()
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{replacement}").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not Path(f"/proc/{replacement}").exists(), "a worker outlived the kill -9"
