@@ -4,10 +4,10 @@ The event loop handles, in each iteration, every socket that became readable. A 
 flood (hundreds of connections, each handshaking, authenticating and closing) would thus
 put hundreds of SASL exchanges between a logged-in client's request and its answer. Its
 requests instead go into this queue, and each loop iteration works on it for at most
-``BUDGET_S`` (at least one request); the rest waits for the next iteration, after the
-requests of authenticated connections that became ready meanwhile. A connection with a
-waiting request is not read from (the server pauses it), so a flood costs memory for one
-request per connection at most, and connections are capped per IP.
+``BUDGET_S`` (at least one request); the rest waits for the next iteration, so a request
+of an authenticated connection waits behind that much login work at most. A connection
+with a waiting request is not read from (the server pauses it), so a flood costs memory
+for one request per connection at most, and connections are capped per IP.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import time
 from collections import deque
 from typing import Protocol
 
-BUDGET_S = 0.001
+BUDGET_S = 0.0002
 
 
 class Waiting(Protocol):
