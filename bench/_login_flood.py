@@ -144,6 +144,8 @@ async def flood(bootstrap: str, mechanism: str, user: str, password: str, concur
     host, _, port = bootstrap.rpartition(":")
     counts = FloodCounts()
     cache: dict = {}
+    # one login first, alone: it derives the salted password the others then reuse
+    await _one_login(host, int(port), source_ip, mechanism, user, password, cache)
     deadline = time.monotonic() + seconds
     started = time.monotonic()
 

@@ -5,7 +5,7 @@ loop, a burst of logins would stall every other client for as long. Worker *proc
 rather than threads: a thread would give the interpreter lock back to the loop only at the
 interpreter's switch interval after each check, and a busy host then makes the loop wait
 for the CPU on top; a process shares nothing with the loop but a pipe. The workers also
-run at a lower CPU priority (nice +10), so on a busy host the event loop, which serves
+run at the lowest CPU priority (nice 19), so on a busy host the event loop, which serves
 the clients that already logged in, wins the CPU first.
 
 Bounded twice: a fixed number of workers, and at most one check queued per connection
@@ -31,7 +31,7 @@ from appliance.logs import get_logger
 log = get_logger("appliance.broker")
 T = TypeVar("T")
 
-NICE = 10
+NICE = 19
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
