@@ -75,7 +75,7 @@ def listed_names(store: Path, dir_key: str) -> set[str]:
 
 def rebuild(store: Path, root: Path, target: Path) -> None:
     """Create ``target`` as ``root`` would be after a power cut now."""
-    keys = [r.key for r in journal(store) if r.is_dir and r.path == str(root)]
+    keys = [r.key for r in journal(store) if r.is_dir and r.path == str(root.resolve())]
     assert keys, f"{root} was never recorded as durable (mark_durable first)"
     target.mkdir()
     _rebuild_dir(store, keys[-1], target)

@@ -179,7 +179,7 @@ def test_interval_policy_keeps_what_an_interval_flush_synced(tmp_path, shim, rng
     assert stream.failure is None and stream.count == 300
     # Wait (bounded) until the interval flush has synced every partition's newest segment
     # at its current size, and the partition directory with the segment's name in it.
-    partition_dirs = [data / "topics" / t / str(p) for t, n in acked.topics.items()
+    partition_dirs = [data.resolve() / "topics" / t / str(p) for t, n in acked.topics.items()
                       for p in range(n)]
     deadline = time.monotonic() + 60
     while not _all_synced(store, partition_dirs) and time.monotonic() < deadline:
