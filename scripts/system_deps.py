@@ -2,9 +2,10 @@
 
 kcat is an independent librdkafka command-line client used to check the broker;
 prometheus is a real server scraping the appliance's metrics (promtool checks the
-deployed rule files); curl runs the README's metrics command as written;
-systemd-nspawn (systemd-container), mmdebstrap, ssh and ssh-keygen (openssh-client)
-build and reach the Ansible test bed's hosts. We install them with
+deployed rule files); curl runs the README's metrics command as written; gcc builds the
+LD_PRELOAD library the broker's power-loss test uses to drop every write that was not
+fsynced; systemd-nspawn (systemd-container), mmdebstrap, ssh and ssh-keygen
+(openssh-client) build and reach the Ansible test bed's hosts. We install them with
 apt-get when we are root; otherwise we print the one command a user must run.
 """
 
@@ -18,7 +19,7 @@ import sys
 PACKAGES = {"kcat": "kcat", "prometheus": "prometheus", "promtool": "prometheus",
             "systemd-nspawn": "systemd-container", "mmdebstrap": "mmdebstrap",
             "ssh": "openssh-client", "ssh-keygen": "openssh-client", "ip": "iproute2",
-            "curl": "curl"}
+            "curl": "curl", "gcc": "gcc"}
 
 
 def missing() -> list[str]:

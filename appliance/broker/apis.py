@@ -151,7 +151,6 @@ class Apis:
     def produce(self, version: int, req: dict, caller: Caller):
         acks = req["acks"]
         now = _now_ms()
-        touched = []
         responses = []
         for t in req["topic_data"]:
             name = t["name"]
@@ -178,18 +177,12 @@ class Apis:
                     except BatchError as exc:
                         err, msg = errors.CORRUPT_MESSAGE, str(exc)
                     else:
-                        err, base = partition.append(records, headers, now, max_msg)
-                        if err == errors.MESSAGE_TOO_LARGE:
-                            msg = f"record batch larger than max.message.bytes={max_msg}"
-                        if partition.segments is not None:
-                            touched.append(partition.segments)
+                        err, base, msg = partition.append(records, headers, now, max_msg)
                     log_start = partition.log_start_offset
                 parts.append({"index": index, "error_code": err, "base_offset": base,
                               "log_append_time_ms": -1, "log_start_offset": log_start,
                               "record_errors": [], "error_message": msg})
             responses.append({"name": name, "partition_responses": parts})
-        if touched and self.storage is not None:
-            self.storage.after_produce(touched)
         if acks == 0:
             return None
         return {"responses": responses, "throttle_time_ms": 0}

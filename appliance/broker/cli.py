@@ -7,7 +7,14 @@ import asyncio
 import signal
 import sys
 
-from appliance.broker.config import FLUSH_POLICIES, BrokerConfig, parse_topics
+from appliance.broker.config import (
+    DEFAULT_MAX_CONNECTIONS_PER_IP,
+    DEFAULT_MAX_PARTITIONS_PER_TOPIC,
+    FLUSH_POLICIES,
+    BrokerConfig,
+    Flush,
+    parse_topics,
+)
 from appliance.broker.listener import PROTOCOLS, ListenerError
 from appliance.logs import configure, get_logger
 
@@ -38,6 +45,13 @@ def _non_negative(value: str) -> int:
     return n
 
 
+def _positive(value: str) -> int:
+    n = int(value)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {n}")
+    return n
+
+
 def add_broker_options(parser: argparse.ArgumentParser) -> None:
     """The flags of ``appliance broker``; the subcommand runs ``run_from_args``."""
     parser.add_argument("--host", default="127.0.0.1")
@@ -54,10 +68,20 @@ def add_broker_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-message-bytes", type=_non_negative, default=None,
                         help="largest accepted record batch (default 1048588)")
     parser.add_argument("--flush", choices=FLUSH_POLICIES, default="write",
-                        help="write: write() before ack (survives kill -9); fsync: per "
-                             "produce; interval: fsync every --flush-interval-ms")
+                        help="write: write() before the ack (survives kill -9, not a power "
+                             "cut); fsync: data and new directory entries synced before the "
+                             "ack; interval: synced every --flush-interval-ms (docs/broker.md)")
     parser.add_argument("--flush-interval-ms", type=_non_negative, default=1000)
     parser.add_argument("--segment-bytes", type=_non_negative, default=64 * 1024 * 1024)
+    parser.add_argument("--max-partitions-per-topic", type=_positive,
+                        default=DEFAULT_MAX_PARTITIONS_PER_TOPIC,
+                        help="CreateTopics/CreatePartitions above this are refused with "
+                             f"POLICY_VIOLATION (default {DEFAULT_MAX_PARTITIONS_PER_TOPIC})")
+    parser.add_argument("--max-connections-per-ip", type=_non_negative,
+                        default=DEFAULT_MAX_CONNECTIONS_PER_IP,
+                        help="close a client IP's connections beyond this many at once, "
+                             f"before TLS or SASL (default {DEFAULT_MAX_CONNECTIONS_PER_IP}; "
+                             "0: no cap)")
     parser.add_argument("--metrics-port", type=_non_negative, default=None,
                         help="serve Prometheus broker_* metrics on --host:PORT "
                              "(0: any free port, printed as 'broker metrics url=...')")
@@ -84,6 +108,9 @@ def add_broker_options(parser: argparse.ArgumentParser) -> None:
     sec.add_argument("--sasl-mechanisms", type=_mechanisms, default=None,
                      help="comma-separated, e.g. SCRAM-SHA-512 (default: PLAIN, "
                           "SCRAM-SHA-256, SCRAM-SHA-512 over TLS; no PLAIN without TLS)")
+    sec.add_argument("--password-check-workers", type=_positive, default=1,
+                     help="processes that check SASL/PLAIN passwords (PBKDF2) off the "
+                          "event loop, at a lower CPU priority (default 1)")
     sec.add_argument("--failed-auth-close-delay-ms", type=_non_negative, default=100,
                      help="after refusing an authentication, close the connection this "
                           "much later, as Kafka's connection.failed.authentication.delay.ms "
@@ -101,10 +128,17 @@ def run_from_args(args: argparse.Namespace) -> int:
               f"is above --group-max-session-timeout-ms {args.group_max_session_timeout_ms}",
               file=sys.stderr)
         return 2
+    if args.default_partitions > args.max_partitions_per_topic:
+        print(f"broker: --default-partitions {args.default_partitions} is more than "
+              f"--max-partitions-per-topic {args.max_partitions_per_topic}", file=sys.stderr)
+        return 2
     options = {"initial_topics": args.topics, "auto_create_topics": args.auto_create_topics,
                "default_partitions": max(args.default_partitions, 1),
                "retention_bytes": args.retention_bytes, "retention_ms": args.retention_ms,
-               "flush": args.flush, "flush_interval_ms": args.flush_interval_ms,
+               "flush": Flush(args.flush), "flush_interval_ms": args.flush_interval_ms,
+               "max_partitions_per_topic": args.max_partitions_per_topic,
+               "max_connections_per_ip": args.max_connections_per_ip,
+               "password_check_workers": args.password_check_workers,
                "segment_bytes": max(args.segment_bytes, 1),
                "security_protocol": args.security_protocol, "ssl_certfile": args.ssl_certfile,
                "ssl_keyfile": args.ssl_keyfile, "ssl_client_ca": args.ssl_client_ca,

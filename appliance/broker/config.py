@@ -3,10 +3,33 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 DEFAULT_MAX_MESSAGE_BYTES = 1_048_588  # Kafka's default max.message.bytes
 DEFAULT_MAX_FRAME_BYTES = 104_857_600  # Kafka's socket.request.max.bytes
-FLUSH_POLICIES = ("write", "fsync", "interval")
+# Kafka has no such limit; this broker keeps every partition's batches in memory and
+# makes a directory per partition (one fsync each with --data-dir), so a topic of 100,000
+# partitions asked by one client would stall every other client while it is created.
+DEFAULT_MAX_PARTITIONS_PER_TOPIC = 1000
+# Kafka's max.connections.per.ip defaults to unlimited; the appliance's own clients (Spark
+# executors, the load generator) open tens from one host, a runaway loop thousands.
+DEFAULT_MAX_CONNECTIONS_PER_IP = 1000
+
+
+class Flush(StrEnum):
+    """When an acknowledged batch is on stable storage (docs/broker.md, "Durability").
+
+    Topic metadata and the retention checkpoint are fsynced (file and directory entry)
+    under every policy: they are small and rare, and without them a power cut could leave
+    a topic the broker cannot read back at all.
+    """
+
+    WRITE = "write"  # write() before the ack: survives kill -9, not a power cut
+    FSYNC = "fsync"  # fdatasync, and fsync of new directory entries, before the ack
+    INTERVAL = "interval"  # fsync of what changed every flush_interval_ms
+
+
+FLUSH_POLICIES = tuple(f.value for f in Flush)
 
 
 @dataclass
@@ -16,8 +39,8 @@ class BrokerConfig:
     node_id: int = 0
     cluster_id: str = "appliance-embedded"
     data_dir: str | None = None
-    flush: str = "write"  # write(): page cache survives kill -9; fsync: every produce
-    flush_interval_ms: int = 1000  # for flush="interval"
+    flush: Flush = Flush.WRITE
+    flush_interval_ms: int = 1000  # for Flush.INTERVAL
     segment_bytes: int = 64 * 1024 * 1024
     retention_bytes: int | None = None  # per partition
     retention_ms: int | None = None
@@ -26,6 +49,11 @@ class BrokerConfig:
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     auto_create_topics: bool = False
     default_partitions: int = 1
+    max_partitions_per_topic: int = DEFAULT_MAX_PARTITIONS_PER_TOPIC
+    max_connections_per_ip: int = DEFAULT_MAX_CONNECTIONS_PER_IP  # 0: no cap
+    # Processes that check SASL/PLAIN passwords (PBKDF2, milliseconds each) so a login
+    # flood never runs them on the event loop every client shares (password_pool.py).
+    password_check_workers: int = 1
     initial_topics: dict[str, int] = field(default_factory=dict)
     # The listener's security (see listener.py): paths only, never secrets themselves.
     security_protocol: str = "PLAINTEXT"  # PLAINTEXT | SSL | SASL_PLAINTEXT | SASL_SSL

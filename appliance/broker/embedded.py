@@ -39,7 +39,8 @@ class EmbeddedBroker:
     def __init__(self, port: int = 0, data_dir: str | os.PathLike | None = None,
                  host: str = "127.0.0.1", topics: dict[str, int] | None = None,
                  extra_args: list[str] | None = None,
-                 log_path: str | os.PathLike | None = None, start_timeout: float = 30.0):
+                 log_path: str | os.PathLike | None = None, start_timeout: float = 30.0,
+                 extra_env: dict[str, str] | None = None):
         self.host = host
         self.port = port
         self.data_dir = str(data_dir) if data_dir is not None else None
@@ -47,6 +48,7 @@ class EmbeddedBroker:
         if topics:  # created by the broker itself before its ready line
             self.extra_args += ["--topics", ",".join(f"{n}:{p}" for n, p in topics.items())]
         self.start_timeout = start_timeout
+        self.extra_env = dict(extra_env or {})  # on top of ours, e.g. LD_PRELOAD in tests
         if log_path is None:
             fd, log_path = tempfile.mkstemp(prefix="embedded-broker-", suffix=".log")
             os.close(fd)
@@ -68,7 +70,8 @@ class EmbeddedBroker:
         log = open(self.log_path, "ab")
         try:
             self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log,
-                                         stdin=subprocess.DEVNULL, env=_child_env())
+                                         stdin=subprocess.DEVNULL,
+                                         env={**_child_env(), **self.extra_env})
         finally:
             log.close()
         line = self._read_ready_line()

@@ -22,6 +22,8 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
+from appliance.broker.durable_io import fsync_dir
+
 LOG_NAME = "consumer_offsets.log"
 LEGACY_NAME = "consumer_offsets.json"
 _COMPACT_MIN_LINES = 10_000
@@ -58,6 +60,8 @@ class OffsetStore:
         if self._path is not None:
             self._recover()
             self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            if self._fsync:
+                fsync_dir(self._path.parent)  # a new log's name is durable from the start
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -218,4 +222,6 @@ class OffsetStore:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self._path)
+        if self._fsync:
+            fsync_dir(self._path.parent)  # the swapped-in name survives a power cut too
         self._lines = len(records)

@@ -121,10 +121,14 @@ class BrokerCollector:
         for name, value, text in (
                 ("broker_bytes_in", m.bytes_in, "request bytes received"),
                 ("broker_bytes_out", m.bytes_out, "response bytes sent"),
-                ("broker_connections_opened", m.connections_opened, "connections accepted")):
+                ("broker_connections_opened", m.connections_opened, "connections accepted"),
+                ("broker_connections_refused", self.server.connection_cap.refused,
+                 "connections closed at once: their IP already had --max-connections-per-ip")):
             counter = CounterMetricFamily(name, text)
             counter.add_metric([], float(value))
             yield counter
+        if self.server.storage is not None:
+            yield from self._storage(self.server.storage.stats)
         connections = GaugeMetricFamily("broker_connections", "open client connections")
         connections.add_metric([], float(len(self.server.connections)))
         yield connections
@@ -181,6 +185,28 @@ class BrokerCollector:
                     end = topic.partitions[key.partition].high_watermark
                     lag.add_metric(labels, float(max(end - c.offset, 0)))
         yield from (members, state, generation, rebalances, committed, lag)
+
+
+    @staticmethod
+    def _storage(stats):
+        for name, value, text in (
+                ("broker_recovery_quarantined_bytes", stats.quarantined_bytes,
+                 "bytes the last recovery found not to be valid frames (skipped, copied "
+                 "to quarantine files)"),
+                ("broker_recovery_quarantined_regions", stats.quarantined_regions,
+                 "byte ranges the last recovery found not to be valid frames"),
+                ("broker_flush_errors", stats.flush_errors,
+                 "fsyncs of already acknowledged data that failed (interval policy, close)")):
+            counter = CounterMetricFamily(name, text)
+            counter.add_metric([], float(value))
+            yield counter
+        refused = CounterMetricFamily(
+            "broker_storage_append_errors",
+            "produces refused because the data directory failed a write (undone), by errno",
+            labels=["errno"])
+        for errno_name, count in sorted(stats.append_errors.copy().items()):
+            refused.add_metric([errno_name], float(count))
+        yield refused
 
 
 def serve(server, host: str, port: int):

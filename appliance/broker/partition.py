@@ -8,16 +8,27 @@ Fetches that wait for data register a waiter here and are woken by ``append``.
 from __future__ import annotations
 
 import bisect
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from appliance.broker import errors
+from appliance.broker.durable_io import StorageError
 from appliance.broker.producer_state import ProducerStates, last_sequence
 from appliance.broker.records import BatchHeader, first_offset_at_or_after, with_base_offset
+from appliance.logs import get_logger
 
 if TYPE_CHECKING:
     from appliance.broker.segments import PartitionSegments
 
 LEADER_EPOCH = 0
+log = get_logger("appliance.broker")
+
+
+class Appended(NamedTuple):
+    """A produce's outcome for one partition."""
+
+    error: int
+    base_offset: int  # -1 on error
+    message: str | None = None  # for the response's error_message
 
 
 class Waiter(Protocol):
@@ -39,18 +50,24 @@ class PartitionLog:
         self.high_watermark = 0
         self.producers = ProducerStates()
         self.waiters: set[Waiter] = set()
+        self._refused = 0  # produces refused by the disk since the last append that worked
 
     # -- write path ---------------------------------------------------------------------
 
     def append(self, records: memoryview, headers: list[BatchHeader], now_ms: int,
-               max_message_bytes: int) -> tuple[int, int]:
-        """Append a validated record set. Returns (error_code, base_offset)."""
+               max_message_bytes: int) -> Appended:
+        """Append a validated record set, all of it or none: a batch refused (sequence,
+        epoch) or a failed disk write leaves the log and producer state as they were."""
         for h in headers:
             if h.size > max_message_bytes:
-                return errors.MESSAGE_TOO_LARGE, -1
+                return Appended(errors.MESSAGE_TOO_LARGE, -1,
+                                f"record batch larger than max.message.bytes="
+                                f"{max_message_bytes}")
         first_base = -1
-        appended = 0
-        error = errors.NONE
+        base = self.high_watermark
+        new: list[tuple[bytes, int, BatchHeader]] = []
+        pids = {h.producer_id for h in headers if h.producer_id >= 0}
+        undo = self.producers.snapshot(pids) if pids else None
         for h in headers:
             idempotent = h.producer_id >= 0
             if idempotent:
@@ -58,27 +75,47 @@ class PartitionLog:
                 err, dup = self.producers.check(h.producer_id, h.producer_epoch,
                                                 h.base_sequence, last_seq)
                 if err:
-                    error = err
-                    break
+                    if undo:
+                        self.producers.restore(undo)
+                    return Appended(err, -1)
                 if dup >= 0:
                     if first_base < 0:
                         first_base = dup
                     continue
-            base = self.high_watermark
-            batch = with_base_offset(records[h.start:h.start + h.size], base, LEADER_EPOCH)
-            if self.segments is not None:  # disk first: never serve what was not written
-                self.segments.append(batch, base)
-            self._store(batch, base, h.last_offset_delta, h.max_timestamp, now_ms)
-            if idempotent:
+                # recorded now: a later batch of the same producer in this set follows it
                 self.producers.record(h.producer_id, h.producer_epoch, h.base_sequence,
                                       last_seq, base)
+            new.append((with_base_offset(records[h.start:h.start + h.size], base,
+                                         LEADER_EPOCH), base, h))
             if first_base < 0:
                 first_base = base
+            base += h.last_offset_delta + 1
+        if not new:
+            return Appended(errors.NONE, first_base)
+        if self.segments is not None:  # disk first: never serve what was not written
+            try:
+                self.segments.append([(batch, b) for batch, b, _ in new])
+            except StorageError as exc:
+                if undo:
+                    self.producers.restore(undo)
+                self.segments.stats.append_failed(exc)
+                if not self._refused:  # once per outage, not once per retried produce
+                    log.warning("broker.append_failed", topic=self.topic,
+                                partition=self.index, error=str(exc), errno=exc.errno_name)
+                self._refused += 1
+                return Appended(errors.KAFKA_STORAGE_ERROR, -1, str(exc))
+            if self._refused:
+                log.info("broker.append_recovered", topic=self.topic, partition=self.index,
+                         refused_produces=self._refused)
+                self._refused = 0
+        appended = 0
+        for batch, b, h in new:
+            self._store(batch, b, h.last_offset_delta, h.max_timestamp, now_ms)
             appended += len(batch)
-        if appended and self.waiters:  # even if a later batch of the set was refused
+        if self.waiters:
             for w in list(self.waiters):
                 w.notify(appended)
-        return (error, -1) if error else (errors.NONE, first_base)
+        return Appended(errors.NONE, first_base)
 
     def _store(self, batch: bytes, base: int, last_offset_delta: int, max_ts: int,
                now_ms: int) -> None:

@@ -54,5 +54,21 @@ class ProducerStates:
             p = self._producers[pid] = _Producer(epoch)
         p.batches.append((first_seq, last_seq, base))
 
+    def snapshot(self, pids: set[int]) -> dict[int, _Producer | None]:
+        """A copy of these producers' state, for ``restore`` if an append is undone."""
+        out: dict[int, _Producer | None] = {}
+        for pid in pids:
+            p = self._producers.get(pid)
+            out[pid] = None if p is None else _Producer(p.epoch, deque(p.batches,
+                                                                   REMEMBERED_BATCHES))
+        return out
+
+    def restore(self, snapshot: dict[int, _Producer | None]) -> None:
+        for pid, p in snapshot.items():
+            if p is None:
+                self._producers.pop(pid, None)
+            else:
+                self._producers[pid] = p
+
     def max_producer_id(self) -> int:
         return max(self._producers, default=-1)

@@ -14,17 +14,25 @@ Failures answer with the codes real clients turn into clear exceptions - Java
   - SaslAuthenticate before a handshake, or a second handshake: ILLEGAL_SASL_STATE;
   - wrong user or password: SASL_AUTHENTICATION_FAILED, then the connection closes.
 Each failure closes after ``failed_auth_close_delay_ms`` (the server's job), as Kafka does.
+
+Checking a PLAIN password derives the user's SCRAM key with PBKDF2: thousands of hash
+rounds, milliseconds of CPU. That work is handed back as a ``PasswordCheck`` for the server
+to run in a worker process (``password_pool``), never on the event loop every client
+shares. (The SCRAM exchanges need no PBKDF2 on the server: the stored key is checked with
+two HMACs.)
 """
 
 from __future__ import annotations
 
-import hmac
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
+from functools import partial
+from typing import NamedTuple
 
 from appliance.broker import errors, schemas
 from appliance.broker.credentials import Users
-from appliance.broker.scram import MECHANISMS, ScramError, ScramServer
+from appliance.broker.scram import MECHANISMS, ScramError, ScramServer, password_matches
 
 PLAIN = "PLAIN"
 ALL_MECHANISMS = (PLAIN, *MECHANISMS)
@@ -38,8 +46,15 @@ FAILED = "Authentication failed: invalid username or password"
 class State(Enum):
     HANDSHAKE = "handshake"  # waiting for SaslHandshake
     AUTHENTICATE = "authenticate"  # mechanism chosen, exchanging tokens
+    CHECKING = "checking"  # a PLAIN password is being checked off the event loop
     DONE = "done"  # authenticated: every API is open
     FAILED = "failed"  # answered with an error; the connection is closing
+
+
+_OUT_OF_ORDER = {State.HANDSHAKE: "SaslAuthenticate before SaslHandshake",
+                 State.CHECKING: "SaslAuthenticate while the previous one is being checked",
+                 State.DONE: "already authenticated",
+                 State.FAILED: "authentication already failed"}
 
 
 @dataclass(frozen=True)
@@ -48,6 +63,15 @@ class SaslSettings:
 
     mechanisms: tuple[str, ...]
     users: Users
+
+
+class PasswordCheck(NamedTuple):
+    """A PLAIN password to check off the event loop: call ``run`` in a worker process (a
+    picklable call of ``scram.password_matches``), then hand its result to ``finish`` on
+    the loop, which returns the SaslAuthenticate response."""
+
+    run: partial[bool]
+    finish: Callable[[bool], dict]
 
 
 def not_on_this_listener(api_key: int) -> dict:
@@ -60,8 +84,9 @@ def not_on_this_listener(api_key: int) -> dict:
             "session_lifetime_ms": 0}
 
 
-def _plain_user(users: Users, token: bytes) -> str | None:
-    """RFC 4616 ``authzid NUL authcid NUL passwd``; the user if the password checks."""
+def _plain_claim(users: Users, token: bytes) -> tuple[str, partial[bool]] | None:
+    """RFC 4616 ``authzid NUL authcid NUL passwd``: the user and the check of the password
+    (to run off the loop), or None if the token is malformed."""
     parts = token.split(b"\0")
     if len(parts) != 3:
         return None
@@ -72,20 +97,13 @@ def _plain_user(users: Users, token: bytes) -> str | None:
     if not user or (authzid and authzid != user):
         return None
     # Checked against a SCRAM credential: the file holds no passwords. Any of the user's
-    # credentials will do; SHA-512 first (stronger, and it is what `add_user` writes).
-    found = None
+    # credentials will do; SHA-512 first (stronger, and it is what `add_user` writes). An
+    # unknown user costs the same check (None), so timing does not tell who exists.
     for name in ("SCRAM-SHA-512", "SCRAM-SHA-256"):
         cred = users.lookup(name, user)
         if cred is not None:
-            found = (MECHANISMS[name], cred)
-            break
-    if found is None:
-        # Same work as a real check, so timing does not tell which users exist.
-        MECHANISMS["SCRAM-SHA-512"].salted_password(password, b"x" * 32, 8192)
-        hmac.compare_digest(b"a", b"b")
-        return None
-    mech, cred = found
-    return user if cred.verify_password(mech, password) else None
+            return user, partial(password_matches, name, password, cred)
+    return user, partial(password_matches, "SCRAM-SHA-512", password, None)
 
 
 class SaslSession:
@@ -104,7 +122,7 @@ class SaslSession:
     def authenticated(self) -> bool:
         return self.state is State.DONE
 
-    def handle(self, api_key: int, version: int, req: dict) -> dict:
+    def handle(self, api_key: int, version: int, req: dict) -> dict | PasswordCheck:
         if api_key == schemas.SASL_HANDSHAKE.key:
             return self._handshake(req)
         return self._authenticate(req)
@@ -131,17 +149,17 @@ class SaslSession:
     def _authenticate(self, req: dict) -> dict:
         if self.state is not State.AUTHENTICATE:
             return self._fail({"error_code": errors.ILLEGAL_SASL_STATE,
-                               "error_message": "SaslAuthenticate before SaslHandshake"
-                               if self.state is State.HANDSHAKE
-                               else "already authenticated",
+                               "error_message": _OUT_OF_ORDER[self.state],
                                "auth_bytes": b"", "session_lifetime_ms": 0},
                               "SaslAuthenticate out of order")
         token = bytes(req["auth_bytes"])
         if self.mechanism == PLAIN:
-            user = _plain_user(self.settings.users, token)
-            if user is None:
-                return self._denied("invalid credentials")
-            return self._done(user, b"")
+            claim = _plain_claim(self.settings.users, token)
+            if claim is None:
+                return self._denied("malformed PLAIN token")
+            user, check = claim
+            self.state = State.CHECKING
+            return PasswordCheck(check, partial(self._plain_checked, user))
         if self._scram is None:
             mech = MECHANISMS[self.mechanism]
             self._scram = ScramServer(
@@ -154,6 +172,13 @@ class SaslSession:
         except ScramError as exc:
             return self._denied(str(exc))
         return self._done(self._scram.user, final)
+
+    def _plain_checked(self, user: str, matches: bool) -> dict:
+        if self.state is not State.CHECKING:  # refused meanwhile (a pipelined request)
+            return self._denied("connection failed during the password check")
+        if not matches:
+            return self._denied("invalid credentials")
+        return self._done(user, b"")
 
     def _done(self, user: str | None, token: bytes) -> dict:
         self.user = user

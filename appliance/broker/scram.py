@@ -84,6 +84,20 @@ class ScramCredential:
                 "server_key": b64(self.server_key).decode()}
 
 
+def password_matches(mechanism: str, password: str,
+                     credential: ScramCredential | None) -> bool:
+    """SASL/PLAIN: does ``password`` produce ``credential``? For an unknown user (None)
+    the same work is done, then False: timing does not tell which users exist.
+
+    Runs in the broker's password worker processes: arguments and result are picklable.
+    """
+    mech = MECHANISMS[mechanism]
+    if credential is None:
+        mech.salted_password(password, bytes(32), DEFAULT_ITERATIONS)
+        return False
+    return credential.verify_password(mech, password)
+
+
 class ScramError(Exception):
     """The exchange failed; the message is safe to send to the client and to log (it
     never contains a password, proof or key)."""

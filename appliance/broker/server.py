@@ -3,15 +3,24 @@
 Requests on one connection are processed as they arrive, but responses leave in request
 order (Kafka's per-connection guarantee): a long-polling fetch holds back the responses
 queued behind it, never the processing of the requests themselves.
+
+Nothing one client does may stall the others on the one event loop: a connection over the
+per-IP cap is closed when accepted, before its TLS handshake (the listener accepts plain
+TCP and starts TLS itself, for that reason); requests of connections that have not
+authenticated wait in a queue worked on for a bounded time per loop iteration
+(``preauth_queue``); SASL/PLAIN passwords are checked in worker processes
+(``password_pool``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 import struct
 import time
 from collections import deque
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,8 +29,11 @@ from appliance.broker.apis import Apis
 from appliance.broker.codec import DecodeError, Reader, Schema, Writer
 from appliance.broker.codegen import decode_struct, encode_struct, strict_from_env
 from appliance.broker.config import BrokerConfig
+from appliance.broker.connection_cap import ConnectionCap
 from appliance.broker.group_coordinator import Caller
 from appliance.broker.metrics import BrokerMetrics
+from appliance.broker.password_pool import PasswordWorkers
+from appliance.broker.preauth_queue import PreAuthQueue
 from appliance.broker.segments import Storage
 from appliance.broker.topics import TopicRegistry
 from appliance.logs import get_logger
@@ -57,16 +69,23 @@ class BrokerServer:
         self._server: asyncio.base_events.Server | None = None
         self._retention_timer: asyncio.TimerHandle | None = None
         self.connections: set[Connection] = set()
+        self.connection_cap = ConnectionCap(config.max_connections_per_ip)
+        self.preauth = PreAuthQueue()
+        sasl_settings = self.security.sasl
+        self.password_checks = (PasswordWorkers(config.password_check_workers)
+                                if sasl_settings is not None
+                                and sasl.PLAIN in sasl_settings.mechanisms else None)
         # Strict response encoding (missing/unknown keys raise): on in the test suite.
         self.strict_encoding = strict_from_env()
 
     async def start(self) -> tuple[str, int]:
         loop = asyncio.get_running_loop()
+        # Plain TCP even for TLS listeners: each Connection starts TLS itself, once the
+        # per-IP cap has let it in (Connection.connection_made).
         self._server = await loop.create_server(
-            lambda: Connection(self), self.config.host, self.config.port, reuse_address=True,
-            ssl=self.security.ssl_context,
-            ssl_handshake_timeout=self.config.auth_timeout_ms / 1000.0
-            if self.security.ssl_context is not None else None)
+            lambda: Connection(self), self.config.host, self.config.port, reuse_address=True)
+        if self.password_checks is not None:
+            self.password_checks.start()
         host, port = self._server.sockets[0].getsockname()[:2]
         self.apis.advertised_port = port
         self._schedule_retention()
@@ -100,6 +119,8 @@ class BrokerServer:
         if self.storage is not None:
             self.storage.close()
         self.apis.offsets.close()
+        if self.password_checks is not None:
+            self.password_checks.shutdown()
 
 
 class Connection(asyncio.Protocol):
@@ -116,12 +137,15 @@ class Connection(asyncio.Protocol):
         # who sends on this connection: rebuilt only when the header's client id changes
         self._client_id_raw = b""
         self._caller = Caller("", "")
+        self.ip: str | None = None  # counted by the server's ConnectionCap while open
         self.closed = False
         self.closing = False  # answered an auth failure: close once the answer is sent
         # SASL listeners: nothing but the handshake until authenticated (sasl.py)
         self.sasl = server.security.new_session()
         self._auth_timer: asyncio.TimerHandle | None = None
         self._close_timer: asyncio.TimerHandle | None = None
+        self._tls_task: asyncio.Task | None = None  # the TLS handshake, on TLS listeners
+        self._deferred: deque[memoryview] = deque()  # requests in the server's PreAuthQueue
         if self.sasl is not None:
             self.max_frame = min(self.max_frame, sasl.UNAUTHENTICATED_MAX_FRAME)
 
@@ -129,23 +153,72 @@ class Connection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
+        self.peer = transport.get_extra_info("peername")
+        ip = self.peer[0] if isinstance(self.peer, tuple) else str(self.peer)
+        if not self.server.connection_cap.admit(ip):
+            self.closed = True
+            transport.abort()
+            return
+        self.ip = ip
         sock = transport.get_extra_info("socket")
         if sock is not None:
             try:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:
                 pass
-        self.peer = transport.get_extra_info("peername")
-        self._caller = Caller("", str(self.peer[0]) if self.peer else "")
+        self._caller = Caller("", ip)
         self.server.connections.add(self)
         if self.server.metrics is not None:
             self.server.metrics.connections_opened += 1
+        context = self.server.security.ssl_context
+        if context is None:
+            self._channel_ready()
+        else:
+            transport.pause_reading()  # nothing is read before TLS takes the socket over
+            self._tls_task = asyncio.get_running_loop().create_task(
+                self._start_tls(transport, context))
+
+    async def _start_tls(self, raw: asyncio.BaseTransport, context: ssl.SSLContext) -> None:
+        if self.closed:  # closed before the handshake began (broker stopping)
+            return
+        try:
+            tls = await asyncio.get_running_loop().start_tls(
+                raw, self, context, server_side=True,  # type: ignore[arg-type]
+                ssl_handshake_timeout=self.server.config.auth_timeout_ms / 1000.0)
+        except Exception as exc:  # TLS errors, timeouts, resets: this connection only
+            if not self.closed:
+                log.info("broker.tls_handshake_failed", peer=str(self.peer), error=repr(exc))
+                self.close_quietly()
+            return
+        if tls is None or self.closed:
+            if tls is not None:
+                tls.abort()
+            return
+        self.transport = tls
+        self._channel_ready()
+
+    def _channel_ready(self) -> None:
+        """TLS (if any) is up: SASL must now finish within the auth timeout."""
         if self.sasl is not None:
             self._auth_timer = asyncio.get_running_loop().call_later(
                 self.server.config.auth_timeout_ms / 1000.0, self._auth_timeout)
 
+    def close_quietly(self) -> None:
+        """Close without a log line (the caller logged why)."""
+        self.closed = True
+        self.buf.clear()
+        if self.transport is not None:
+            self.transport.abort()
+        self._release()
+
+    def _release(self) -> None:
+        if self.ip is not None:
+            self.server.connection_cap.release(self.ip)
+            self.ip = None
+
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        self._release()
         for timer in (self._auth_timer, self._close_timer):
             if timer is not None:
                 timer.cancel()
@@ -164,7 +237,7 @@ class Connection(asyncio.Protocol):
             self.transport.pause_reading()
 
     def resume_writing(self) -> None:
-        if self.transport is not None and not self.closed:
+        if self.transport is not None and not self.closed and not self._deferred:
             self.transport.resume_reading()
 
     def data_received(self, data: bytes) -> None:
@@ -191,8 +264,8 @@ class Connection(asyncio.Protocol):
             corked, self._corked = self._corked, None
             if corked and not self.closed and self.transport is not None:
                 self.transport.write(corked[0] if len(corked) == 1 else b"".join(corked))
-            if self.closing and not self.closed:
-                self._close_after_answer()
+            if self.closing and not self.closed and not self.pending:
+                self._close_after_answer()  # else once the answers before it are out
         if pos < n and not self.closed:
             self.buf += view[pos:]
 
@@ -222,10 +295,7 @@ class Connection(asyncio.Protocol):
     def close(self, reason: str, **fields) -> None:
         if not self.closed:
             log.warning("broker.connection_closed", peer=str(self.peer), reason=reason, **fields)
-            self.closed = True
-            self.buf.clear()
-            if self.transport is not None:
-                self.transport.abort()
+            self.close_quietly()
 
     def _auth_timeout(self) -> None:
         if self.sasl is not None and not self.sasl.authenticated:
@@ -252,6 +322,41 @@ class Connection(asyncio.Protocol):
                 delay_s, self.transport.close)
 
     def _on_frame(self, frame: memoryview) -> None:
+        if self._deferred or (self.sasl is not None and not self.sasl.authenticated):
+            self._defer(frame)
+        else:
+            self._handle(frame)
+
+    def _defer(self, frame: memoryview) -> None:
+        """Not authenticated yet: the request waits its turn, and nothing more is read."""
+        if not self._deferred:
+            self.server.preauth.submit(self)
+            if self.transport is not None:
+                self.transport.pause_reading()
+        self._deferred.append(frame)
+
+    def run_deferred(self) -> bool:
+        """The PreAuthQueue's turn: handle one waiting request; True if more wait."""
+        if self.closed or not self._deferred:
+            self._deferred.clear()
+            return False
+        try:
+            self._handle(self._deferred.popleft())
+        except Exception as exc:  # a bug must cost one connection, never the broker
+            log.exception("broker.internal_error", peer=str(self.peer))
+            self.close("internal error", error=repr(exc))
+        if self.closed or self.closing:
+            self._deferred.clear()
+            if self.closing and not self.closed and not self.pending:
+                self._close_after_answer()
+            return False
+        if self._deferred:
+            return True
+        if self.transport is not None:
+            self.transport.resume_reading()
+        return False
+
+    def _handle(self, frame: memoryview) -> None:
         if len(frame) < _HEADER.size:
             self.close("request shorter than a header", frame_size=len(frame))
             return
@@ -311,10 +416,40 @@ class Connection(asyncio.Protocol):
         self._respond(schemas.response_header_flexible(api_key, version), corr, schema,
                       version, result)
 
-    def _sasl_step(self, api_key: int, version: int, req: dict) -> dict:
+    def _sasl_step(self, api_key: int, version: int, req: dict) -> dict | asyncio.Future:
         if self.sasl is None:
             return sasl.not_on_this_listener(api_key)
-        result = self.sasl.handle(api_key, version, req)
+        step = self.sasl.handle(api_key, version, req)
+        if isinstance(step, sasl.PasswordCheck):
+            return self._check_password(api_key, step)
+        return self._after_sasl(api_key, step)
+
+    def _check_password(self, api_key: int, check: sasl.PasswordCheck) -> asyncio.Future:
+        """The SaslAuthenticate answer, once a worker has checked the password."""
+        workers = self.server.password_checks
+        assert workers is not None  # a listener offering PLAIN has them
+        answer = asyncio.get_running_loop().create_future()
+
+        def checked(work: asyncio.Future) -> None:
+            if answer.cancelled():  # the connection went away meanwhile
+                return
+            if work.cancelled():  # the broker is stopping
+                answer.cancel()
+                return
+            exc = work.exception()
+            if exc is None:
+                answer.set_result(self._after_sasl(api_key, check.finish(work.result())))
+                return
+            if isinstance(exc, BrokenProcessPool):  # a worker died: new ones for the next
+                workers.replace_broken(generation)
+            answer.set_exception(exc)  # this connection closes; its client retries
+
+        generation = workers.generation
+        workers.run(check.run).add_done_callback(checked)
+        return answer
+
+    def _after_sasl(self, api_key: int, result: dict) -> dict:
+        assert self.sasl is not None
         if self.sasl.state is sasl.State.FAILED:
             self.closing = True
         elif self.sasl.authenticated and api_key == schemas.SASL_AUTHENTICATE.key:
@@ -357,6 +492,8 @@ class Connection(asyncio.Protocol):
                 result = result.result()
             self.pending.popleft()
             self._write(entry, result)
+        if self.closing:
+            self._close_after_answer()
 
     def _write(self, entry: PendingResponse, body: dict) -> None:
         schema, version = entry.schema, entry.version

@@ -93,35 +93,52 @@ class TopicRegistry:
             raise TopicError(errors.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
         if partitions == -1:
             partitions = self.config.default_partitions
-        if partitions < 1 or partitions > 10000:
+        if partitions < 1:
             raise TopicError(errors.INVALID_PARTITIONS,
-                             f"partitions must be 1..10000, got {partitions}")
+                             f"partitions must be at least 1, got {partitions}")
+        self._check_cap(name, partitions)
         checked = validate_configs(configs or {})
         topic = Topic(name, new_uuid(), configs=checked)
         if validate_only:
             return topic
-        self.topics[name] = topic
         self._grow(topic, partitions)
+        self.topics[name] = topic
         return topic
 
+    def _check_cap(self, name: str, partitions: int) -> None:
+        cap = self.config.max_partitions_per_topic
+        if partitions > cap:
+            raise TopicError(errors.POLICY_VIOLATION,
+                             f"topic {name!r}: {partitions} partitions is more than this "
+                             f"broker allows per topic ({cap}, --max-partitions-per-topic)")
+
     def _grow(self, topic: Topic, count: int) -> None:
-        for index in range(len(topic.partitions), count):
-            segs = (self.storage.open_partition(topic.name, index,
-                                                self.limits(topic).segment_bytes)
-                    if self.storage is not None else None)
-            topic.partitions.append(PartitionLog(topic.name, index, segs))
-        if self.storage is not None:
-            self.storage.save_topic(topic.name, topic.topic_id, len(topic.partitions),
-                                    topic.configs)
+        """Add partitions up to ``count``; with storage, only once their directories and
+        the topic's metadata are on disk (a full disk refuses the whole change)."""
+        new = range(len(topic.partitions), count)
+        if self.storage is None:
+            topic.partitions += [PartitionLog(topic.name, index) for index in new]
+            return
+        try:
+            segments = self.storage.open_partitions(topic.name, new,
+                                                      self.limits(topic).segment_bytes)
+            self.storage.save_topic(topic.name, topic.topic_id, count, topic.configs)
+        except OSError as exc:
+            self.storage.forget_partitions(topic.name, new)
+            raise TopicError(errors.KAFKA_STORAGE_ERROR,
+                             f"topic {topic.name!r}: cannot write its metadata: {exc}") from exc
+        topic.partitions += [PartitionLog(topic.name, index, segs)
+                             for index, segs in zip(new, segments, strict=True)]
 
     def add_partitions(self, name: str, count: int, validate_only: bool = False) -> None:
         topic = self.topics.get(name)
         if topic is None:
             raise TopicError(errors.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}")
-        if count <= len(topic.partitions) or count > 10000:
+        if count <= len(topic.partitions):
             raise TopicError(errors.INVALID_PARTITIONS,
                              f"topic {name!r} has {len(topic.partitions)} partitions; "
-                             f"new count {count} must be larger (max 10000)")
+                             f"new count {count} must be larger")
+        self._check_cap(name, count)
         if not validate_only:
             self._grow(topic, count)
 

@@ -16,10 +16,41 @@ from appliance.broker.codegen import decode_struct, encode_struct
 _SIZE = struct.Struct(">i")
 
 
+def encode_request(schema, version: int, body: dict, correlation_id: int,
+                   client_id: str = "wire-client") -> bytes:
+    """A complete request frame (size prefix included)."""
+    flexible = schema.flexible(version)
+    w = Writer()
+    w.int16(schema.key)
+    w.int16(version)
+    w.int32(correlation_id)
+    cid = client_id.encode()
+    w.int16(len(cid))
+    w.raw(cid)
+    if flexible:
+        w.uvarint(0)
+    encode_struct(schema.request, w, version, flexible, body, schema.name + "Request")
+    payload = w.getvalue()
+    return _SIZE.pack(len(payload)) + payload
+
+
+def decode_response(schema, version: int, frame: bytes) -> tuple[int, dict]:
+    """(correlation id, body) of a response frame without its size prefix."""
+    r = Reader(frame)
+    corr = r.int32()
+    if schemas.response_header_flexible(schema.key, version):
+        r.skip_tagged()
+    return corr, decode_struct(schema.response, r, version, schema.flexible(version),
+                               schema.name + "Response")
+
+
 class WireClient:
-    def __init__(self, bootstrap: str, timeout: float = 10.0, client_id: str = "wire-client"):
+    def __init__(self, bootstrap: str, timeout: float = 10.0, client_id: str = "wire-client",
+                 source_ip: str | None = None):
         host, _, port = bootstrap.rpartition(":")
-        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self.sock = socket.create_connection(
+            (host, int(port)), timeout=timeout,
+            source_address=(source_ip, 0) if source_ip is not None else None)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.client_id = client_id
         self._corr = 0
@@ -39,19 +70,7 @@ class WireClient:
         if correlation_id is None:
             self._corr += 1
             correlation_id = self._corr
-        flexible = schema.flexible(version)
-        w = Writer()
-        w.int16(schema.key)
-        w.int16(version)
-        w.int32(correlation_id)
-        cid = self.client_id.encode()
-        w.int16(len(cid))
-        w.raw(cid)
-        if flexible:
-            w.uvarint(0)
-        encode_struct(schema.request, w, version, flexible, body, schema.name + "Request")
-        payload = w.getvalue()
-        return _SIZE.pack(len(payload)) + payload
+        return encode_request(schema, version, body, correlation_id, self.client_id)
 
     def send_raw(self, data: bytes) -> None:
         self.sock.sendall(data)
@@ -71,12 +90,7 @@ class WireClient:
         return b"".join(chunks)
 
     def decode_response(self, schema, version: int, frame: bytes) -> tuple[int, dict]:
-        r = Reader(frame)
-        corr = r.int32()
-        if schemas.response_header_flexible(schema.key, version):
-            r.skip_tagged()
-        return corr, decode_struct(schema.response, r, version, schema.flexible(version),
-                                   schema.name + "Response")
+        return decode_response(schema, version, frame)
 
     def request(self, schema, version: int, body: dict) -> dict:
         frame = self.encode(schema, version, body)

@@ -89,6 +89,19 @@ def record_values(records: bytes) -> list[bytes]:
         out.extend(r.value for r in b)
 
 
+def record_offsets_values(records: bytes) -> list[tuple[int, bytes]]:
+    """(offset, value) of every record in a fetched record set (decoded with kafka-python)."""
+    from kafka.record import MemoryRecords
+
+    out = []
+    mr = MemoryRecords(bytes(records))
+    while True:
+        b = mr.next_batch()
+        if b is None:
+            return out
+        out.extend((r.offset, r.value) for r in b)
+
+
 # -- Java check programs ------------------------------------------------------------
 
 ROOT = Path(__file__).resolve().parents[2]

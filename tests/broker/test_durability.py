@@ -1,15 +1,26 @@
-"""--data-dir: acknowledged records survive kill -9; a torn tail is cut off on recovery."""
+"""--data-dir: acknowledged records survive kill -9; recovery quarantines bytes that are
+not a valid frame (a torn tail, a damaged frame) and keeps every valid frame after them."""
 
 from __future__ import annotations
 
+import json
 import os
+import struct
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import confluent_kafka as ck
 import pytest
-from broker_helpers import batch, fetch, list_offset, produce, record_values
+from broker_helpers import (
+    batch,
+    fetch,
+    list_offset,
+    produce,
+    record_offsets_values,
+    record_values,
+)
 
 from appliance.broker import EmbeddedBroker, errors, schemas
 from appliance.broker.wire_client import WireClient
@@ -88,41 +99,113 @@ def test_confluent_acks_all_survive_kill_and_offsets_continue(tmp_path, flush):
             assert produce(c, "ck", 0, batch([b"next"]))["base_offset"] == 1000
 
 
-def test_torn_tail_is_dropped_and_earlier_records_kept(tmp_path):
+def _all_records(bootstrap: str, topic: str, partition: int) -> dict[int, bytes]:
+    """offset -> value of every record stored, gaps (offsets lost to damage) included."""
+    out: dict[int, bytes] = {}
+    with WireClient(bootstrap) as c:
+        offset = list_offset(c, topic, partition, -2)["offset"]
+        end = list_offset(c, topic, partition, -1)["offset"]
+        while offset < end:
+            part = fetch(c, topic, partition, offset)
+            assert part["error_code"] == 0
+            pairs = [(o, v) for o, v in record_offsets_values(part["records"]) if o >= offset]
+            assert pairs, f"no records at or after offset {offset} below the end {end}"
+            out.update(pairs)
+            offset = pairs[-1][0] + 1
+    return out
+
+
+def _frames(segment: Path) -> list[tuple[int, int]]:
+    """(start, end) byte range of each frame ``[u32 length][u32 crc][batch]`` in a segment."""
+    data = segment.read_bytes()
+    out, pos = [], 0
+    while pos < len(data):
+        (length,) = struct.unpack_from(">I", data, pos)
+        out.append((pos, pos + 8 + length))
+        pos += 8 + length
+    return out
+
+
+def _events(log_path: Path, name: str) -> list[dict]:
+    out = []
+    for line in log_path.read_text().splitlines():
+        if line.startswith("{") and f'"{name}"' in line:
+            out.append(json.loads(line))
+    return [e for e in out if e.get("event") == name]
+
+
+def _metric(url: str, name: str) -> float:
+    text = urllib.request.urlopen(url, timeout=10).read().decode()
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError(f"{name} not in {url}")
+
+
+def test_torn_tail_is_quarantined_and_earlier_records_kept(tmp_path):
     with EmbeddedBroker(data_dir=tmp_path, extra_args=["--topics", "torn:1"]) as b:
         with WireClient(b.bootstrap) as c:
             for i in range(10):
                 produce(c, "torn", 0, batch([b"r%d-a" % i, b"r%d-b" % i]))
         b.kill()
         (seg,) = _segments(tmp_path, "torn", 0)
-        size = seg.stat().st_size
+        data = seg.read_bytes()
+        last_start = _frames(seg)[-1][0]
         with open(seg, "r+b") as f:
-            f.truncate(size - 7)  # the last frame is now cut mid-batch
+            f.truncate(len(data) - 7)  # the last frame is now cut mid-batch
         b.start()
         values = _all_values(b.bootstrap, "torn", 0)
         assert values == [b"r%d-%s" % (i, x) for i in range(9) for x in (b"a", b"b")]
         with WireClient(b.bootstrap) as c:
             assert produce(c, "torn", 0, batch([b"after"]))["base_offset"] == 18
-        assert seg.stat().st_size < size
-        log = b.log_path.read_text()
-        assert "broker.recovery_truncated" in log
+        (event,) = _events(b.log_path, "broker.recovery_quarantined")
+        assert (event["at_byte"], event["bytes"]) == (last_start, len(data) - 7 - last_start)
+        assert event["at_end"] is True and event["valid_frames_after"] == 0
+        # the torn bytes are kept aside, not destroyed
+        assert Path(event["quarantine_file"]).read_bytes() == data[last_start:len(data) - 7]
+        assert seg.stat().st_size == last_start
         b.restart()  # the repaired log recovers cleanly, including the new record
         assert _all_values(b.bootstrap, "torn", 0)[-1] == b"after"
+        assert len(_events(b.log_path, "broker.recovery_quarantined")) == 1
 
 
-def test_corrupted_frame_in_the_middle_cuts_the_rest(tmp_path):
-    with EmbeddedBroker(data_dir=tmp_path, extra_args=["--topics", "crc:1"]) as b:
+def test_damaged_frame_is_quarantined_and_every_frame_after_it_kept(tmp_path):
+    """A flipped byte in one frame of the first segment: that frame's bytes go to a
+    quarantine file, and every valid frame after it, in the same segment and in the later
+    ones, comes back at its own offset (only the damaged batch's offset is missing)."""
+    values = [b"%d" % i * 50 for i in range(8)]
+    args = ["--topics", "crc:1", "--segment-bytes", "300", "--metrics-port", "0"]
+    with EmbeddedBroker(data_dir=tmp_path, extra_args=args) as b:
         with WireClient(b.bootstrap) as c:
-            for i in range(5):
-                produce(c, "crc", 0, batch([b"%d" % i * 50]))
+            for v in values:
+                produce(c, "crc", 0, batch([v]))
         b.stop()
-        (seg,) = _segments(tmp_path, "crc", 0)
-        data = bytearray(seg.read_bytes())
-        frame = len(data) // 5
-        data[frame * 3 + 40] ^= 0xFF  # flip a byte inside the 4th frame's batch
-        seg.write_bytes(bytes(data))
+        first, *later = _segments(tmp_path, "crc", 0)
+        assert later, "the records span several segments"
+        frames = _frames(first)
+        assert len(frames) >= 3
+        start, end = frames[1]
+        data = bytearray(first.read_bytes())
+        data[start + 8 + 40] ^= 0xFF  # inside the second frame's batch
+        first.write_bytes(bytes(data))
         b.start()
-        assert _all_values(b.bootstrap, "crc", 0) == [b"%d" % i * 50 for i in range(3)]
+        assert _all_records(b.bootstrap, "crc", 0) == {
+            i: v for i, v in enumerate(values) if i != 1}
+        (event,) = _events(b.log_path, "broker.recovery_quarantined")
+        assert (event["at_byte"], event["bytes"]) == (start, end - start)
+        assert event["valid_frames_after"] == len(frames) - 2 and event["at_end"] is False
+        assert Path(event["quarantine_file"]).read_bytes() == bytes(data[start:end])
+        assert _metric(b.metrics_url, "broker_recovery_quarantined_bytes_total") == end - start
+        assert _metric(b.metrics_url, "broker_recovery_quarantined_regions_total") == 1
+        with WireClient(b.bootstrap) as c:
+            assert produce(c, "crc", 0, batch([b"next"]))["base_offset"] == len(values)
+        copied = Path(event["quarantine_file"]).stat().st_mtime_ns
+        b.restart()  # the region is skipped again, its copy kept as it was
+        assert _all_records(b.bootstrap, "crc", 0) == {
+            **{i: v for i, v in enumerate(values) if i != 1}, len(values): b"next"}
+        _first, again = _events(b.log_path, "broker.recovery_quarantined")
+        assert again["quarantine_file"] == event["quarantine_file"]
+        assert Path(event["quarantine_file"]).stat().st_mtime_ns == copied
 
 
 def test_topics_partitions_deletes_and_producer_state_persist(tmp_path):
