@@ -35,6 +35,7 @@ from kafka_io import consume, produce
 from test_appliance_process import ApplianceProcess, has_all, scrape
 
 from appliance.process import process_group
+from appliance.query.rules import rules_version
 from loadgen.arrivals import ArrivalClock
 from loadgen.events import rules_yaml
 
@@ -113,7 +114,7 @@ def test_known_mix_gives_exactly_the_expected_alerts_and_dead_letters(
     dead = consume(broker.bootstrap, cluster_run.topics["dead_letters"],
                    has_all("raw", mix.dead_letters), 240)
     ours = [(k, v) for k, v in alerts if not LOADGEN_ID.match(json.loads(v)["alert_id"])]
-    check_outputs(mix, ours, dead)
+    check_outputs(mix, ours, dead, rules_version=rules_version(RULES.encode("utf-8")))
     assert cluster_run.proc.proc.poll() is None
 
 
