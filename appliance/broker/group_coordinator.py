@@ -55,10 +55,12 @@ class GroupState(enum.Enum):
 
 
 class Caller(NamedTuple):
-    """Who sent a request: the header's client id and the connection's peer host."""
+    """Who sent a request: the header's client id, the connection's peer host, and the
+    principal it authenticated as (``User:NAME``; ``User:ANONYMOUS`` without SASL)."""
 
     client_id: str
     host: str
+    principal: str = "User:ANONYMOUS"
 
 
 class Protocol(NamedTuple):
