@@ -300,3 +300,17 @@ def test_the_cli_refuses_bad_input_with_one_line(tmp_path):
     done = _acl_cli(tmp_path, "list")
     assert done.returncode == 2 and done.stderr.count("\n") == 1
     assert f"{tmp_path / 'acls.json'}: acls[0].resource_name: missing" in done.stderr
+
+
+def test_the_docs_table_of_what_each_api_needs_is_the_enforced_one():
+    from pathlib import Path
+
+    from appliance.broker.acl import rules
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "broker.md").read_text()
+    table = doc.split("| API | resource | operation | denied: | why |", 1)[1].split("\n\n")[0]
+    documented = [tuple(c.strip() for c in row.strip("|").split("|")[:4])
+                  for row in table.strip().splitlines()[1:]]
+    names = {v: k for k, v in vars(errors).items() if k.isupper() and isinstance(v, int)}
+    assert documented == [(n.api.name, n.resource_type.name, n.operation.name,
+                           f"`{names[n.error]}`") for n in rules.TABLE]
