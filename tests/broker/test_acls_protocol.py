@@ -314,3 +314,14 @@ def test_the_docs_table_of_what_each_api_needs_is_the_enforced_one():
     names = {v: k for k, v in vars(errors).items() if k.isupper() and isinstance(v, int)}
     assert documented == [(n.api.name, n.resource_type.name, n.operation.name,
                            f"`{names[n.error]}`") for n in rules.TABLE]
+
+
+@pytest.mark.parametrize(("flags", "named"), [
+    (["--super-users", "admin"], "--super-users"),
+    (["--authorizer", "ranger"], "--authorizer"),
+])
+def test_bad_authorization_flags_exit_2_naming_the_flag(flags, named):
+    proc = subprocess.run([sys.executable, "-m", "appliance", "broker", "--port", "0", *flags],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert named in proc.stderr.strip().splitlines()[-1]
