@@ -40,6 +40,11 @@ from appliance.logs import get_logger
 
 log = get_logger("appliance.broker")
 _SIZE = struct.Struct(">i")
+ACCEPT_RETRY_S = 0.1  # after a failed accept (descriptors exhausted): do not spin
+
+
+def _family(host: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ":" in host else socket.AF_INET
 _HEADER = struct.Struct(">hhi")  # api_key, api_version, correlation_id
 
 
@@ -66,7 +71,10 @@ class BrokerServer:
             if name not in self.registry.topics:
                 self.registry.create(name, count)
         self.apis = Apis(config, self.registry, self.storage)
-        self._server: asyncio.base_events.Server | None = None
+        self._server: asyncio.base_events.Server | None = None  # plain listeners
+        self._tls_listener: socket.socket | None = None  # TLS listeners accept themselves
+        self._accept_task: asyncio.Task | None = None
+        self._handshakes: set[asyncio.Task] = set()
         self._retention_timer: asyncio.TimerHandle | None = None
         self.connections: set[Connection] = set()
         self.connection_cap = ConnectionCap(config.max_connections_per_ip)
@@ -80,18 +88,63 @@ class BrokerServer:
 
     async def start(self) -> tuple[str, int]:
         loop = asyncio.get_running_loop()
-        # Plain TCP even for TLS listeners: each Connection starts TLS itself, once the
-        # per-IP cap has let it in (Connection.connection_made).
-        self._server = await loop.create_server(
-            lambda: Connection(self), self.config.host, self.config.port, reuse_address=True)
+        context = self.security.ssl_context
+        if context is None:
+            self._server = await loop.create_server(
+                lambda: Connection(self), self.config.host, self.config.port,
+                reuse_address=True)
+            sock = self._server.sockets[0]
+        else:
+            # TLS listeners accept themselves: the per-IP cap is checked on the raw socket,
+            # before any handshake work (a flood from one address costs an accept and a
+            # close), and TLS then takes the socket over before a byte is read. Pausing a
+            # plain transport in connection_made and calling start_tls is not enough:
+            # asyncio before 3.12 and uvloop start reading after connection_made anyway,
+            # so a ClientHello could reach the Kafka frame parser.
+            sock = socket.create_server((self.config.host, self.config.port),
+                                        family=_family(self.config.host))
+            sock.setblocking(False)
+            self._tls_listener = sock
+            self._accept_task = loop.create_task(self._accept_tls(sock, context))
         if self.password_checks is not None:
             self.password_checks.start()
-        host, port = self._server.sockets[0].getsockname()[:2]
+        host, port = sock.getsockname()[:2]
         self.apis.advertised_port = port
         self._schedule_retention()
         if self.storage is not None:
             self.storage.start(loop)
         return self.apis.advertised_host, port
+
+    async def _accept_tls(self, listener: socket.socket, context: ssl.SSLContext) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                sock, addr = await loop.sock_accept(listener)
+            except OSError as exc:  # out of descriptors, a reset before accept: go on
+                log.warning("broker.accept_failed", error=repr(exc))
+                await asyncio.sleep(ACCEPT_RETRY_S)
+                continue
+            ip = addr[0] if isinstance(addr, tuple) else str(addr)
+            if not self.connection_cap.admit(ip):
+                sock.close()
+                continue
+            task = loop.create_task(self._handshake(sock, addr, ip, context))
+            self._handshakes.add(task)
+            task.add_done_callback(self._handshakes.discard)
+
+    async def _handshake(self, sock: socket.socket, addr: object, ip: str,
+                         context: ssl.SSLContext) -> None:
+        """TLS on an admitted socket; the Connection sees only decrypted bytes."""
+        conn = Connection(self, admitted_ip=ip)
+        try:
+            await asyncio.get_running_loop().connect_accepted_socket(
+                lambda: conn, sock, ssl=context,
+                ssl_handshake_timeout=self.config.auth_timeout_ms / 1000.0)
+        except Exception as exc:  # TLS errors, timeouts, resets: this connection only
+            log.info("broker.tls_handshake_failed", peer=str(addr), error=repr(exc))
+            sock.close()
+            if not conn.made:  # connection_made never ran: the cap's count is ours
+                self.connection_cap.release(ip)
 
     def _schedule_retention(self) -> None:
         loop = asyncio.get_running_loop()
@@ -112,6 +165,12 @@ class BrokerServer:
             self._retention_timer.cancel()
         if self._server is not None:
             self._server.close()
+        if self._accept_task is not None:
+            self._accept_task.cancel()
+            for task in list(self._handshakes):
+                task.cancel()
+        if self._tls_listener is not None:
+            self._tls_listener.close()
         for conn in list(self.connections):
             conn.close("broker stopping")
         if self._server is not None:
@@ -124,8 +183,10 @@ class BrokerServer:
 
 
 class Connection(asyncio.Protocol):
-    def __init__(self, server: BrokerServer) -> None:
+    def __init__(self, server: BrokerServer, admitted_ip: str | None = None) -> None:
         self.server = server
+        self.admitted_ip = admitted_ip  # TLS listeners: the cap let this IP in on accept
+        self.made = False  # connection_made ran (TLS: the handshake finished)
         self.apis = server.apis
         self.max_frame = server.config.max_frame_bytes
         self.transport: asyncio.Transport | None = None
@@ -144,7 +205,6 @@ class Connection(asyncio.Protocol):
         self.sasl = server.security.new_session()
         self._auth_timer: asyncio.TimerHandle | None = None
         self._close_timer: asyncio.TimerHandle | None = None
-        self._tls_task: asyncio.Task | None = None  # the TLS handshake, on TLS listeners
         self._deferred: deque[memoryview] = deque()  # requests in the server's PreAuthQueue
         if self.sasl is not None:
             self.max_frame = min(self.max_frame, sasl.UNAUTHENTICATED_MAX_FRAME)
@@ -152,10 +212,13 @@ class Connection(asyncio.Protocol):
     # -- asyncio callbacks ----------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.made = True
         self.transport = transport  # type: ignore[assignment]
         self.peer = transport.get_extra_info("peername")
         ip = self.peer[0] if isinstance(self.peer, tuple) else str(self.peer)
-        if not self.server.connection_cap.admit(ip):
+        if self.admitted_ip is not None:
+            ip = self.admitted_ip
+        elif not self.server.connection_cap.admit(ip):
             self.closed = True
             transport.abort()
             return
@@ -170,31 +233,6 @@ class Connection(asyncio.Protocol):
         self.server.connections.add(self)
         if self.server.metrics is not None:
             self.server.metrics.connections_opened += 1
-        context = self.server.security.ssl_context
-        if context is None:
-            self._channel_ready()
-        else:
-            transport.pause_reading()  # nothing is read before TLS takes the socket over
-            self._tls_task = asyncio.get_running_loop().create_task(
-                self._start_tls(transport, context))
-
-    async def _start_tls(self, raw: asyncio.BaseTransport, context: ssl.SSLContext) -> None:
-        if self.closed:  # closed before the handshake began (broker stopping)
-            return
-        try:
-            tls = await asyncio.get_running_loop().start_tls(
-                raw, self, context, server_side=True,  # type: ignore[arg-type]
-                ssl_handshake_timeout=self.server.config.auth_timeout_ms / 1000.0)
-        except Exception as exc:  # TLS errors, timeouts, resets: this connection only
-            if not self.closed:
-                log.info("broker.tls_handshake_failed", peer=str(self.peer), error=repr(exc))
-                self.close_quietly()
-            return
-        if tls is None or self.closed:
-            if tls is not None:
-                tls.abort()
-            return
-        self.transport = tls
         self._channel_ready()
 
     def _channel_ready(self) -> None:

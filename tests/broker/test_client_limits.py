@@ -11,6 +11,7 @@ import json
 import os
 import socket
 import ssl
+import struct
 import subprocess
 import sys
 import time
@@ -119,6 +120,39 @@ def test_tls_listener_closes_a_connection_over_the_cap_before_its_handshake(tmp_
                 except ConnectionResetError:
                     pass
     assert _events(b.log_path, "broker.connection_refused")
+
+
+def _tls_api_versions(host: str, port: int, context: ssl.SSLContext) -> int:
+    """One TLS connection whose hello leaves at once, then ApiVersions v0: its error code."""
+    client_id = b"tls-burst"
+    body = struct.pack(">hhih", schemas.API_VERSIONS.key, 0, 7, len(client_id)) + client_id
+    with context.wrap_socket(socket.create_connection((host, port), timeout=30),
+                             server_hostname="localhost") as tls:
+        tls.sendall(struct.pack(">i", len(body)) + body)
+        head = b""
+        while len(head) < 10:  # size, correlation id, error code
+            chunk = tls.recv(10 - len(head))
+            assert chunk, "closed before the answer"
+            head += chunk
+    size, correlation, error = struct.unpack(">iih", head)
+    assert correlation == 7 and size > 6
+    return error
+
+
+def test_tls_clients_that_say_hello_at_once_are_all_served(tmp_path):
+    """A client's ClientHello leaves with its connect; none may reach the Kafka frame
+    parser (seen once as 'frame size out of range' of 0x16030102, a TLS record header)."""
+    tls = make_tls(tmp_path / "tls")
+    with EmbeddedBroker(extra_args=broker_args("SSL", tls),
+                        log_path=tmp_path / "broker.log") as b:
+        host, port = b.bootstrap.rsplit(":", 1)
+        context = ssl.create_default_context(cafile=str(tls.ca))
+        with ThreadPoolExecutor(8) as pool:
+            errors_seen = list(pool.map(lambda _: _tls_api_versions(host, int(port), context),
+                                        range(40)))
+    assert errors_seen == [0] * 40
+    assert not _events(b.log_path, "broker.connection_closed")
+    assert not _events(b.log_path, "broker.tls_handshake_failed")
 
 
 def test_partitions_per_topic_are_capped_with_policy_violation(tmp_path):

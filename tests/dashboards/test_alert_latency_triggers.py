@@ -15,7 +15,7 @@ import urllib.request
 import uuid
 
 import pytest
-from agreement import agreement
+from agreement import agreement, counts_match_records
 
 from appliance.config import TopicsConfig
 from appliance.observability.alert_latency import bucket_counts, observer_cpu_s
@@ -71,6 +71,9 @@ def test_in_band_p99_agrees_with_loadgen(trigger, spark, broker, tmp_path):
             dlq_topic=topics.dead_letters, floor_seconds=2, progress=False))
         counts = scrape_buckets(appliance.metrics_port, report.received_alerts)
         _counts, observer_cpu_s = scrape(appliance.metrics_port)
+        scraped, expected = counts_match_records(
+            lambda: scrape_buckets(appliance.metrics_port, 0, timeout=0),
+            broker.bootstrap, topics.alerts)
     finally:
         appliance.stop()
     assert report.ok, f"loadgen lost alerts: {report.lost}"
@@ -78,6 +81,7 @@ def test_in_band_p99_agrees_with_loadgen(trigger, spark, broker, tmp_path):
     # Every alert loadgen received was observed in-band too (duplicates may add more).
     assert sum(counts) >= report.received_alerts > 0
     assert observer_cpu_s > 0  # its cost is counted, and it did work
+    assert scraped == expected, (scraped, expected)  # the histogram is the records'
     result = agreement(counts, report, report.received_alerts)
     print(f"agreement {trigger}: {result}")  # the numbers for the notes (pytest -s / -rA)
     assert result.ok, (f"{trigger}: {result} (loadgen {report.latency_ms}, "

@@ -20,7 +20,7 @@ import urllib.request
 import matplotlib.image
 import pytest
 import yaml
-from agreement import agreement
+from agreement import agreement, counts_match_records
 from stack import Stack, wait_for
 from test_alert_latency_triggers import scrape_buckets
 
@@ -100,6 +100,9 @@ def test_in_band_latency_agrees_with_loadgen_continuous(stack):
     result = agreement(counts, report, doc["received_alerts"])
     print(f"agreement continuous: {result}")  # the numbers for the notes (pytest -s / -rA)
     assert result.ok, result
+    scraped, expected = counts_match_records(lambda: scrape_buckets(port, 0, timeout=0),
+                                             stack.broker.bootstrap, stack.topics["alerts"])
+    assert scraped == expected, (scraped, expected)
 
 
 def test_render_writes_one_decodable_png_per_dashboard(stack, tmp_path, capsys):
