@@ -48,6 +48,10 @@ class CoordinatorType:
 CLUSTER_OPERATIONS = (Operation.CREATE, Operation.ALTER, Operation.DESCRIBE,
                       Operation.CLUSTER_ACTION, Operation.DESCRIBE_CONFIGS,
                       Operation.ALTER_CONFIGS, Operation.IDEMPOTENT_WRITE)
+# ... and Metadata to a topic.
+TOPIC_OPERATIONS = (Operation.READ, Operation.WRITE, Operation.CREATE, Operation.DELETE,
+                    Operation.ALTER, Operation.DESCRIBE, Operation.DESCRIBE_CONFIGS,
+                    Operation.ALTER_CONFIGS)
 NOT_REQUESTED = -2147483648
 
 
@@ -137,10 +141,13 @@ class Apis:
                 "leader_epoch": LEADER_EPOCH, "replica_nodes": [node], "isr_nodes": [node],
                 "offline_replicas": []}
 
-    def _topic_meta(self, topic) -> dict:
+    def _topic_meta(self, topic, caller: Caller, with_operations: bool) -> dict:
         return {"error_code": 0, "name": topic.name, "topic_id": topic.topic_id,
                 "is_internal": False,
-                "partitions": [self._partition_meta(i) for i in range(len(topic.partitions))]}
+                "partitions": [self._partition_meta(i) for i in range(len(topic.partitions))],
+                "topic_authorized_operations": self.authorizer.authorized_operations(
+                    caller, ResourceType.TOPIC, topic.name, TOPIC_OPERATIONS)
+                if with_operations else NOT_REQUESTED}
 
     def _may_create(self, caller: Caller, name: str) -> bool:
         authz = self.authorizer
@@ -151,9 +158,10 @@ class Apis:
         reg = self.registry
         authz = self.authorizer
         wanted = req["topics"]
+        ops = req["include_topic_authorized_operations"]
         out = []
         if wanted is None:
-            out = [self._topic_meta(t) for t in reg.topics.values()
+            out = [self._topic_meta(t, caller, ops) for t in reg.topics.values()
                    if authz.allows(caller, rules.METADATA_ALL_TOPICS, t.name)]
         else:
             by_id = {t.topic_id: t for t in reg.topics.values()}
@@ -180,12 +188,18 @@ class Apis:
                                 "topic_id": item.get("topic_id"), "is_internal": False,
                                 "partitions": []})
                 else:
-                    out.append(self._topic_meta(topic))
+                    out.append(self._topic_meta(topic, caller, ops))
         node = self.config.node_id
         return {"throttle_time_ms": 0,
                 "brokers": [{"node_id": node, "host": self.advertised_host,
                              "port": self.advertised_port, "rack": None}],
-                "cluster_id": self.config.cluster_id, "controller_id": node, "topics": out}
+                "cluster_id": self.config.cluster_id, "controller_id": node, "topics": out,
+                "cluster_authorized_operations": self._cluster_operations(caller)
+                if req["include_cluster_authorized_operations"] else NOT_REQUESTED}
+
+    def _cluster_operations(self, caller: Caller) -> int:
+        return self.authorizer.authorized_operations(caller, ResourceType.CLUSTER,
+                                                     CLUSTER_NAME, CLUSTER_OPERATIONS)
 
     # -- Produce ------------------------------------------------------------------------
 
@@ -414,8 +428,7 @@ class Apis:
                 "controller_id": node,
                 "brokers": [{"broker_id": node, "host": self.advertised_host,
                              "port": self.advertised_port, "rack": None, "is_fenced": False}],
-                "cluster_authorized_operations": self.authorizer.authorized_operations(
-                    caller, ResourceType.CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS)
+                "cluster_authorized_operations": self._cluster_operations(caller)
                 if req["include_cluster_authorized_operations"] else NOT_REQUESTED}
 
     # -- producers, coordinators, refused transactions -----------------------------------

@@ -325,3 +325,97 @@ def test_bad_authorization_flags_exit_2_naming_the_flag(flags, named):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert named in proc.stderr.strip().splitlines()[-1]
+
+
+def test_each_api_is_allowed_on_what_is_granted_and_denied_elsewhere(tmp_path):
+    data = tmp_path / "each"
+    data.mkdir()
+    for args in (["--operation", "READ", "--operation", "ALTER", "--operation", "DELETE",
+                  "--operation", "ALTER_CONFIGS", "--topic", "events"],
+                 ["--operation", "CREATE", "--topic", "new-", "--resource-pattern-type",
+                  "prefixed"],
+                 ["--operation", "READ", "--group", "g1", "--group", "g2"]):
+        assert _acl_cli(data, "add", "--allow-principal", ANON, *args).returncode == 0
+    assert _acl_cli(data, "add", "--deny-principal", ANON, "--operation", "DESCRIBE",
+                    "--group", "g2").returncode == 0
+    b = EmbeddedBroker(data_dir=data, log_path=tmp_path / "each.log", extra_args=[
+        "--topics", "events:2,alerts:1", "--authorizer", "acl"]).start()
+    try:
+        with WireClient(b.bootstrap) as c:
+            _check_topic_apis(c)
+            _check_group_apis(c)
+    finally:
+        b.stop()
+
+
+def _check_topic_apis(c: WireClient) -> None:
+    created = c.request(schemas.CREATE_TOPICS, 5, {"topics": [
+        {"name": n, "num_partitions": 1, "replication_factor": 1, "assignments": [],
+         "configs": []} for n in ("new-one", "other")], "timeout_ms": 5000,
+        "validate_only": False})
+    assert {t["name"]: t["error_code"] for t in created["topics"]} == {
+        "new-one": errors.NONE, "other": errors.TOPIC_AUTHORIZATION_FAILED}
+    grown = c.request(schemas.CREATE_PARTITIONS, 2, {"topics": [
+        {"name": n, "count": 3, "assignments": None} for n in ("events", "alerts")],
+        "timeout_ms": 5000, "validate_only": True})
+    assert {r["name"]: r["error_code"] for r in grown["results"]} == {
+        "events": errors.NONE, "alerts": errors.TOPIC_AUTHORIZATION_FAILED}
+    offsets = c.request(schemas.LIST_OFFSETS, 5, {"replica_id": -1, "isolation_level": 0,
+                                                  "topics": [{"name": n, "partitions": [{
+                                                      "partition_index": 0,
+                                                      "current_leader_epoch": -1,
+                                                      "timestamp": -1}]}
+                                                      for n in ("events", "alerts")]})
+    assert {t["name"]: t["partitions"][0]["error_code"] for t in offsets["topics"]} == {
+        "events": errors.NONE, "alerts": errors.TOPIC_AUTHORIZATION_FAILED}
+    trimmed = c.request(schemas.DELETE_RECORDS, 2, {"topics": [
+        {"name": n, "partitions": [{"partition_index": 0, "offset": 0}]}
+        for n in ("events", "alerts")], "timeout_ms": 5000})
+    assert {t["name"]: t["partitions"][0]["error_code"] for t in trimmed["topics"]} == {
+        "events": errors.NONE, "alerts": errors.TOPIC_AUTHORIZATION_FAILED}
+    described = c.request(schemas.DESCRIBE_CONFIGS, 4, {"resources": [
+        {"resource_type": rt, "resource_name": n, "configuration_keys": ["retention.ms"]}
+        for rt, n in ((2, "events"), (2, "alerts"), (4, "0"))],
+        "include_synonyms": False, "include_documentation": False})
+    assert [r["error_code"] for r in described["results"]] == [
+        errors.NONE, errors.TOPIC_AUTHORIZATION_FAILED, errors.CLUSTER_AUTHORIZATION_FAILED]
+    altered = c.request(schemas.INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [
+        {"resource_type": 2, "resource_name": n, "configs": [
+            {"name": "retention.ms", "config_operation": 0, "value": "3600000"}]}
+        for n in ("events", "alerts")], "validate_only": True})
+    assert [r["error_code"] for r in altered["responses"]] == [
+        errors.NONE, errors.TOPIC_AUTHORIZATION_FAILED]
+    meta = c.request(schemas.METADATA, 10, {
+        "topics": [{"name": "events", "topic_id": None}], "allow_auto_topic_creation": False,
+        "include_topic_authorized_operations": True})["topics"][0]
+    bits = meta["topic_authorized_operations"]
+    assert {op for op in range(32) if bits >> op & 1} == {3, 6, 7, 8, 10, 11}  # READ,
+    # DELETE, ALTER, DESCRIBE (implied), DESCRIBE_CONFIGS (implied), ALTER_CONFIGS
+
+
+def _check_group_apis(c: WireClient) -> None:
+    def commit(group: str, topic: str) -> int:
+        return c.request(schemas.OFFSET_COMMIT, 8, {
+            "group_id": group, "generation_id": -1, "member_id": "", "group_instance_id": None,
+            "topics": [{"name": topic, "partitions": [{
+                "partition_index": 0, "committed_offset": 0, "committed_leader_epoch": -1,
+                "committed_metadata": None}]}]})["topics"][0]["partitions"][0]["error_code"]
+
+    assert commit("g1", "events") == errors.NONE
+    assert commit("g2", "events") == errors.NONE  # READ on g2; only DESCRIBE is denied
+    assert commit("g1", "alerts") == errors.TOPIC_AUTHORIZATION_FAILED
+    assert commit("g3", "events") == errors.GROUP_AUTHORIZATION_FAILED
+    fetched = c.request(schemas.OFFSET_FETCH, 8, {"groups": [
+        {"group_id": g, "topics": None} for g in ("g1", "g2")], "require_stable": False})
+    assert [(g["group_id"], g["error_code"]) for g in fetched["groups"]] == [
+        ("g1", errors.NONE), ("g2", errors.GROUP_AUTHORIZATION_FAILED)]
+    assert [t["name"] for t in fetched["groups"][0]["topics"]] == ["events"]
+    listed = c.request(schemas.LIST_GROUPS, 4, {"states_filter": []})
+    assert [g["group_id"] for g in listed["groups"]] == ["g1"]  # g2: DESCRIBE denied
+    groups = c.request(schemas.DESCRIBE_GROUPS, 5, {"groups": ["g1", "g2"],
+                                                    "include_authorized_operations": True})
+    assert [g["error_code"] for g in groups["groups"]] == [
+        errors.NONE, errors.GROUP_AUTHORIZATION_FAILED]
+    assert groups["groups"][0]["authorized_operations"] == (1 << 3) | (1 << 8)  # READ, DESCRIBE
+    deleted = c.request(schemas.DELETE_GROUPS, 2, {"groups_names": ["g1"]})
+    assert deleted["results"][0]["error_code"] == errors.GROUP_AUTHORIZATION_FAILED
