@@ -16,7 +16,8 @@ DescribeConfigs 0-4, AlterConfigs 0-2, IncrementalAlterConfigs 0-1, DescribeClus
 consumer groups (the classic protocol): FindCoordinator 0-4, JoinGroup 0-9, SyncGroup 0-5,
 Heartbeat 0-4, LeaveGroup 0-5, OffsetCommit 0-8, OffsetFetch 0-8, DescribeGroups 0-5,
 ListGroups 0-5, DeleteGroups 0-2, OffsetDelete 0; SaslHandshake 1 and SaslAuthenticate 0-2
-serve SASL listeners (PLAIN, SCRAM-SHA-256/512). Transactions are refused at once with
+serve SASL listeners (PLAIN, SCRAM-SHA-256/512); DescribeAcls, CreateAcls, DeleteAcls 0-3
+manage Kafka ACLs, enforced with ``--authorizer acl``. Transactions are refused at once with
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED (FindCoordinator for a transactional id,
 InitProducerId with one, and the transaction APIs, which are not advertised).
 
@@ -29,7 +30,8 @@ offsets, durable), ``admin_apis`` + ``topic_configs`` (configs, DeleteRecords),
 ``embedded`` (subprocess helper for Python), ``wire_client`` (tiny protocol client), ``cli``;
 security: ``listener`` (what each security protocol demands), ``tls``, ``sasl``
 (per-connection gate), ``scram``, ``credentials`` (the users file), ``users_cli``
-(``broker-user add``).
+(``broker-user add``); authorization: ``acl`` (model, rules table, store, authorizer),
+``acl_apis`` (the ACL admin APIs), ``acl_cli`` (``broker-user acl``).
 """
 
 from __future__ import annotations

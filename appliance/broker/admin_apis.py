@@ -13,6 +13,9 @@ from __future__ import annotations
 import enum
 
 from appliance.broker import errors, topic_configs
+from appliance.broker.acl import rules
+from appliance.broker.acl.authorizer import Authorizer
+from appliance.broker.acl.model import CLUSTER_NAME
 from appliance.broker.config import BrokerConfig
 from appliance.broker.group_coordinator import Caller
 from appliance.broker.topic_configs import ConfigError, ConfigSource, ResourceType
@@ -40,9 +43,27 @@ def _entry(name: str, value: str | None, read_only: bool, source: ConfigSource,
 
 
 class AdminApis:
-    def __init__(self, config: BrokerConfig, registry: TopicRegistry) -> None:
+    def __init__(self, config: BrokerConfig, registry: TopicRegistry,
+                 authorizer: Authorizer) -> None:
         self.config = config
         self.registry = registry
+        self.authorizer = authorizer
+
+    def _denied(self, caller: Caller, rtype: int, name: str, topic_need: rules.Need,
+                broker_need: rules.Need) -> dict | None:
+        """The error fields of a resource the caller may not touch, else None (types
+        other than topics and the broker are refused later, as unserved)."""
+        if rtype == ResourceType.TOPIC:
+            need, resource = topic_need, name
+        elif rtype == ResourceType.BROKER:
+            need, resource = broker_need, CLUSTER_NAME
+        else:
+            return None
+        if self.authorizer.allows(caller, need, resource):
+            return None
+        return {"error_code": need.error,
+                "error_message": f"{caller.principal} may not {need.operation.name} "
+                                 f"{'the broker' if resource == CLUSTER_NAME else repr(name)}"}
 
     # -- DescribeConfigs ------------------------------------------------------------------
 
@@ -93,7 +114,11 @@ class AdminApis:
             keys = set(r["configuration_keys"]) if r["configuration_keys"] is not None else None
             res = {"error_code": errors.NONE, "error_message": None, "resource_type": rtype,
                    "resource_name": name, "configs": []}
-            if rtype == ResourceType.TOPIC:
+            denied = self._denied(caller, rtype, name, rules.DESCRIBE_CONFIGS_TOPIC,
+                                  rules.DESCRIBE_CONFIGS_BROKER)
+            if denied is not None:
+                res.update(denied)
+            elif rtype == ResourceType.TOPIC:
                 if name in self.registry.topics:
                     res["configs"] = self._topic_configs(name, keys,
                                                          req["include_synonyms"],
@@ -118,12 +143,15 @@ class AdminApis:
 
     # -- altering -------------------------------------------------------------------------
 
-    def _alter(self, rtype: int, name: str, compute, validate_only: bool) -> dict:
+    def _alter(self, rtype: int, name: str, compute, validate_only: bool,
+               denied: dict | None) -> dict:
         """``compute(current configs) -> new configs``; raises ConfigError."""
         res = {"error_code": errors.NONE, "error_message": None, "resource_type": rtype,
                "resource_name": name}
         try:
-            if rtype == ResourceType.BROKER:
+            if denied is not None:
+                res.update(denied)
+            elif rtype == ResourceType.BROKER:
                 problem = self._broker_name_error(name)
                 res.update(error_code=errors.INVALID_REQUEST,
                            error_message=problem or BROKER_READ_ONLY)
@@ -170,7 +198,10 @@ class AdminApis:
                         current[name] = ",".join(items)
                 return current
             out.append(self._alter(r["resource_type"], r["resource_name"], compute,
-                                   req["validate_only"]))
+                                   req["validate_only"], self._denied(
+                                       caller, r["resource_type"], r["resource_name"],
+                                       rules.INCREMENTAL_ALTER_CONFIGS_TOPIC,
+                                       rules.INCREMENTAL_ALTER_CONFIGS_BROKER)))
         return {"throttle_time_ms": 0, "responses": out}
 
     def alter_configs(self, version: int, req: dict, caller: Caller):
@@ -179,7 +210,9 @@ class AdminApis:
             def compute(current: dict[str, str], given=r["configs"]) -> dict[str, str | None]:
                 return {c["name"]: c["value"] for c in given}  # all others: defaults
             out.append(self._alter(r["resource_type"], r["resource_name"], compute,
-                                   req["validate_only"]))
+                                   req["validate_only"], self._denied(
+                                       caller, r["resource_type"], r["resource_name"],
+                                       rules.ALTER_CONFIGS_TOPIC, rules.ALTER_CONFIGS_BROKER)))
         return {"throttle_time_ms": 0, "responses": out}
 
     # -- DeleteRecords --------------------------------------------------------------------
@@ -188,12 +221,15 @@ class AdminApis:
         topics = []
         for t in req["topics"]:
             parts = []
+            allowed = self.authorizer.allows(caller, rules.DELETE_RECORDS, t["name"])
             for p in t["partitions"]:
                 index, offset = p["partition_index"], p["offset"]
                 partition = self.registry.partition(t["name"], index)
                 out = {"partition_index": index, "low_watermark": -1,
                        "error_code": errors.NONE}
-                if partition is None:
+                if not allowed:
+                    out["error_code"] = errors.TOPIC_AUTHORIZATION_FAILED
+                elif partition is None:
                     out["error_code"] = errors.UNKNOWN_TOPIC_OR_PARTITION
                 else:
                     if offset == -1:  # Kafka: up to the high watermark

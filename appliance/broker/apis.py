@@ -14,6 +14,11 @@ import asyncio
 import time
 
 from appliance.broker import errors, schemas
+from appliance.broker.acl import rules
+from appliance.broker.acl.authorizer import Authorizer
+from appliance.broker.acl.model import CLUSTER_NAME, Operation, ResourceType
+from appliance.broker.acl.store import AclStore
+from appliance.broker.acl_apis import AclApis
 from appliance.broker.admin_apis import AdminApis
 from appliance.broker.config import BrokerConfig
 from appliance.broker.fetch_wait import FetchWait
@@ -39,9 +44,14 @@ class CoordinatorType:
     TRANSACTION = 1
 
 
-# Without ACLs every cluster operation is allowed: CREATE (5), ALTER (7), DESCRIBE (8),
-# CLUSTER_ACTION (9), DESCRIBE_CONFIGS (10), ALTER_CONFIGS (11), IDEMPOTENT_WRITE (12).
-CLUSTER_AUTHORIZED_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
+# What DescribeCluster reports the caller may do to the cluster (all, without ACLs).
+CLUSTER_OPERATIONS = (Operation.CREATE, Operation.ALTER, Operation.DESCRIBE,
+                      Operation.CLUSTER_ACTION, Operation.DESCRIBE_CONFIGS,
+                      Operation.ALTER_CONFIGS, Operation.IDEMPOTENT_WRITE)
+# ... and Metadata to a topic.
+TOPIC_OPERATIONS = (Operation.READ, Operation.WRITE, Operation.CREATE, Operation.DELETE,
+                    Operation.ALTER, Operation.DESCRIBE, Operation.DESCRIBE_CONFIGS,
+                    Operation.ALTER_CONFIGS)
 NOT_REQUESTED = -2147483648
 
 
@@ -62,8 +72,16 @@ class Apis:
         self._pid_epochs: dict[int, int] = {}
         self.offsets = OffsetStore(config.data_dir, fsync=config.flush != "write")
         self.coordinator = GroupCoordinator(config, self.offsets)
-        groups = GroupApis(self.coordinator, self.offsets, registry)
-        admin = AdminApis(config, registry)
+        # AclStoreError (a bad acls.json) stops the start: serving with fewer ACLs than
+        # the operator wrote could refuse the wrong clients, with more, allow them.
+        self.acl_store = AclStore(config.data_dir)
+        self.authorizer = Authorizer(config.authorizer, config.super_users,
+                                     self.acl_store.load() if config.authorizer != "none"
+                                     else [])
+        authz = self.authorizer
+        groups = GroupApis(self.coordinator, self.offsets, registry, authz)
+        admin = AdminApis(config, registry, authz)
+        acls = AclApis(authz, self.acl_store)
         self.handlers = {
             schemas.PRODUCE.key: self.produce,
             schemas.FETCH.key: self.fetch,
@@ -94,7 +112,17 @@ class Apis:
             schemas.ADD_OFFSETS_TO_TXN.key: self.txn_refused,
             schemas.END_TXN.key: self.txn_refused,
             schemas.TXN_OFFSET_COMMIT.key: self.txn_offset_commit,
+            schemas.CREATE_ACLS.key: acls.create_acls,
+            schemas.DESCRIBE_ACLS.key: acls.describe_acls,
+            schemas.DELETE_ACLS.key: acls.delete_acls,
         }
+
+    def reload_acls(self) -> int:
+        """Take the ACL file's bindings into force (SIGHUP); their count. AclStoreError
+        leaves the bindings in force unchanged."""
+        bindings = self.acl_store.load()
+        self.authorizer.replace(bindings)
+        return len(bindings)
 
     # -- ApiVersions / Metadata ---------------------------------------------------------
 
@@ -113,38 +141,65 @@ class Apis:
                 "leader_epoch": LEADER_EPOCH, "replica_nodes": [node], "isr_nodes": [node],
                 "offline_replicas": []}
 
-    def _topic_meta(self, topic) -> dict:
+    def _topic_meta(self, topic, caller: Caller, with_operations: bool) -> dict:
         return {"error_code": 0, "name": topic.name, "topic_id": topic.topic_id,
                 "is_internal": False,
-                "partitions": [self._partition_meta(i) for i in range(len(topic.partitions))]}
+                "partitions": [self._partition_meta(i) for i in range(len(topic.partitions))],
+                "topic_authorized_operations": self.authorizer.authorized_operations(
+                    caller, ResourceType.TOPIC, topic.name, TOPIC_OPERATIONS)
+                if with_operations else NOT_REQUESTED}
+
+    def _may_create(self, caller: Caller, name: str) -> bool:
+        authz = self.authorizer
+        return (authz.allows(caller, rules.METADATA_CREATE_CLUSTER, CLUSTER_NAME)
+                or authz.allows(caller, rules.METADATA_CREATE_TOPIC, name))
 
     def metadata(self, version: int, req: dict, caller: Caller):
         reg = self.registry
+        authz = self.authorizer
         wanted = req["topics"]
+        ops = req["include_topic_authorized_operations"]
         out = []
         if wanted is None:
-            out = [self._topic_meta(t) for t in reg.topics.values()]
+            out = [self._topic_meta(t, caller, ops) for t in reg.topics.values()
+                   if authz.allows(caller, rules.METADATA_ALL_TOPICS, t.name)]
         else:
             by_id = {t.topic_id: t for t in reg.topics.values()}
             for item in wanted:
                 name = item["name"]
-                if name is None:
+                if name is None:  # asked by topic id
                     topic = by_id.get(item.get("topic_id") or b"")
-                elif req["allow_auto_topic_creation"]:
-                    topic = reg.maybe_auto_create(name)
+                    name = topic.name if topic is not None else None
                 else:
                     topic = reg.topics.get(name)
+                if name is not None and (
+                        not authz.allows(caller, rules.METADATA_TOPIC, name)
+                        or (topic is None and req["allow_auto_topic_creation"]
+                            and self.config.auto_create_topics
+                            and not self._may_create(caller, name))):
+                    out.append({"error_code": errors.TOPIC_AUTHORIZATION_FAILED,
+                                "name": name, "topic_id": item.get("topic_id"),
+                                "is_internal": False, "partitions": []})
+                    continue
+                if topic is None and name is not None and req["allow_auto_topic_creation"]:
+                    topic = reg.maybe_auto_create(name)
                 if topic is None:
                     out.append({"error_code": errors.UNKNOWN_TOPIC_OR_PARTITION, "name": name,
                                 "topic_id": item.get("topic_id"), "is_internal": False,
                                 "partitions": []})
                 else:
-                    out.append(self._topic_meta(topic))
+                    out.append(self._topic_meta(topic, caller, ops))
         node = self.config.node_id
         return {"throttle_time_ms": 0,
                 "brokers": [{"node_id": node, "host": self.advertised_host,
                              "port": self.advertised_port, "rack": None}],
-                "cluster_id": self.config.cluster_id, "controller_id": node, "topics": out}
+                "cluster_id": self.config.cluster_id, "controller_id": node, "topics": out,
+                "cluster_authorized_operations": self._cluster_operations(caller)
+                if req["include_cluster_authorized_operations"] else NOT_REQUESTED}
+
+    def _cluster_operations(self, caller: Caller) -> int:
+        return self.authorizer.authorized_operations(caller, ResourceType.CLUSTER,
+                                                     CLUSTER_NAME, CLUSTER_OPERATIONS)
 
     # -- Produce ------------------------------------------------------------------------
 
@@ -152,9 +207,19 @@ class Apis:
         acks = req["acks"]
         now = _now_ms()
         responses = []
+        authz = self.authorizer
         for t in req["topic_data"]:
             name = t["name"]
-            topic = self.registry.maybe_auto_create(name)
+            if not authz.allows(caller, rules.PRODUCE_TOPIC, name):
+                responses.append({"name": name, "partition_responses": [
+                    {"index": pd["index"], "error_code": errors.TOPIC_AUTHORIZATION_FAILED,
+                     "base_offset": -1, "log_append_time_ms": -1, "log_start_offset": -1,
+                     "record_errors": [], "error_message": None}
+                    for pd in t["partition_data"]]})
+                continue
+            topic = self.registry.topics.get(name)
+            if topic is None and self._may_create(caller, name):
+                topic = self.registry.maybe_auto_create(name)
             max_msg = self.registry.limits(topic).max_message_bytes if topic is not None else 0
             parts = []
             for pd in t["partition_data"]:
@@ -189,10 +254,12 @@ class Apis:
 
     # -- Fetch ------------------------------------------------------------------------
 
-    def _fetch_now(self, req: dict, found: list | None = None) -> tuple[dict, int, bool]:
+    def _fetch_now(self, req: dict, found: list | None = None,
+                   denied: frozenset[str] = frozenset()) -> tuple[dict, int, bool]:
         """(response as of now, its record bytes, whether any partition has an error).
 
-        ``found`` collects the partitions read: what a long-poll waits on.
+        ``found`` collects the partitions read: what a long-poll waits on; the topics in
+        ``denied`` answer TOPIC_AUTHORIZATION_FAILED.
         """
         budget = req["max_bytes"] if req["max_bytes"] > 0 else 0x7FFFFFFF
         total = 0
@@ -201,7 +268,7 @@ class Apis:
         responses = []
         for t in req["topics"]:
             name = t["topic"]
-            topic = self.registry.topics.get(name)
+            topic = self.registry.topics.get(name) if name not in denied else None
             parts = []
             for p in t["partitions"]:
                 index = p["partition"]
@@ -211,7 +278,8 @@ class Apis:
                 if partition is None:
                     failed = True
                     parts.append({"partition_index": index,
-                                  "error_code": errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                  "error_code": errors.TOPIC_AUTHORIZATION_FAILED
+                                  if name in denied else errors.UNKNOWN_TOPIC_OR_PARTITION,
                                   "high_watermark": -1, "last_stable_offset": -1,
                                   "log_start_offset": -1, "aborted_transactions": None,
                                   "records": b""})
@@ -235,12 +303,16 @@ class Apis:
 
     def fetch(self, version: int, req: dict, caller: Caller):
         partitions: list = []
-        resp, total, failed = self._fetch_now(req, partitions)
+        authz = self.authorizer
+        denied = frozenset(t["topic"] for t in req["topics"]
+                           if not authz.allows(caller, rules.FETCH_TOPIC, t["topic"])
+                           ) if authz.enabled else frozenset()
+        resp, total, failed = self._fetch_now(req, partitions, denied)
         wait_ms = req["max_wait_ms"]
         if total >= req["min_bytes"] or wait_ms <= 0 or failed or not partitions:
             return resp
         waiter = FetchWait(asyncio.get_running_loop(), partitions, req["min_bytes"] - total,
-                           wait_ms, lambda: self._fetch_now(req)[0])
+                           wait_ms, lambda: self._fetch_now(req, None, denied)[0])
         return waiter.future
 
     # -- ListOffsets --------------------------------------------------------------------
@@ -249,12 +321,15 @@ class Apis:
         topics = []
         for t in req["topics"]:
             parts = []
+            allowed = self.authorizer.allows(caller, rules.LIST_OFFSETS_TOPIC, t["name"])
             for p in t["partitions"]:
                 partition = self.registry.partition(t["name"], p["partition_index"])
                 out = {"partition_index": p["partition_index"], "error_code": 0,
                        "timestamp": -1, "offset": -1, "leader_epoch": LEADER_EPOCH}
                 ts = p["timestamp"]
-                if partition is None:
+                if not allowed:
+                    out.update(error_code=errors.TOPIC_AUTHORIZATION_FAILED, leader_epoch=-1)
+                elif partition is None:
                     out.update(error_code=errors.UNKNOWN_TOPIC_OR_PARTITION, leader_epoch=-1)
                 elif ts == -2:
                     out["offset"] = partition.log_start_offset
@@ -273,9 +348,17 @@ class Apis:
 
     def create_topics(self, version: int, req: dict, caller: Caller):
         out = []
+        authz = self.authorizer
+        cluster_create = authz.allows(caller, rules.CREATE_TOPICS_CLUSTER, CLUSTER_NAME)
         for t in req["topics"]:
             res = {"name": t["name"], "error_code": 0, "error_message": None,
                    "num_partitions": -1, "replication_factor": -1, "configs": []}
+            if not cluster_create and not authz.allows(caller, rules.CREATE_TOPICS_TOPIC,
+                                                       t["name"]):
+                res.update(error_code=errors.TOPIC_AUTHORIZATION_FAILED,
+                           error_message=f"{caller.principal} may not create {t['name']!r}")
+                out.append(res)
+                continue
             try:
                 count = t["num_partitions"]
                 if t["assignments"]:
@@ -304,6 +387,11 @@ class Apis:
         out = []
         for name in req["topic_names"]:
             res = {"name": name, "error_code": 0, "error_message": None}
+            if not self.authorizer.allows(caller, rules.DELETE_TOPICS, name):
+                res.update(error_code=errors.TOPIC_AUTHORIZATION_FAILED,
+                           error_message=f"{caller.principal} may not delete {name!r}")
+                out.append(res)
+                continue
             try:
                 self.registry.delete(name)
                 self.offsets.forget_topic(name)
@@ -316,6 +404,11 @@ class Apis:
         out = []
         for t in req["topics"]:
             res = {"name": t["name"], "error_code": 0, "error_message": None}
+            if not self.authorizer.allows(caller, rules.CREATE_PARTITIONS, t["name"]):
+                res.update(error_code=errors.TOPIC_AUTHORIZATION_FAILED,
+                           error_message=f"{caller.principal} may not alter {t['name']!r}")
+                out.append(res)
+                continue
             try:
                 self.registry.add_partitions(t["name"], t["count"], req["validate_only"])
                 if not req["validate_only"]:
@@ -335,7 +428,7 @@ class Apis:
                 "controller_id": node,
                 "brokers": [{"broker_id": node, "host": self.advertised_host,
                              "port": self.advertised_port, "rack": None, "is_fenced": False}],
-                "cluster_authorized_operations": CLUSTER_AUTHORIZED_OPERATIONS
+                "cluster_authorized_operations": self._cluster_operations(caller)
                 if req["include_cluster_authorized_operations"] else NOT_REQUESTED}
 
     # -- producers, coordinators, refused transactions -----------------------------------
@@ -343,6 +436,10 @@ class Apis:
     def init_producer_id(self, version: int, req: dict, caller: Caller):
         if req["transactional_id"] is not None:
             return {"throttle_time_ms": 0, "error_code": TXN_REFUSED}
+        authz = self.authorizer
+        if not (authz.allows(caller, rules.INIT_PRODUCER_ID_CLUSTER, CLUSTER_NAME)
+                or authz.allows_any(caller, rules.INIT_PRODUCER_ID_ANY_TOPIC)):
+            return {"throttle_time_ms": 0, "error_code": errors.CLUSTER_AUTHORIZATION_FAILED}
         pid, epoch = req["producer_id"], req["producer_epoch"]
         if pid >= 0 and self._pid_epochs.get(pid) == epoch and epoch < 32766:
             self._pid_epochs[pid] = epoch + 1  # epoch bump after a client-side error
@@ -357,9 +454,13 @@ class Apis:
         """This broker coordinates every group; transactions nowhere (refused at once)."""
         node, host, port = self.config.node_id, self.advertised_host, self.advertised_port
         key_type = req["key_type"]
+        keys = req["coordinator_keys"] or []
         if key_type == CoordinatorType.GROUP:
             found = {"error_code": 0, "error_message": None, "node_id": node, "host": host,
                      "port": port}
+            if self.authorizer.enabled:
+                return self._group_coordinators(caller, [req["key"]] if version < 4
+                                                else keys, found)
         elif key_type == CoordinatorType.TRANSACTION:
             found = {"error_code": TXN_REFUSED, "error_message": NO_TRANSACTIONS,
                      "node_id": -1, "host": "", "port": -1}
@@ -367,9 +468,18 @@ class Apis:
             found = {"error_code": errors.INVALID_REQUEST,
                      "error_message": f"unknown coordinator type {key_type} (0: group)",
                      "node_id": -1, "host": "", "port": -1}
-        keys = req["coordinator_keys"] or []
         return {"throttle_time_ms": 0, **found,
                 "coordinators": [{"key": k, **found} for k in keys]}
+
+    def _group_coordinators(self, caller: Caller, groups: list[str], found: dict) -> dict:
+        """FindCoordinator for groups, each needing DESCRIBE on its group."""
+        denied = {"error_code": errors.GROUP_AUTHORIZATION_FAILED, "error_message": None,
+                  "node_id": -1, "host": "", "port": -1}
+        answers = [{"key": g, **(found if self.authorizer.allows(
+            caller, rules.FIND_COORDINATOR_GROUP, g) else denied)} for g in groups]
+        first = answers[0] if answers else {"key": "", **found}
+        return {"throttle_time_ms": 0, **{k: v for k, v in first.items() if k != "key"},
+                "coordinators": answers}
 
     def txn_refused(self, version: int, req: dict, caller: Caller):
         """AddOffsetsToTxn, EndTxn: never advertised; refused if sent anyway."""

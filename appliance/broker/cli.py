@@ -7,10 +7,14 @@ import asyncio
 import signal
 import sys
 
+from appliance.broker.acl.model import AclError, check_principal
+from appliance.broker.acl.store import AclStoreError
 from appliance.broker.config import (
+    AUTHORIZERS,
     DEFAULT_MAX_CONNECTIONS_PER_IP,
     DEFAULT_MAX_PARTITIONS_PER_TOPIC,
     FLUSH_POLICIES,
+    AuthorizerKind,
     BrokerConfig,
     Flush,
     parse_topics,
@@ -115,7 +119,25 @@ def add_broker_options(parser: argparse.ArgumentParser) -> None:
                      help="after refusing an authentication, close the connection this "
                           "much later, as Kafka's connection.failed.authentication.delay.ms "
                           "(default 100)")
+    acl = parser.add_argument_group(
+        "authorization", "Kafka's ACLs, kept in DATA_DIR/acls.json (`appliance broker-user "
+                         "acl`, or CreateAcls); SIGHUP re-reads the file (docs/broker.md)")
+    acl.add_argument("--authorizer", choices=AUTHORIZERS, default="none",
+                     help="none: every client may do everything (default); acl: only what "
+                          "an ACL allows, or a super user")
+    acl.add_argument("--super-users", type=_principals, default=(),
+                     help="comma-separated principals that bypass ACLs, e.g. User:admin")
     parser.set_defaults(func=run_from_args)
+
+
+def _principals(value: str) -> tuple[str, ...]:
+    out = tuple(p.strip() for p in value.split(",") if p.strip())
+    try:
+        for p in out:
+            check_principal(p, "--super-users")
+    except AclError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return out
 
 
 def _mechanisms(value: str) -> tuple[str, ...]:
@@ -146,7 +168,8 @@ def run_from_args(args: argparse.Namespace) -> int:
                "failed_auth_close_delay_ms": args.failed_auth_close_delay_ms,
                "group_initial_rebalance_delay_ms": args.group_initial_rebalance_delay_ms,
                "group_min_session_timeout_ms": args.group_min_session_timeout_ms,
-               "group_max_session_timeout_ms": args.group_max_session_timeout_ms}
+               "group_max_session_timeout_ms": args.group_max_session_timeout_ms,
+               "authorizer": AuthorizerKind(args.authorizer), "super_users": args.super_users}
     if args.max_message_bytes is not None:
         options["max_message_bytes"] = args.max_message_bytes
     return run_broker(args.host, args.port, args.data_dir, metrics_port=args.metrics_port,
@@ -175,6 +198,10 @@ async def _serve(config: BrokerConfig, loop_name: str, metrics_port: int | None 
         log.error("broker.bad_security", error=str(exc))
         print(f"broker: {exc}", file=sys.stderr)
         return 2
+    except AclStoreError as exc:
+        log.error("broker.bad_acls", error=str(exc))
+        print(f"broker: {exc}", file=sys.stderr)
+        return 2
     try:
         host, port = await server.start()
     except OSError as exc:
@@ -197,6 +224,7 @@ async def _serve(config: BrokerConfig, loop_name: str, metrics_port: int | None 
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    loop.add_signal_handler(signal.SIGHUP, _reload_acls, server, log)
     bootstrap = f"{host}:{port}"
     print(f"{READY_PREFIX}{bootstrap}", flush=True)
     log.info("broker.ready", bootstrap=bootstrap, data_dir=config.data_dir, loop=loop_name,
@@ -212,6 +240,16 @@ async def _serve(config: BrokerConfig, loop_name: str, metrics_port: int | None 
         http.server_close()
     log.info("broker.stopped", bootstrap=bootstrap)
     return 0
+
+
+def _reload_acls(server, log) -> None:
+    """SIGHUP: the ACL file's bindings in force now; a bad file changes nothing."""
+    try:
+        count = server.apis.reload_acls()
+    except AclStoreError as exc:
+        log.error("broker.acls_reload_failed", error=str(exc))
+        return
+    log.info("broker.acls_reloaded", acls=count)
 
 
 def run_broker(host: str = "127.0.0.1", port: int = 9092, data_dir: str | None = None,

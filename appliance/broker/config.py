@@ -32,6 +32,16 @@ class Flush(StrEnum):
 FLUSH_POLICIES = tuple(f.value for f in Flush)
 
 
+class AuthorizerKind(StrEnum):
+    """Who may do what (docs/broker.md, "ACLs")."""
+
+    NONE = "none"  # everything allowed; the ACL APIs answer SECURITY_DISABLED
+    ACL = "acl"  # Kafka's ACL authorizer: deny unless a binding allows (or a super user)
+
+
+AUTHORIZERS = tuple(k.value for k in AuthorizerKind)
+
+
 @dataclass
 class BrokerConfig:
     host: str = "127.0.0.1"
@@ -75,6 +85,10 @@ class BrokerConfig:
     group_min_session_timeout_ms: int = 6_000
     group_max_session_timeout_ms: int = 1_800_000
     group_initial_rebalance_delay_ms: int = 3_000
+    # Authorization (acl/): "none" allows everything; "acl" denies what no ACL binding in
+    # DATA_DIR/acls.json allows, except to the super users (principals, e.g. "User:admin").
+    authorizer: AuthorizerKind = AuthorizerKind.NONE
+    super_users: tuple[str, ...] = ()
 
 
 def parse_topics(spec: str) -> dict[str, int]:

@@ -14,6 +14,9 @@ import time
 from collections.abc import Callable
 
 from appliance.broker import errors
+from appliance.broker.acl import rules
+from appliance.broker.acl.authorizer import Authorizer
+from appliance.broker.acl.model import CLUSTER_NAME, Operation, ResourceType
 from appliance.broker.group_coordinator import (
     Caller,
     GroupCoordinator,
@@ -29,8 +32,8 @@ from appliance.broker.topics import TopicRegistry
 # Kafka's offset.metadata.max.bytes: longer commit metadata is refused.
 MAX_METADATA_CHARS = 4096
 GROUP_TYPE = "classic"  # ListGroups v5: the KIP-848 "consumer" type is not served
-# Without ACLs every group operation is allowed: READ (3), DELETE (6), DESCRIBE (8).
-GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+# What DescribeGroups reports the caller may do to a group (all, without ACLs).
+GROUP_OPERATIONS = (Operation.READ, Operation.DELETE, Operation.DESCRIBE)
 NOT_REQUESTED = -2147483648
 
 
@@ -63,14 +66,20 @@ def _respond(result, render: Callable):
 
 class GroupApis:
     def __init__(self, coordinator: GroupCoordinator, offsets: OffsetStore,
-                 registry: TopicRegistry) -> None:
+                 registry: TopicRegistry, authorizer: Authorizer) -> None:
         self.coordinator = coordinator
         self.offsets = offsets
         self.registry = registry
+        self.authorizer = authorizer
 
     # -- membership -----------------------------------------------------------------------
 
     def join_group(self, version: int, req: dict, caller: Caller):
+        if not self.authorizer.allows(caller, rules.JOIN_GROUP, req["group_id"]):
+            return {"throttle_time_ms": 0, "error_code": errors.GROUP_AUTHORIZATION_FAILED,
+                    "generation_id": -1, "protocol_type": None,
+                    "protocol_name": None if version >= 7 else "", "leader": "",
+                    "member_id": req["member_id"], "members": []}
         session = req["session_timeout_ms"]
         request = JoinRequest(
             group_id=req["group_id"], member_id=req["member_id"],
@@ -96,6 +105,9 @@ class GroupApis:
         return _respond(self.coordinator.join(request, caller), render)
 
     def sync_group(self, version: int, req: dict, caller: Caller):
+        if not self.authorizer.allows(caller, rules.SYNC_GROUP, req["group_id"]):
+            return {"throttle_time_ms": 0, "error_code": errors.GROUP_AUTHORIZATION_FAILED,
+                    "protocol_type": None, "protocol_name": None, "assignment": b""}
         assignments = {a["member_id"]: bytes(a["assignment"]) for a in req["assignments"]}
         result = self.coordinator.sync(req["group_id"], req["generation_id"], req["member_id"],
                                        req["group_instance_id"], req["protocol_type"],
@@ -109,11 +121,16 @@ class GroupApis:
         return _respond(result, render)
 
     def heartbeat(self, version: int, req: dict, caller: Caller):
+        if not self.authorizer.allows(caller, rules.HEARTBEAT, req["group_id"]):
+            return {"throttle_time_ms": 0, "error_code": errors.GROUP_AUTHORIZATION_FAILED}
         return {"throttle_time_ms": 0, "error_code": self.coordinator.heartbeat(
             req["group_id"], req["generation_id"], req["member_id"],
             req["group_instance_id"])}
 
     def leave_group(self, version: int, req: dict, caller: Caller):
+        if not self.authorizer.allows(caller, rules.LEAVE_GROUP, req["group_id"]):
+            return {"throttle_time_ms": 0, "error_code": errors.GROUP_AUTHORIZATION_FAILED,
+                    "members": []}
         if version < 3:
             identities = [(req["member_id"], None)]
         else:
@@ -129,9 +146,13 @@ class GroupApis:
 
     def offset_commit(self, version: int, req: dict, caller: Caller):
         group = req["group_id"]
-        error = self.coordinator.check_commit(
-            group, req["generation_id"], req["member_id"], req["group_instance_id"]
-        ) if group else errors.INVALID_GROUP_ID
+        authz = self.authorizer
+        if not authz.allows(caller, rules.OFFSET_COMMIT_GROUP, group):
+            error = errors.GROUP_AUTHORIZATION_FAILED
+        else:
+            error = self.coordinator.check_commit(
+                group, req["generation_id"], req["member_id"], req["group_instance_id"]
+            ) if group else errors.INVALID_GROUP_ID
         now = int(time.time() * 1000)
         entries: list[tuple[OffsetKey, Committed]] = []
         topics = []
@@ -142,6 +163,8 @@ class GroupApis:
                 metadata = p["committed_metadata"]
                 if error:
                     code = error
+                elif not authz.allows(caller, rules.OFFSET_COMMIT_TOPIC, t["name"]):
+                    code = errors.TOPIC_AUTHORIZATION_FAILED
                 elif self.registry.partition(t["name"], index) is None:
                     code = errors.UNKNOWN_TOPIC_OR_PARTITION
                 elif metadata is not None and len(metadata) > MAX_METADATA_CHARS:
@@ -155,21 +178,29 @@ class GroupApis:
         self.offsets.commit(group, entries)
         return {"throttle_time_ms": 0, "topics": topics}
 
-    def _fetch_group(self, group: str, wanted: list | None) -> tuple[list[dict], int]:
+    def _fetch_group(self, caller: Caller, group: str,
+                     wanted: list | None) -> tuple[list[dict], int]:
         if not group:
             return [], errors.INVALID_GROUP_ID
-        if wanted is None:  # every partition with a committed offset
+        authz = self.authorizer
+        if not authz.allows(caller, rules.OFFSET_FETCH_GROUP, group):
+            return [], errors.GROUP_AUTHORIZATION_FAILED
+        if wanted is None:  # every partition with a committed offset it may describe
             wanted = [{"name": t, "partition_indexes": parts}
-                      for t, parts in self.offsets.committed_topics(group).items()]
+                      for t, parts in self.offsets.committed_topics(group).items()
+                      if authz.allows(caller, rules.OFFSET_FETCH_ALL_TOPICS, t)]
         topics = []
         for t in wanted:
             parts = []
+            allowed = authz.allows(caller, rules.OFFSET_FETCH_TOPIC, t["name"])
             for index in t["partition_indexes"]:
-                c = self.offsets.fetch(group, t["name"], index)
+                c = self.offsets.fetch(group, t["name"], index) if allowed else None
                 parts.append({"partition_index": index,
                               "committed_offset": c.offset if c else -1,
                               "committed_leader_epoch": c.leader_epoch if c else -1,
-                              "metadata": (c.metadata if c else ""), "error_code": 0})
+                              "metadata": (c.metadata if c else ""),
+                              "error_code": errors.NONE if allowed
+                              else errors.TOPIC_AUTHORIZATION_FAILED})
             topics.append({"name": t["name"], "partitions": parts})
         return topics, errors.NONE
 
@@ -177,15 +208,18 @@ class GroupApis:
         if version >= 8:
             groups = []
             for g in req["groups"]:
-                topics, error = self._fetch_group(g["group_id"], g["topics"])
+                topics, error = self._fetch_group(caller, g["group_id"], g["topics"])
                 groups.append({"group_id": g["group_id"], "topics": topics,
                                "error_code": error})
             return {"throttle_time_ms": 0, "groups": groups}
-        topics, error = self._fetch_group(req["group_id"], req["topics"])
+        topics, error = self._fetch_group(caller, req["group_id"], req["topics"])
         return {"throttle_time_ms": 0, "error_code": error, "topics": topics}
 
     def offset_delete(self, version: int, req: dict, caller: Caller):
         group = req["group_id"]
+        if not self.authorizer.allows(caller, rules.OFFSET_DELETE_GROUP, group):
+            return {"error_code": errors.GROUP_AUTHORIZATION_FAILED, "throttle_time_ms": 0,
+                    "topics": []}
         if not group or not self.coordinator.has_group(group):
             return {"error_code": errors.INVALID_GROUP_ID if not group
                     else errors.GROUP_ID_NOT_FOUND, "throttle_time_ms": 0, "topics": []}
@@ -196,7 +230,9 @@ class GroupApis:
             parts = []
             for p in t["partitions"]:
                 index = p["partition_index"]
-                if subscribed:
+                if not self.authorizer.allows(caller, rules.OFFSET_DELETE_TOPIC, t["name"]):
+                    code = errors.TOPIC_AUTHORIZATION_FAILED
+                elif subscribed:
                     code = errors.GROUP_SUBSCRIBED_TO_TOPIC
                 elif self.registry.partition(t["name"], index) is None:
                     code = errors.UNKNOWN_TOPIC_OR_PARTITION
@@ -211,10 +247,18 @@ class GroupApis:
     # -- administration -------------------------------------------------------------------
 
     def describe_groups(self, version: int, req: dict, caller: Caller):
-        ops = GROUP_AUTHORIZED_OPERATIONS if req["include_authorized_operations"] else (
-            NOT_REQUESTED)
+        authz = self.authorizer
         out = []
         for group_id in req["groups"]:
+            if not authz.allows(caller, rules.DESCRIBE_GROUPS, group_id):
+                out.append({"error_code": errors.GROUP_AUTHORIZATION_FAILED,
+                            "group_id": group_id, "group_state": "", "protocol_type": "",
+                            "protocol_data": "", "members": [],
+                            "authorized_operations": NOT_REQUESTED})
+                continue
+            ops = authz.authorized_operations(caller, ResourceType.GROUP, group_id,
+                                              GROUP_OPERATIONS) if req[
+                "include_authorized_operations"] else NOT_REQUESTED
             s = self.coordinator.describe(group_id)
             out.append({
                 "error_code": errors.NONE if group_id else errors.INVALID_GROUP_ID,
@@ -233,13 +277,18 @@ class GroupApis:
         types = {t.lower() for t in req["types_filter"] or ()}
         if types and GROUP_TYPE not in types:
             return {"throttle_time_ms": 0, "error_code": errors.NONE, "groups": []}
+        authz = self.authorizer
+        every = authz.allows(caller, rules.LIST_GROUPS_CLUSTER, CLUSTER_NAME)
         groups = [{"group_id": s.group_id, "protocol_type": s.protocol_type,
                    "group_state": s.state.value, "group_type": GROUP_TYPE}
                   for s in self.coordinator.listed()
-                  if not states or s.state.value.lower() in states]
+                  if (not states or s.state.value.lower() in states)
+                  and (every or authz.allows(caller, rules.LIST_GROUPS_GROUP, s.group_id))]
         return {"throttle_time_ms": 0, "error_code": errors.NONE, "groups": groups}
 
     def delete_groups(self, version: int, req: dict, caller: Caller):
         return {"throttle_time_ms": 0, "results": [
-            {"group_id": g, "error_code": self.coordinator.delete(g)}
+            {"group_id": g, "error_code": self.coordinator.delete(g)
+             if self.authorizer.allows(caller, rules.DELETE_GROUPS, g)
+             else errors.GROUP_AUTHORIZATION_FAILED}
             for g in req["groups_names"]]}

@@ -55,10 +55,12 @@ class GroupState(enum.Enum):
 
 
 class Caller(NamedTuple):
-    """Who sent a request: the header's client id and the connection's peer host."""
+    """Who sent a request: the header's client id, the connection's peer host, and the
+    principal it authenticated as (``User:NAME``; ``User:ANONYMOUS`` without SASL)."""
 
     client_id: str
     host: str
+    principal: str = "User:ANONYMOUS"
 
 
 class Protocol(NamedTuple):
@@ -283,7 +285,7 @@ class GroupCoordinator:
         member.protocols = req.protocols
         member.session_timeout_ms = req.session_timeout_ms
         member.rebalance_timeout_ms = req.rebalance_timeout_ms
-        member.client_id, member.client_host = caller
+        member.client_id, member.client_host = caller.client_id, caller.host
         return self._new_waiter(member)
 
     def _add_and_rebalance(self, group: Group, member_id: str, req: JoinRequest,

@@ -127,6 +127,13 @@ class BrokerCollector:
             counter = CounterMetricFamily(name, text)
             counter.add_metric([], float(value))
             yield counter
+        denials = CounterMetricFamily(
+            "broker_authorization_denials",
+            "requests (or parts: a topic, a group) an ACL refused, by API and resource type",
+            labels=["api", "resource_type"])
+        for (api, rtype), count in sorted(self.server.apis.authorizer.denials.copy().items()):
+            denials.add_metric([api, rtype], float(count))
+        yield denials
         if self.server.storage is not None:
             yield from self._storage(self.server.storage.stats)
         connections = GaugeMetricFamily("broker_connections", "open client connections")

@@ -727,6 +727,94 @@ ALL.extend(GROUP_APIS + ADMIN_APIS)
 BY_KEY.update({s.key: s for s in GROUP_APIS + ADMIN_APIS})
 
 
+# -- ACLs -----------------------------------------------------------------------------------
+# Kafka's ACL admin APIs (``acl_apis``): v1 added the pattern type (PREFIXED), v2 made them
+# flexible. They need ALTER (create, delete) or DESCRIBE (describe) on the cluster, and
+# answer SECURITY_DISABLED when the broker runs without an authorizer.
+
+_ACL_FILTER = [
+    F("resource_type_filter", "int8"),
+    F("resource_name_filter", "nstring"),
+    F("pattern_type_filter", "int8", 1, default=3),  # LITERAL before v1
+    F("principal_filter", "nstring"),
+    F("host_filter", "nstring"),
+    F("operation", "int8"),
+    F("permission_type", "int8"),
+]
+
+DESCRIBE_ACLS = Schema(
+    29, "DescribeAcls", 0, 3, 2,
+    request=_ACL_FILTER,
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("error_code", "int16"),
+        F("error_message", "nstring"),
+        F("resources", Array([
+            F("resource_type", "int8"),
+            F("resource_name", "string"),
+            F("pattern_type", "int8", 1, default=3),
+            F("acls", Array([
+                F("principal", "string"),
+                F("host", "string"),
+                F("operation", "int8"),
+                F("permission_type", "int8"),
+            ])),
+        ])),
+    ],
+)
+
+CREATE_ACLS = Schema(
+    30, "CreateAcls", 0, 3, 2,
+    request=[
+        F("creations", Array([
+            F("resource_type", "int8"),
+            F("resource_name", "string"),
+            F("resource_pattern_type", "int8", 1, default=3),
+            F("principal", "string"),
+            F("host", "string"),
+            F("operation", "int8"),
+            F("permission_type", "int8"),
+        ])),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("results", Array([
+            F("error_code", "int16"),
+            F("error_message", "nstring"),
+        ])),
+    ],
+)
+
+DELETE_ACLS = Schema(
+    31, "DeleteAcls", 0, 3, 2,
+    request=[
+        F("filters", Array(_ACL_FILTER)),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("filter_results", Array([
+            F("error_code", "int16"),
+            F("error_message", "nstring"),
+            F("matching_acls", Array([
+                F("error_code", "int16"),
+                F("error_message", "nstring"),
+                F("resource_type", "int8"),
+                F("resource_name", "string"),
+                F("pattern_type", "int8", 1, default=3),
+                F("principal", "string"),
+                F("host", "string"),
+                F("operation", "int8"),
+                F("permission_type", "int8"),
+            ])),
+        ])),
+    ],
+)
+
+ACL_APIS = [DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS]
+ALL.extend(ACL_APIS)
+BY_KEY.update({s.key: s for s in ACL_APIS})
+
+
 # -- transactions: served, never advertised -------------------------------------------------
 # This broker coordinates no transactions. Clients that negotiate never send these (their
 # transactional producer already stops at FindCoordinator or InitProducerId); one that

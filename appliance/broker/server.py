@@ -439,8 +439,8 @@ class Connection(asyncio.Protocol):
             return
         if client_id != self._client_id_raw:
             self._client_id_raw = bytes(client_id)
-            self._caller = Caller(str(self._client_id_raw, "utf-8", "replace"),
-                                  self._caller.host)
+            self._caller = self._caller._replace(
+                client_id=str(self._client_id_raw, "utf-8", "replace"))
         try:
             result = self.apis.handlers[api_key](version, req, self._caller)
         except Exception as exc:
@@ -494,6 +494,8 @@ class Connection(asyncio.Protocol):
             self.max_frame = self.server.config.max_frame_bytes
             if self._auth_timer is not None:
                 self._auth_timer.cancel()
+            # Kafka's principal for a SASL login: User:<name>; what ACLs name.
+            self._caller = self._caller._replace(principal=f"User:{self.sasl.user}")
             log.info("broker.authenticated", peer=str(self.peer), user=self.sasl.user,
                      mechanism=self.sasl.mechanism)
         return result

@@ -1,4 +1,5 @@
-"""``appliance broker-user add --file users.toml --user NAME``: add or replace a broker user.
+"""``appliance broker-user add --file users.toml --user NAME``: add or replace a broker user
+(and ``broker-user acl ...``: the broker's ACLs, ``acl_cli``).
 
 The password is read from stdin (``--password-stdin``, for scripts and Ansible), else from
 the environment variable ``APPLIANCE_BROKER_USER_PASSWORD``, else prompted for without
@@ -15,6 +16,7 @@ import getpass
 import os
 import sys
 
+from appliance.broker import acl_cli
 from appliance.broker.credentials import CredentialsError, add_user
 from appliance.broker.scram import DEFAULT_ITERATIONS, MECHANISMS, MIN_ITERATIONS
 
@@ -70,6 +72,7 @@ def register(subparsers) -> None:
     add.add_argument("--password-stdin", action="store_true",
                      help="read the password from the first line of stdin")
     add.set_defaults(func=_add)
+    acl_cli.register(sub.add_parser("acl", help="the broker's ACLs (DATA_DIR/acls.json)"))
 
 
 def main(argv: list[str] | None = None) -> int:
