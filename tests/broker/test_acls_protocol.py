@@ -278,7 +278,7 @@ def test_denied_then_allowed_through_the_offline_cli_and_sighup(locked_broker):
         assert produce(c, "events", 0, batch([b"z"]))["error_code"] == errors.NONE
 
     denied = [e for e in log_events(b.log_path)
-              if e.get("event") == "broker.authorization.denied"]
+              if e.get("event") == "broker.authorization_denied"]
     assert {"principal": ANON, "api": "Produce", "operation": "WRITE",
             "resource_type": "TOPIC", "resource_name": "events"}.items() <= denied[0].items()
     page = urllib.request.build_opener(urllib.request.ProxyHandler({})).open(

@@ -132,7 +132,7 @@ port = 0
         broker.stop()
 
     denied = [e for e in log_events(logs / "broker.log")
-              if e.get("event") == "broker.authorization.denied"
+              if e.get("event") == "broker.authorization_denied"
               and e.get("principal") == "User:appliance"]
     refused = {(e["api"], e["operation"], e["resource_type"], e["resource_name"])
                for e in denied}

@@ -73,7 +73,7 @@ class Authorizer:
 
     def allows(self, caller: Who, need: Need, name: str) -> bool:
         """Does ``caller`` meet ``need`` on the resource ``name``? A denial of an audited
-        need is logged (``broker.authorization.denied``) and counted."""
+        need is logged (``broker.authorization_denied``) and counted."""
         if not self.enabled:
             return True
         key = (caller.principal, caller.host, need.operation, need.resource_type, name)
@@ -140,7 +140,7 @@ class Authorizer:
     def _denied(self, caller: Who, need: Need, rtype: ResourceType, name: str) -> None:
         key = (need.api.name, rtype.name)
         self.denials[key] = self.denials.get(key, 0) + 1
-        log.info("broker.authorization.denied", principal=caller.principal, host=caller.host,
+        log.info("broker.authorization_denied", principal=caller.principal, host=caller.host,
                  api=need.api.name, operation=need.operation.name, resource_type=rtype.name,
                  resource_name=name)
 
