@@ -99,6 +99,7 @@ bench: setup
 lint: setup
 	$(VENV)/bin/ruff check appliance loadgen tests bench scripts dashboards
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy appliance
 	cd ansible && ../$(VENV)/bin/ansible-lint --profile production --strict
 
 # The multi-host test bed for the Ansible deploy (scripts/testbed/bed.py says what it
