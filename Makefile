@@ -99,8 +99,8 @@ bench: setup
 lint: setup
 	$(VENV)/bin/ruff check appliance loadgen tests bench scripts dashboards
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/mypy appliance
 	cd ansible && ../$(VENV)/bin/ansible-lint --profile production --strict
+	$(VENV)/bin/mypy appliance
 
 # The multi-host test bed for the Ansible deploy (scripts/testbed/bed.py says what it
 # makes). Root only; idempotent; `testbed-down` removes all of it but the cached rootfs.
