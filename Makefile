@@ -50,7 +50,7 @@ dist: $(KAFKA_CLIENTS_JAR) connector
 	@$(PY) -c 'import sys, zipfile; names = zipfile.ZipFile(sys.argv[1]).namelist(); \
 	  missing = [j for j in sys.argv[2:] if j not in names]; \
 	  sys.exit(f"dist: {missing} not in {sys.argv[1]}" if missing else 0)' \
-	  $(WHEEL) $(CONNECTOR_JAR) $(KAFKA_CLIENTS_JAR)
+	  $(WHEEL) $(CONNECTOR_JAR) $(KAFKA_CLIENTS_JAR) appliance/py.typed
 	@echo "dist: built $(WHEEL)"
 
 # The driver JVM's class-data-sharing archive (docs/appliance.md, "Start-up: the class
@@ -100,6 +100,7 @@ lint: setup
 	$(VENV)/bin/ruff check appliance loadgen tests bench scripts dashboards
 	$(VENV)/bin/lint-imports
 	cd ansible && ../$(VENV)/bin/ansible-lint --profile production --strict
+	$(VENV)/bin/mypy appliance
 
 # The multi-host test bed for the Ansible deploy (scripts/testbed/bed.py says what it
 # makes). Root only; idempotent; `testbed-down` removes all of it but the cached rootfs.

@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -78,6 +79,14 @@ def _jaas_quote(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+class Login(NamedTuple):
+    """PLAIN/SCRAM credentials, complete: what every client dialect is given."""
+
+    mechanism: str
+    username: str
+    password: Secret
+
+
 @dataclass(frozen=True)
 class ClientSecurity:
     protocol: str = "PLAINTEXT"
@@ -96,10 +105,12 @@ class ClientSecurity:
         return self.protocol.startswith("SASL_")
 
     @property
-    def credentials(self) -> bool:
+    def credentials(self) -> Login | None:
         """A PLAIN/SCRAM username and password this module can hand to every client."""
-        return (self.sasl and self.mechanism in MECHANISMS and self.username is not None
-                and self.password is not None)
+        if (self.sasl and self.mechanism in MECHANISMS and self.username is not None
+                and self.password is not None):
+            return Login(self.mechanism, self.username, self.password)
+        return None
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> ClientSecurity:
@@ -135,11 +146,12 @@ class ClientSecurity:
     def java(self, props: Mapping[str, str]) -> dict[str, str]:
         """Java kafka-clients properties: ``props`` with librdkafka spellings translated."""
         out = {k: str(v) for k, v in props.items() if k not in _RDKAFKA_ONLY}
-        if self.credentials and "sasl.jaas.config" not in out:
+        login = self.credentials
+        if login is not None and "sasl.jaas.config" not in out:
             out["sasl.jaas.config"] = (
-                f"{_LOGIN_MODULES[self.mechanism]} required "
-                f"username={_jaas_quote(self.username)} "
-                f"password={_jaas_quote(self.password.reveal())};")
+                f"{_LOGIN_MODULES[login.mechanism]} required "
+                f"username={_jaas_quote(login.username)} "
+                f"password={_jaas_quote(login.password.reveal())};")
         if self.tls and self.ca_file and "ssl.truststore.location" not in out:
             out["ssl.truststore.type"] = "PEM"
             out["ssl.truststore.location"] = self.ca_file
@@ -152,9 +164,10 @@ class ClientSecurity:
             out["security_protocol"] = self.protocol
         if self.sasl:
             out["sasl_mechanism"] = self.mechanism
-        if self.credentials:
-            out.update(sasl_plain_username=self.username,
-                       sasl_plain_password=self.password.reveal())
+        login = self.credentials
+        if login is not None:
+            out.update(sasl_plain_username=login.username,
+                       sasl_plain_password=login.password.reveal())
         if self.tls:
             if self.ca_file:
                 out["ssl_cafile"] = self.ca_file
@@ -169,8 +182,10 @@ class ClientSecurity:
             out["security.protocol"] = self.protocol.lower()
         if self.sasl:
             out["sasl.mechanism"] = self.mechanism
-        if self.credentials:
-            out.update({"sasl.username": self.username, "sasl.password": self.password.reveal()})
+        login = self.credentials
+        if login is not None:
+            out.update({"sasl.username": login.username,
+                        "sasl.password": login.password.reveal()})
         if self.tls:
             if self.ca_file:
                 out["ssl.ca.location"] = self.ca_file

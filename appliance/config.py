@@ -15,7 +15,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
@@ -132,7 +132,11 @@ def _a_path(value: str) -> str:
     return value
 
 
-def _within(value: int | None, low: int, high: int, zero_means: str) -> int | None:
+# An integer setting, required (int) or optional (int | None): ``_within`` returns its own.
+_Int = TypeVar("_Int", int, int | None)
+
+
+def _within(value: _Int, low: int, high: int, zero_means: str) -> _Int:
     """An integer setting in ``low..high`` (None = unset), its error saying what 0 does."""
     if value is not None and not low <= value <= high:
         raise ValueError(f"must be {low}..{high}, 0 = {zero_means} (got {value!r})")
@@ -194,12 +198,18 @@ class QueryConfig(_Section):
             object.__setattr__(self, "interval", self.mode.default_interval)
         return self
 
+    @property
+    def trigger_interval(self) -> str:
+        """The interval the trigger runs at: the configured one, else the trigger's own
+        default (which ``_default_interval`` has already put in ``interval``)."""
+        return self.interval if self.interval is not None else self.mode.default_interval
+
     @model_validator(mode="after")
     def _stall_timeout(self) -> QueryConfig:
         """An explicit stall timeout must leave room for a few late epochs: a healthy
         query on a saturated machine committed a few seconds late at worst (measured)."""
         if self.stall_timeout is not None and self.mode.commits_every_interval:
-            floor_ms = MIN_STALL_INTERVALS * interval_ms(self.interval)
+            floor_ms = MIN_STALL_INTERVALS * interval_ms(self.trigger_interval)
             if interval_ms(self.stall_timeout) < max(floor_ms, MIN_STALL_MS):
                 raise ValueError(
                     f"stall_timeout must be at least {MIN_STALL_INTERVALS} intervals and "
@@ -212,7 +222,7 @@ class QueryConfig(_Section):
         """Seconds without a committed epoch after which a continuous query is stuck."""
         if self.stall_timeout is not None:
             return interval_ms(self.stall_timeout) / 1000.0
-        return max(STALL_MIN_S, STALL_INTERVALS * interval_ms(self.interval) / 1000.0)
+        return max(STALL_MIN_S, STALL_INTERVALS * interval_ms(self.trigger_interval) / 1000.0)
 
     @field_validator("starting_offsets")
     @classmethod
@@ -347,7 +357,8 @@ class Config(_Section):
     def _interval_for_trigger(self) -> Config:
         """Spark refuses some intervals for some triggers (real-time batches shorter than
         its minimum); say so up front."""
-        problem = self.query.mode.interval_problem(self.query.interval, self.spark.conf)
+        problem = self.query.mode.interval_problem(self.query.trigger_interval,
+                                                   self.spark.conf)
         if problem is not None:
             raise PydanticCustomError("trigger_interval", f"query.interval: {problem}")
         return self
@@ -368,9 +379,14 @@ class Config(_Section):
 
 def _sections() -> list[Section]:
     """The sections as ``appliance.overrides`` needs them (own keys; pass-through or not)."""
-    return [Section(name, frozenset(field.annotation.model_fields),
-                    field.annotation.model_config.get("extra") == "allow")
-            for name, field in Config.model_fields.items()]
+    sections = []
+    for name, field in Config.model_fields.items():
+        model = field.annotation
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            raise TypeError(f"Config.{name} is not a section model: {model!r}")
+        sections.append(Section(name, frozenset(model.model_fields),
+                                model.model_config.get("extra") == "allow"))
+    return sections
 
 
 #: Spark conf names of the ``[spark]`` keys the appliance names itself: an override that
@@ -436,7 +452,8 @@ def _one_line(source: str, err: ValidationError,
         msg = "unknown key"
     elif first["type"] not in ("value_error",) and "input" in first:
         msg = f"{msg} (got {first['input']!r})"
-    origin = origins.get(tuple(str(p) for p in first["loc"][:2]))
+    where = [str(p) for p in first["loc"][:2]]
+    origin = origins.get((where[0], where[1])) if len(where) == 2 else None
     if origin is not None:
         return f"{source}: {loc} (from {origin}): {msg}"
     return f"{source}: {loc}: {msg}"
@@ -453,7 +470,7 @@ def load_config(path: str | os.PathLike | None = None,
     """
     environ = dict(os.environ if environ is None else environ)
     explicit = path is not None
-    file = Path(path if explicit else DEFAULT_CONFIG_FILE)
+    file = Path(DEFAULT_CONFIG_FILE if path is None else path)
     source = str(file)
     data: dict[str, Any] = {}
     if file.is_file():

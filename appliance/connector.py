@@ -1,4 +1,5 @@
-"""Where the Spark Kafka connector's jars live, and the Spark conf that loads them.
+"""Where the Spark Kafka connector's jars live, the Spark conf that loads them, and how the
+driver's Python reaches the classes in them.
 
 Spark's own ``spark-sql-kafka`` cannot be installed here, so every SparkSession the product
 creates loads the ``appliance-kafka`` connector (built by ``make connector``) plus the
@@ -12,6 +13,11 @@ works in an editable checkout and in an installed wheel alike.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pyspark is imported by the modules that start Spark, not by the CLI
+    from py4j.java_gateway import JVMView
+    from pyspark.sql import SparkSession
 
 JARS_DIR = Path(__file__).resolve().parent / "jars"
 CONNECTOR_JAR = JARS_DIR / "appliance-kafka-connector.jar"
@@ -48,6 +54,17 @@ def jars() -> list[str]:
             f"connector jars not found ({names}): run `make setup` in a checkout, or "
             f"install the wheel built by `make dist`")
     return [str(CONNECTOR_JAR), str(KAFKA_CLIENTS_JAR)]
+
+
+def driver_jvm(spark: SparkSession) -> JVMView:
+    """The driver JVM's classes through py4j (the connector's Java side, Spark internals).
+    pyspark leaves it unset only without a local JVM (Spark Connect), which the appliance
+    never runs on."""
+    jvm = spark.sparkContext._jvm
+    if jvm is None:
+        raise RuntimeError("the SparkSession has no driver JVM: the appliance needs a "
+                           "classic SparkSession, not Spark Connect")
+    return jvm
 
 
 def spark_jars_conf() -> dict[str, str]:

@@ -22,6 +22,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import structlog
 
@@ -97,21 +98,28 @@ FOREIGN_EVENTS = (
 FOREIGN_DEFAULT_EVENT = "library.log"
 
 
-def _foreign_rule(logger_name: str, text: str) -> tuple[ForeignEvent | None, re.Match | None]:
+class ForeignMatch(NamedTuple):
+    """A library's line that a FOREIGN_EVENTS rule names, with the fields from its text."""
+
+    rule: ForeignEvent
+    fields: dict[str, float]
+
+
+def _foreign_rule(logger_name: str, text: str) -> ForeignMatch | None:
     for rule in FOREIGN_EVENTS:
         if logger_name == rule.logger or logger_name.startswith(rule.logger + "."):
             match = rule.pattern.search(text)
             if match:
-                return rule, match
-    return None, None
+                return ForeignMatch(rule, {k: float(v) for k, v in match.groupdict().items()})
+    return None
 
 
 def foreign_event(logger_name: str, text: str) -> tuple[str, dict[str, float]]:
     """The stable event name of a library's line and the fields taken from its text."""
-    rule, match = _foreign_rule(logger_name, text)
-    if rule is None:
+    found = _foreign_rule(logger_name, text)
+    if found is None:
         return FOREIGN_DEFAULT_EVENT, {}
-    return rule.event, {k: float(v) for k, v in match.groupdict().items()}
+    return found.rule.event, found.fields
 
 
 def _stdlib_component(logger, method_name, event_dict):
@@ -121,14 +129,14 @@ def _stdlib_component(logger, method_name, event_dict):
     if record is not None:
         event_dict.setdefault("component", record.name)
         text = str(event_dict.get("event", ""))
-        rule, match = _foreign_rule(record.name, text)
-        event_dict["event"] = rule.event if rule is not None else FOREIGN_DEFAULT_EVENT
+        found = _foreign_rule(record.name, text)
+        event_dict["event"] = found.rule.event if found is not None else FOREIGN_DEFAULT_EVENT
         event_dict["message"] = text
-        if rule is not None:
-            for key, value in match.groupdict().items():
-                event_dict.setdefault(key, float(value))
-            if rule.level is not None:  # an expected line
-                event_dict["level"] = rule.level
+        if found is not None:
+            for key, value in found.fields.items():
+                event_dict.setdefault(key, value)
+            if found.rule.level is not None:  # an expected line
+                event_dict["level"] = found.rule.level
                 event_dict.pop("exc_info", None)
     return event_dict
 
@@ -176,7 +184,7 @@ def configure(level: str = "INFO", fmt: str | LogFormat | None = None,
     if _output is not None:
         return _output
     chosen = choose_format(fmt)
-    handlers = []
+    handlers: list[logging.Handler] = []
     sink = terminal = None
     if file is not None:
         sink, terminal = _take_fd2(Path(file))

@@ -18,6 +18,7 @@ from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
+from prometheus_client.registry import Collector
 
 #: A status page: a callable returning the JSON-ready document to serve.
 Page = Callable[[], dict[str, Any]]
@@ -47,7 +48,7 @@ def _app(registry: CollectorRegistry, pages: dict[str, Page]):
     return app
 
 
-def serve(collectors: Iterable[object], host: str, port: int,
+def serve(collectors: Iterable[Collector], host: str, port: int,
           pages: dict[str, Page] | None = None) -> tuple[WSGIServer, int]:
     """Start serving on a daemon thread; returns (server, bound port). Port 0 picks a free
     port. Stop with ``server.shutdown(); server.server_close()``."""

@@ -18,7 +18,7 @@ from pathlib import Path
 from kafka import KafkaConsumer
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from appliance.observability.lag_age import NextRecordTimes, lag_ages
+from appliance.observability.lag_age import NextRecordTimes, PartitionKey, lag_ages
 from appliance.query.checkpoint import batch_ids
 from appliance.topics import end_offsets, offsets_consumer
 
@@ -73,10 +73,10 @@ class Snapshot:
     events_read: int = 0
     alerts_written: int = 0
     dead_letters_written: int = 0
-    lag: dict[tuple[str, int], int] = field(default_factory=dict)
+    lag: dict[PartitionKey, int] = field(default_factory=dict)
     # Age of the next unread record per partition (lag_age.py); 0 when caught up.
-    lag_seconds: dict[tuple[str, int], float] = field(default_factory=dict)
-    committed: dict[tuple[str, int], int] = field(default_factory=dict)
+    lag_seconds: dict[PartitionKey, float] = field(default_factory=dict)
+    committed: dict[PartitionKey, int] = field(default_factory=dict)
     # Seconds since the query last made progress (batch or epoch); None before the first.
     progress_age_s: float | None = None
 
@@ -147,8 +147,8 @@ class ApplianceCollector:
                 ("appliance_committed_offset",
                  "next offset the query will read after a restart", snap.committed)):
             gauge = GaugeMetricFamily(name, text, labels=["topic", "partition"])
-            for (topic, part), value in sorted(values.items()):
-                gauge.add_metric([topic, str(part)], float(value))
+            for (topic, part), reading in sorted(values.items()):
+                gauge.add_metric([topic, str(part)], float(reading))
             yield gauge
 
 
@@ -197,11 +197,12 @@ class MetricsPoller:
                                - self._baseline[self.topics.alerts]),
             dead_letters_written=max(0, totals[self.topics.dead_letters]
                                      - self._baseline[self.topics.dead_letters]),
-            lag={(self.topics.events, p): max(0, end - committed.get(p, 0))
+            lag={PartitionKey(self.topics.events, p): max(0, end - committed.get(p, 0))
                  for p, end in events_ends.items()},
             lag_seconds=lag_ages(events_ends, committed, self.topics.events,
                                  self._next_times),
-            committed={(self.topics.events, p): off for p, off in committed.items()},
+            committed={PartitionKey(self.topics.events, p): off
+                       for p, off in committed.items()},
             progress_age_s=max(0.0, time.time() - max(progress)) if progress else None,
         )
 

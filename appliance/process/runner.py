@@ -30,9 +30,11 @@ import time
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from appliance import logs
 from appliance.config import Config, ConfigError
+from appliance.connector import driver_jvm
 from appliance.process.class_archive import resolve as resolve_class_archive
 from appliance.process.embedded_kafka import EmbeddedPortInUse, start_embedded
 from appliance.process.reload_status import ReloadLog, ReloadOutcome, ReloadResult
@@ -51,6 +53,19 @@ from appliance.topics import (
 )
 from appliance.trigger import BoundaryStop, TriggerMode
 from appliance.tuning import IDLE_PROGRESS_INTERVAL_MS, tuning_for
+
+if TYPE_CHECKING:  # imported for real by the methods that start these parts (docstring)
+    from wsgiref.simple_server import WSGIServer
+
+    from prometheus_client.registry import Collector
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
+
+    from appliance.broker import EmbeddedBroker
+    from appliance.observability.alert_latency import AlertObserver
+    from appliance.observability.metrics import ApplianceCollector, MetricsPoller
+    from appliance.observability.rules_metrics import RulesCollector
+    from appliance.query.warmup import WarmupResult
 
 # How long ``start()`` waits for the query to really run before it gives up (exit 1): a
 # bound, not an expectation (a fresh query runs within seconds; a machine shared with much
@@ -86,7 +101,7 @@ class PlannedQuery:
     """A query built for its rules and ready to ``start()`` (``Appliance.plan_query``)."""
 
     rule_set: RuleSet
-    writer: object  # pyspark's DataStreamWriter, configured
+    writer: DataStreamWriter  # configured
 
 
 class PreflightError(Exception):
@@ -104,6 +119,15 @@ def local_slots(master: str) -> int | None:
     if not match:
         return None
     return os.cpu_count() or 1 if match.group(1) == "*" else int(match.group(1))
+
+
+def spark_master(spark: SparkSession) -> str:
+    """The running SparkContext's master: pyspark types it Optional, but a SparkContext
+    does not start without one."""
+    master = spark.sparkContext.master
+    if master is None:
+        raise RuntimeError("the SparkContext has no master (spark.master)")
+    return master
 
 
 def check_slots(mode: TriggerMode, partitions: int, slots: int, where: str,
@@ -132,38 +156,60 @@ def check_cluster_slots(spark, mode: TriggerMode, partitions: int) -> None:
 class Appliance:
     """One broker (embedded or external), one SparkSession, one streaming query."""
 
-    def __init__(self, config: Config, spark=None):
+    def __init__(self, config: Config, spark: SparkSession | None = None):
         """``spark``: an existing session to run in (tests, demo); it is not stopped."""
         self.config = config
         self.mode = config.query.mode
         self._own_spark = spark is None
         self.rule_set: RuleSet | None = None
-        self.broker = None
+        self.broker: EmbeddedBroker | None = None
         self.bootstrap: str | None = config.kafka.bootstrap_servers
-        self.spark = spark
-        self.query = None
+        self.spark: SparkSession | None = spark
+        self.query: StreamingQuery | None = None
         self.metrics_port: int | None = None
-        self._metrics_server = None
-        self._poller = None
-        self._observer = None
+        self._metrics_server: WSGIServer | None = None
+        self._poller: MetricsPoller | None = None
+        self._observer: AlertObserver | None = None
         self._processing = False
         self.recovered = False  # the query resumed from an existing checkpoint
         self._partitions = 0
         self._next_progress_log = 0.0
-        self._commits_at_start: set[str] = set()
-        self.warmup = None  # appliance.query.warmup.WarmupResult once warmed
+        self._commits_at_start: set[int] = set()
+        self.warmup: WarmupResult | None = None  # once warmed
         self._classes_before_query = 0  # see query_new_classes
-        self._collector = None  # appliance.observability.metrics.ApplianceCollector once serving
+        self._collector: ApplianceCollector | None = None  # once serving
         self._restarts = RestartBudget(config.query.executor_loss_restarts)
         self._failed_at: float | None = None  # monotonic time of the failure being restarted
         self.reloads = ReloadLog()
         self._reload_requested = threading.Event()
-        self._rules_metrics = None  # appliance.observability.rules_metrics.RulesCollector
+        self._rules_metrics: RulesCollector | None = None  # once serving
 
     @property
     def rules(self) -> tuple[Rule, ...]:
         """The rules the query runs (none before ``load_rules``)."""
         return self.rule_set.rules if self.rule_set is not None else ()
+
+    # The parts each step of ``start`` brings up, for the steps after it: asking for one
+    # before its step ran is a programming error, said as such.
+    def _running_rules(self) -> RuleSet:
+        if self.rule_set is None:
+            raise RuntimeError("no rules loaded: load_rules() comes first")
+        return self.rule_set
+
+    def _session(self) -> SparkSession:
+        if self.spark is None:
+            raise RuntimeError("no SparkSession: start_spark() comes first")
+        return self.spark
+
+    def _started_query(self) -> StreamingQuery:
+        if self.query is None:
+            raise RuntimeError("no query started: start_query() comes first")
+        return self.query
+
+    def _bootstrap_servers(self) -> str:
+        if self.bootstrap is None:
+            raise RuntimeError("no broker: start_kafka() comes first")
+        return self.bootstrap
 
     # -- checks that need no JVM -------------------------------------------------------
     def load_rules(self) -> RuleSet:
@@ -174,8 +220,9 @@ class Appliance:
         """Start the embedded broker if none is configured; make sure topics exist."""
         if self.bootstrap is None:
             output = logs.output()  # on a terminal, the broker's lines join the log file
-            self.broker = start_embedded(self.config.kafka, output.file if output else None)
-            self.bootstrap = self.broker.bootstrap
+            broker = self.broker = start_embedded(self.config.kafka,
+                                                  output.file if output else None)
+            self.bootstrap = broker.bootstrap
             log.info("broker.embedded", bootstrap=self.bootstrap)
         counts = ensure_topics(self.client_config(), default_partitions(self.config.topics),
                                create=self.broker is not None)
@@ -197,7 +244,7 @@ class Appliance:
             return None
 
     def client_config(self) -> dict:
-        return client_config(self.config.kafka, self.bootstrap)
+        return client_config(self.config.kafka, self._bootstrap_servers())
 
     # -- Spark -------------------------------------------------------------------------
     def start_spark(self) -> None:
@@ -206,19 +253,19 @@ class Appliance:
         archive = None
         if self.spark is None:
             archive = resolve_class_archive(self.config.spark.class_archive)
-            self.spark = build_session(self.config, class_archive=archive)
+            spark = self.spark = build_session(self.config, class_archive=archive)
         else:
             # A shared session (tests, bench): run in a child session so the appliance's
             # SQL settings (e.g. ANSI off) apply to its query and nobody else's.
-            self.spark = self.spark.newSession()
+            spark = self.spark = self.spark.newSession()
             for key, value in spark_conf(self.config).items():
                 if key.startswith("spark.sql."):
                     try:
-                        self.spark.conf.set(key, value)
+                        spark.conf.set(key, value)
                     except Exception:  # static confs only apply to a new SparkContext
                         pass
-        log.info("spark.ready", master=self.spark.sparkContext.master,
-                 version=self.spark.version, app_id=self.spark.sparkContext.applicationId,
+        log.info("spark.ready", master=spark.sparkContext.master,
+                 version=spark.version, app_id=spark.sparkContext.applicationId,
                  class_archive=str(archive) if archive else None)
 
     def connector_options(self) -> tuple[dict[str, str], dict[str, str]]:
@@ -229,7 +276,7 @@ class Appliance:
         # Java spelling of the [kafka] settings (client_security): credentials given as
         # sasl.username/sasl.password become sasl.jaas.config, a PEM CA a truststore.
         passthrough = {f"kafka.{k}": v for k, v in cfg.kafka.java_properties.items()}
-        bootstrap = {"kafka.bootstrap.servers": self.bootstrap}
+        bootstrap = {"kafka.bootstrap.servers": self._bootstrap_servers()}
         # [source]/[sink] (an operator's or the deploy's reader/writer settings) override
         # the tuning; [kafka] client properties apply to both.
         return ({**bootstrap, **tuning.source_options, **cfg.source.options, **passthrough},
@@ -240,7 +287,7 @@ class Appliance:
         from appliance.query.warmup import warm_up
 
         source, sink = self.connector_options()
-        self.warmup = warm_up(self.spark, self.rule_set, self.warmup_topic(),
+        self.warmup = warm_up(self._session(), self._running_rules(), self.warmup_topic(),
                               self.client_config(), source, sink,
                               latency_headers=self.config.metrics.alert_latency)
 
@@ -253,7 +300,7 @@ class Appliance:
         cfg = self.config
         tuning = tuning_for(self.mode, cfg.query.async_progress)
         source, sink = self.connector_options()
-        records = (self.spark.readStream.format("appliance-kafka")
+        records = (self._session().readStream.format("appliance-kafka")
                    .option("subscribe", cfg.topics.events)
                    .option("startingOffsets", cfg.query.starting_offsets)
                    .options(**source).load())
@@ -264,7 +311,7 @@ class Appliance:
                   .option("checkpointLocation", cfg.query.checkpoint_dir)
                   .options(**sink).options(**tuning.query_options)
                   .outputMode(self.mode.output_mode)
-                  .trigger(**self.mode.trigger_kwargs(cfg.query.interval)))
+                  .trigger(**self.mode.trigger_kwargs(cfg.query.trigger_interval)))
         return PlannedQuery(rule_set, writer)
 
     def start_query(self, planned: RuleSet | PlannedQuery | None = None) -> None:
@@ -272,15 +319,15 @@ class Appliance:
         ones once it started."""
         cfg = self.config
         if not isinstance(planned, PlannedQuery):
-            planned = self.plan_query(planned or self.rule_set)
+            planned = self.plan_query(planned or self._running_rules())
         self.repair_checkpoint()
         Path(cfg.query.checkpoint_dir).mkdir(parents=True, exist_ok=True)
         self._commits_at_start = self._commits()
         self.recovered = bool(self._commits_at_start)
         self._processing = False
-        self.query = planned.writer.start()
+        query = self.query = planned.writer.start()
         rule_set = self.rule_set = planned.rule_set
-        log.info("query.started", id=str(self.query.id), trigger=self.mode.name,
+        log.info("query.started", id=str(query.id), trigger=self.mode.name,
                  interval=cfg.query.interval, checkpoint=cfg.query.checkpoint_dir,
                  rules_version=rule_set.version)
 
@@ -300,20 +347,22 @@ class Appliance:
         query = self.config.query
         collector = self._collector = ApplianceCollector(
             self.mode.name, recovered=self.recovered,
-            progress_interval_s=self.mode.progress_interval_s(query.interval,
+            progress_interval_s=self.mode.progress_interval_s(query.trigger_interval,
                                                               IDLE_PROGRESS_INTERVAL_MS))
-        self._rules_metrics = RulesCollector(self.rule_set.version, len(self.rule_set))
-        self._poller = MetricsPoller(collector, self.client_config(), self.config.topics,
-                                     self.config.query.checkpoint_dir, self.query_active,
-                                     last_progress=self.last_progress_time)
-        self._poller.start()
-        collectors = [collector, self._rules_metrics]
+        rule_set = self._running_rules()
+        rules_metrics = self._rules_metrics = RulesCollector(rule_set.version, len(rule_set))
+        poller = self._poller = MetricsPoller(
+            collector, self.client_config(), self.config.topics,
+            self.config.query.checkpoint_dir, self.query_active,
+            last_progress=self.last_progress_time)
+        poller.start()
+        collectors: list[Collector] = [collector, rules_metrics]
         if self.config.metrics.alert_latency:
             histogram = LatencyHistogram()
-            self._observer = AlertObserver(histogram, self.client_config(),
-                                           self.config.topics.alerts)
-            self._observer.start()
-            collectors.extend((histogram, self._observer))
+            observer = self._observer = AlertObserver(histogram, self.client_config(),
+                                                      self.config.topics.alerts)
+            observer.start()
+            collectors.extend((histogram, observer))
         self._metrics_server, self.metrics_port = serve(
             collectors, self.config.metrics.host, self.config.metrics.port,
             pages={STATUS_PATH: self.rules_status})
@@ -342,14 +391,14 @@ class Appliance:
         started = time.monotonic()
         counts = self.start_kafka()
         partitions = self._partitions = counts[cfg.topics.events]
-        master = self.spark.sparkContext.master if self.spark is not None else cfg.spark.master
+        master = spark_master(self.spark) if self.spark is not None else cfg.spark.master
         slots = local_slots(master)
         if slots is not None:
             check_slots(self.mode, partitions, slots, f"spark.master={master}")
         self.start_spark()
-        analyze_rules(self.spark, self.rules, cfg.rules.path)
+        analyze_rules(self._session(), self.rules, cfg.rules.path)
         if slots is None:
-            check_cluster_slots(self.spark, self.mode, partitions)
+            check_cluster_slots(self._session(), self.mode, partitions)
         if cfg.query.warmup:
             self.warm_up()
         self._classes_before_query = self._generated_classes()
@@ -363,7 +412,7 @@ class Appliance:
             raise RuntimeError("query did not start processing within "
                                f"{READY_TIMEOUT_S:.0f} s: {self.failure() or 'timeout'}")
         log.info("appliance.ready", bootstrap=self.bootstrap, trigger=self.mode.name,
-                 rules=len(self.rules), rules_version=self.rule_set.version,
+                 rules=len(self.rules), rules_version=self._running_rules().version,
                  metrics_port=self.metrics_port,
                  topics=cfg.topics.model_dump(), startup_s=round(time.monotonic() - started, 2),
                  warmup_s=self.warmup.seconds if self.warmup else 0.0,
@@ -372,7 +421,7 @@ class Appliance:
     def _generated_classes(self) -> int:
         from appliance.process.session import generated_classes
 
-        return generated_classes(self.spark)
+        return generated_classes(self._session())
 
     def query_new_classes(self) -> int:
         """Classes Spark has generated since the query was planned, warm-up excluded: 0
@@ -400,7 +449,7 @@ class Appliance:
         of it later, through the listener bus, which at start-up lagged up to 6-8 s (see
         ``_running``). ``taskScheduler`` is Spark-internal, reached through py4j. The count
         is not per query: the appliance's session runs no other job while its query runs."""
-        per_executor = self.spark.sparkContext._jsc.sc().taskScheduler() \
+        per_executor = self._session().sparkContext._jsc.sc().taskScheduler() \
             .runningTasksByExecutors().values().iterator()
         launched = 0
         while per_executor.hasNext():
@@ -413,7 +462,7 @@ class Appliance:
         return len(self._commits() - self._commits_at_start)
 
     def progress_reported(self) -> bool:
-        return self.query.lastProgress is not None
+        return self._started_query().lastProgress is not None
 
     def _running(self) -> bool:
         """Whether the query processes events as they come (``TriggerMode.ready``)."""
@@ -437,7 +486,9 @@ class Appliance:
     def _terminated(self, timeout: float) -> bool:
         """Wait up to ``timeout`` s; True if the query ended (awaitTermination raises then)."""
         try:
-            return bool(self.query.awaitTermination(timeout))
+            # pyspark annotates the timeout as int, but takes (and documents) seconds as
+            # any number: a float is what it converts to milliseconds.
+            return bool(self._started_query().awaitTermination(timeout))  # type: ignore[arg-type]
         except Exception:
             return True
 
@@ -459,7 +510,7 @@ class Appliance:
             return
         self._next_progress_log = now + PROGRESS_LOG_S
         try:
-            progress = self.query.lastProgress
+            progress = self._started_query().lastProgress
         except Exception:  # noqa: BLE001 - the JVM went away; serve() reports that
             return
         if progress:
@@ -529,9 +580,10 @@ class Appliance:
                     restart=self._restarts.used, limit=limit)
         try:
             self._processing = False
-            if local_slots(self.spark.sparkContext.master) is None:
+            spark = self._session()
+            if local_slots(spark_master(spark)) is None:
                 # The lost executor's slots come back with its replacement, seconds later.
-                check_cluster_slots(self.spark, self.mode, self._partitions)
+                check_cluster_slots(spark, self.mode, self._partitions)
             self.start_query()
         except Exception as exc:  # noqa: BLE001 - any reason: exit 1 for the supervisor
             log.error("query.restart_failed", error=" ".join(str(exc).split())[:2000],
@@ -565,22 +617,23 @@ class Appliance:
         (and is logged, counted and kept for ``appliance rules reload``)."""
         started, started_at = time.monotonic(), time.time()
         seq, source = self.reloads.next_seq(), str(self.config.rules.path)
-        previous = self.rule_set
+        previous = self._running_rules()
 
         def outcome(result: ReloadResult, **fields) -> ReloadOutcome:
+            running = self._running_rules()
             done = ReloadOutcome(seq=seq, result=result, source=source,
-                                 version=self.rule_set.version,
+                                 version=running.version,
                                  previous_version=previous.version, started_at=started_at,
                                  seconds=round(time.monotonic() - started, 3), **fields)
             self.reloads.record(done)
             if self._rules_metrics is not None:
                 self._rules_metrics.reloaded(result.value)
-                self._rules_metrics.running(self.rule_set.version, len(self.rule_set))
+                self._rules_metrics.running(running.version, len(running))
             return done
 
         try:
             candidate = load_rule_set(source)
-            analyze_rules(self.spark, candidate.rules, source)
+            analyze_rules(self._session(), candidate.rules, source)
             analysed_s = time.monotonic() - started
         except RulesError as exc:
             log.warning("rules.rejected", path=source, problems=exc.problems,
@@ -595,7 +648,7 @@ class Appliance:
         except Exception as exc:  # noqa: BLE001 - reported; the old rules run if they can
             error = " ".join(str(exc).split())[:2000]
             log.error("rules.swap_failed", path=source, version=candidate.version,
-                      running_version=self.rule_set.version, error=error,
+                      running_version=self._running_rules().version, error=error,
                       kind=type(exc).__name__)
             return outcome(ReloadResult.FAILED, error=error)
         if self._rules_metrics is not None:
@@ -617,7 +670,7 @@ class Appliance:
         built = time.monotonic()
         self._to_boundary()
         stopping = time.monotonic()
-        self.query.stop()
+        self._started_query().stop()
         self._wait_slots_freed()
         stopped = time.monotonic()
         try:
@@ -628,7 +681,7 @@ class Appliance:
                                    f"{self.failure() or 'timeout'}")
         except Exception:
             if self.query_active():
-                self.query.stop()
+                self._started_query().stop()
                 self._wait_slots_freed()
             self.start_query(old)
             raise
@@ -645,7 +698,7 @@ class Appliance:
         cfg = self.config.query
         before = max(self._commits(), default=-1)
         if self.mode.boundary is BoundaryStop.END_BATCH:
-            asked = self.spark.sparkContext._jvm.io.appliance.kafka.BatchEnd.request(
+            asked = driver_jvm(self._session()).io.appliance.kafka.BatchEnd.request(
                 os.path.abspath(cfg.checkpoint_dir))
             if not asked:
                 log.warning("rules.boundary_unavailable", trigger=self.mode.name,
@@ -653,7 +706,7 @@ class Appliance:
                                    "query replays the running batch")
                 return
         waited = time.monotonic()
-        deadline = waited + self.mode.boundary_wait_s(cfg.interval)
+        deadline = waited + self.mode.boundary_wait_s(cfg.trigger_interval)
         while time.monotonic() < deadline:
             if max(self._commits(), default=-1) > before:
                 log.info("rules.boundary", trigger=self.mode.name, batch=before + 1,
@@ -686,12 +739,17 @@ class Appliance:
         self._poller = self._metrics_server = self._observer = None
         spark = self.spark if self._own_spark else None
         broker, self.broker = self.broker, None
+
+        def close_metrics_server() -> None:
+            if server is not None:
+                server.shutdown()
+                server.server_close()
+
         steps = [
             ("query", query.stop if query is not None else None),
             ("metrics", poller.stop if poller is not None else None),
             ("alert_latency", observer.stop if observer is not None else None),
-            ("metrics_server", (lambda: (server.shutdown(), server.server_close()))
-             if server is not None else None),
+            ("metrics_server", close_metrics_server if server is not None else None),
             ("spark", spark.stop if spark is not None else None),
             ("broker", (lambda: broker.__exit__(None, None, None))
              if broker is not None else None),

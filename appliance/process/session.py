@@ -17,7 +17,7 @@ from pyspark.sql import SparkSession
 
 from appliance import logs
 from appliance.config import Config
-from appliance.connector import spark_jars_conf
+from appliance.connector import driver_jvm, spark_jars_conf
 from appliance.process.class_archive import with_archive
 from appliance.process.jvm_log import with_log_options
 from appliance.tuning import LOCAL_CHECKPOINT_CONF, tuning_for
@@ -75,5 +75,5 @@ def generated_classes(spark: SparkSession) -> int:
     Its cache is keyed by the generated source text, so planning code that was generated
     before compiles nothing: a query started after the warm-up should add none (the
     runner logs the difference as ``appliance.ready``'s ``query_new_classes``)."""
-    metrics = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics
+    metrics = driver_jvm(spark).org.apache.spark.metrics.source.CodegenMetrics
     return int(metrics.METRIC_COMPILATION_TIME().getCount())

@@ -19,7 +19,7 @@ or turn a wrong type into null (``from_json``), it walked each record three time
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 
 from py4j.java_gateway import JavaObject
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -35,6 +35,7 @@ from pyspark.sql.types import (
 )
 
 from appliance.config import TopicsConfig
+from appliance.connector import driver_jvm
 from appliance.query.alert_headers import (
     RULES_VERSION_HEADER,
     SEVERITY_HEADER,
@@ -57,7 +58,7 @@ KAFKA_READ_SCHEMA = StructType([
 def event_reader(spark: SparkSession) -> JavaObject:
     """The connector's one-pass record reader (``io.appliance.events.EventReader``) for the
     event table (``appliance.query.events.FIELDS``): names, JSON types, required flags."""
-    return spark.sparkContext._jvm.io.appliance.events.EventReader.create(
+    return driver_jvm(spark).io.appliance.events.EventReader.create(
         [f.name for f in FIELDS], [f.json_type for f in FIELDS], [f.required for f in FIELDS])
 
 
@@ -89,7 +90,7 @@ def parse_events(records: DataFrame) -> DataFrame:
                        *[F.col("_read")[name].alias(name) for name in FIELD_NAMES])
 
 
-def _matched_rules(rules: Sequence[Rule]) -> Column:
+def _matched_rules(rules: Iterable[Rule]) -> Column:
     """Array of {id, severity, message, ordinal} for every rule whose ``when`` is true."""
     candidates = [
         F.when(F.col("error").isNull() & F.coalesce(F.expr(rule.when).cast("boolean"),

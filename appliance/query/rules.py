@@ -107,7 +107,7 @@ class RulesError(Exception):
         self.problems = problems
 
 
-def _function_name(node: exp.Expression) -> str:
+def _function_name(node: exp.Expr) -> str:
     if isinstance(node, exp.Anonymous):
         return str(node.name).lower()
     if isinstance(node, exp.Func):
@@ -162,6 +162,8 @@ def _rule_problems(entry: Any, index: int, seen: set[str]) -> tuple[Rule | None,
     if isinstance(rule_id, str) and rule_id:
         where = f"rule {rule_id!r}"
     problems = [f"{where}: {key}: unknown key" for key in entry if key not in RULE_KEYS]
+    # Each field's checked value; None while it has a problem.
+    valid_id = valid_severity = valid_when = None
     if rule_id is None:
         problems.append(f"{where}: id: missing")
     elif not isinstance(rule_id, str) or not _ID.match(rule_id):
@@ -170,8 +172,11 @@ def _rule_problems(entry: Any, index: int, seen: set[str]) -> tuple[Rule | None,
         problems.append(f"{where}: id: duplicate")
     else:
         seen.add(rule_id)
+        valid_id = rule_id
     severity = entry.get("severity")
-    if severity not in SEVERITIES:
+    if isinstance(severity, str) and severity in SEVERITIES:
+        valid_severity = severity
+    else:
         problems.append(f"{where}: severity: must be one of {', '.join(SEVERITIES)} "
                         f"(got {severity!r})")
     when = entry.get("when")
@@ -179,13 +184,14 @@ def _rule_problems(entry: Any, index: int, seen: set[str]) -> tuple[Rule | None,
         problems.append(f"{where}: when: missing (a Spark SQL boolean expression)")
     else:
         problems += [f"{where}: when: {p}" for p in expression_problems(when)]
+        valid_when = when.strip()
     message = entry.get("message", "")
     if not isinstance(message, str):
         problems.append(f"{where}: message: must be a string")
-    if problems:
+    if problems or valid_id is None or valid_severity is None or valid_when is None:
         return None, problems
-    when = when.strip()
-    return Rule(id=rule_id, severity=severity, when=when, message=message or when), []
+    return Rule(id=valid_id, severity=valid_severity, when=valid_when,
+                message=message or valid_when), []
 
 
 def parse_rules(text: str, source: str = "rules.yml") -> list[Rule]:

@@ -73,6 +73,7 @@ def test_wheel_holds_the_connector_jar_and_the_verified_kafka_clients_jar(wheel)
         names = set(zf.namelist())
         assert set(JARS) <= names
         assert "appliance/examples/rules.yml" in names
+        assert "appliance/py.typed" in names  # PEP 561: type checkers read the annotations
         digest = hashlib.sha256(zf.read(JARS[1])).hexdigest()
         with zf.open(JARS[0]) as jar, zipfile.ZipFile(jar) as connector:
             services = connector.read(
