@@ -92,8 +92,8 @@ class AclApis:
         return {"throttle_time_ms": 0, "results": results}
 
     def describe_acls(self, version: int, req: dict, caller: Caller):
-        out = {"throttle_time_ms": 0, "error_code": errors.NONE, "error_message": None,
-               "resources": []}
+        out: dict[str, object] = {"throttle_time_ms": 0, "error_code": errors.NONE,
+                                  "error_message": None, "resources": []}
         refused = self._refusal(caller, rules.DESCRIBE_ACLS)
         if refused is not None:
             out["error_code"], out["error_message"] = refused

@@ -110,7 +110,8 @@ def _filters(args: argparse.Namespace) -> list[AclFilter]:
     ops = _operations(args.operation) or [Operation.ANY]
     pattern = (PatternType[args.resource_pattern_type.upper()]
                if args.resource_pattern_type else PatternType.ANY)
-    resources = _resources(args, required=False) or [(ResourceType.ANY, None)]
+    resources: list[tuple[ResourceType, str | None]] = [
+        *_resources(args, required=False)] or [(ResourceType.ANY, None)]
     return [AclFilter(rtype, name, pattern, principal, host, op, Permission.ANY)
             for rtype, name in resources for op in ops]
 

@@ -11,6 +11,7 @@ is refused with INVALID_REQUEST, as Kafka refuses a config it cannot change at r
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 
 from appliance.broker import errors, topic_configs
 from appliance.broker.acl import rules
@@ -173,7 +174,7 @@ class AdminApis:
     def incremental_alter_configs(self, version: int, req: dict, caller: Caller):
         out = []
         for r in req["resources"]:
-            def compute(current: dict[str, str], ops=r["configs"]) -> dict[str, str | None]:
+            def compute(current: dict[str, str], ops=r["configs"]) -> Mapping[str, str | None]:
                 for c in ops:
                     name, value = c["name"], c["value"]
                     spec = topic_configs.spec(name)

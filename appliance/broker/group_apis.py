@@ -46,8 +46,8 @@ def _map_future(inner: asyncio.Future, render: Callable) -> asyncio.Future:
             return
         if f.cancelled():
             out.cancel()
-        elif f.exception() is not None:
-            out.set_exception(f.exception())
+        elif (failure := f.exception()) is not None:
+            out.set_exception(failure)
         else:
             try:
                 out.set_result(render(f.result()))
@@ -131,6 +131,7 @@ class GroupApis:
         if not self.authorizer.allows(caller, rules.LEAVE_GROUP, req["group_id"]):
             return {"throttle_time_ms": 0, "error_code": errors.GROUP_AUTHORIZATION_FAILED,
                     "members": []}
+        identities: list[tuple[str, str | None]]
         if version < 3:
             identities = [(req["member_id"], None)]
         else:

@@ -315,6 +315,7 @@ class GroupCoordinator:
     def _replace_static(self, group: Group, old: Member, new_id: str, req: JoinRequest,
                         caller: Caller):
         """A static member came back (restarted): it takes over its old identity."""
+        assert req.instance_id is not None  # only static members are replaced
         old_leader = group.leader_id
         _answer(old.join_waiter, JoinResult(errors.FENCED_INSTANCE_ID, member_id=old.member_id))
         _answer(old.sync_waiter, SyncResult(errors.FENCED_INSTANCE_ID))

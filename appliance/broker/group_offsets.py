@@ -106,7 +106,7 @@ class OffsetStore:
         self._append([{"d": [group, k.topic, k.partition]} for k in gone])
 
     def delete_group(self, group: str) -> None:
-        if self._offsets.pop(group, None) is not None or self._groups.pop(group, None):
+        if self._offsets.pop(group, None) is not None or self._groups.pop(group, False):
             self._append([{"dg": group}])
 
     def forget_topic(self, topic: str) -> None:

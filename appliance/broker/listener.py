@@ -64,6 +64,7 @@ def build(protocol: str, certfile: str | None = None, keyfile: str | None = None
                             f"SASL_SSL (security protocol is {protocol})")
     context = None
     if tls:
+        assert certfile is not None  # required for TLS, checked above
         try:
             context = server_context(certfile, keyfile, client_ca)
         except TlsError as exc:
@@ -75,6 +76,7 @@ def build(protocol: str, certfile: str | None = None, keyfile: str | None = None
             if m not in ALL_MECHANISMS:
                 raise ListenerError(f"--sasl-mechanisms: unknown mechanism {m!r} (want "
                                     f"{', '.join(ALL_MECHANISMS)})")
+        assert users_file is not None  # required with SASL, checked above
         try:
             users = load_users(users_file)
         except CredentialsError as exc:

@@ -146,7 +146,7 @@ class SaslSession:
         return {"error_code": errors.NONE, "error_message": None, "auth_bytes": token,
                 "session_lifetime_ms": 0}
 
-    def _authenticate(self, req: dict) -> dict:
+    def _authenticate(self, req: dict) -> dict | PasswordCheck:
         if self.state is not State.AUTHENTICATE:
             return self._fail({"error_code": errors.ILLEGAL_SASL_STATE,
                                "error_message": _OUT_OF_ORDER[self.state],
@@ -161,6 +161,7 @@ class SaslSession:
             self.state = State.CHECKING
             return PasswordCheck(check, partial(self._plain_checked, user))
         if self._scram is None:
+            assert self.mechanism is not None  # State.AUTHENTICATE: the handshake chose it
             mech = MECHANISMS[self.mechanism]
             self._scram = ScramServer(
                 mech, lambda name: self.settings.users.lookup(mech.name, name))

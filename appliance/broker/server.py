@@ -22,7 +22,7 @@ import time
 from collections import deque
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from appliance.broker import errors, listener, sasl, schemas
 from appliance.broker.apis import Apis
@@ -220,7 +220,7 @@ class Connection(asyncio.Protocol):
             ip = self.admitted_ip
         elif not self.server.connection_cap.admit(ip):
             self.closed = True
-            transport.abort()
+            cast(asyncio.Transport, transport).abort()
             return
         self.ip = ip
         sock = transport.get_extra_info("socket")
@@ -343,8 +343,10 @@ class Connection(asyncio.Protocol):
     def _close_after_answer(self) -> None:
         """Read nothing more, then close gracefully after the configured delay: the failure
         answer already written reaches the client, and is read before the close."""
+        session = self.sasl
         log.warning("broker.authentication_failed", peer=str(self.peer),
-                    mechanism=self.sasl.mechanism, reason=self.sasl.failure)
+                    mechanism=session.mechanism if session else None,
+                    reason=session.failure if session else None)
         self.closed = True
         self.buf.clear()
         if self.transport is None:

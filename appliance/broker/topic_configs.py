@@ -15,7 +15,7 @@ Broker configs are read-only: they come from ``appliance broker``'s flags.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from appliance.broker.config import DEFAULT_MAX_MESSAGE_BYTES, BrokerConfig
@@ -91,7 +91,11 @@ class TopicConfig:
         return value.strip()
 
     def default(self, config: BrokerConfig) -> str:
-        return self.fixed if self.fixed is not None else self.broker_value(config)
+        if self.fixed is not None:
+            return self.fixed
+        if self.broker_value is None:  # a table entry with neither: a defect of the table
+            raise ConfigError(f"{self.name}: no fixed value and no broker default")
+        return self.broker_value(config)
 
     def default_source(self, config: BrokerConfig) -> ConfigSource:
         if self.broker_flag_set is not None and self.broker_flag_set(config):
@@ -148,7 +152,7 @@ def spec(name: str) -> TopicConfig:
     return found
 
 
-def validate(configs: dict[str, str | None]) -> dict[str, str]:
+def validate(configs: Mapping[str, str | None]) -> dict[str, str]:
     """The configs a topic stores; raises ConfigError for an unknown name or a bad value.
 
     FIXED configs are accepted at their one value and not stored (they cannot differ).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -47,7 +48,7 @@ def validate_name(name: str) -> None:
                          f"illegal topic name {name!r}: use 1-249 of [a-zA-Z0-9._-]")
 
 
-def validate_configs(configs: dict[str, str | None]) -> dict[str, str]:
+def validate_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
     try:
         return topic_configs.validate(configs)
     except topic_configs.ConfigError as exc:
@@ -142,7 +143,7 @@ class TopicRegistry:
         if not validate_only:
             self._grow(topic, count)
 
-    def alter_configs(self, name: str, configs: dict[str, str | None],
+    def alter_configs(self, name: str, configs: Mapping[str, str | None],
                       validate_only: bool = False) -> None:
         """Replace a topic's configs (validated as a whole); in force at once."""
         topic = self.topics.get(name)

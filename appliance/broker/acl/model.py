@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 import ipaddress
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 WILDCARD = "*"  # a resource name or host matching every one
 WILDCARD_PRINCIPAL = "User:*"
@@ -101,12 +101,16 @@ class AclBinding(NamedTuple):
                 f"{self.pattern_type.name}:{self.resource_name}")
 
 
-def _enum(kind: type[enum.IntEnum], value, field: str, allowed) -> enum.IntEnum:
+E = TypeVar("E", bound=enum.IntEnum)
+
+
+def _enum(kind: type[E], value, field: str, allowed) -> E:
+    member: E | None
     try:
         member = kind[value.upper()] if isinstance(value, str) else kind(value)
     except (KeyError, ValueError):
         member = None
-    if member not in allowed:
+    if member is None or member not in allowed:
         names = ", ".join(m.name for m in allowed)
         raise AclError(f"{field}: {value!r} is not one of {names}")
     return member
