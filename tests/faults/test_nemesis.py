@@ -25,11 +25,11 @@ from fault_process import INTERVALS, write_config
 from loadrun import rules_yaml
 from nemesis import (
     FAULTS,
-    LEFT_OUT,
     START_TIMEOUT_S,
     Applied,
     Progress,
     Stage,
+    left_out,
     run_round,
     schedule,
 )
@@ -54,8 +54,6 @@ def namespace():
     why = netns.supported()
     if why is not None:
         pytest.skip(why)
-    if not netns.netem_available():
-        print("\nnemesis: network delay/loss left out: this kernel has no sch_netem")
     with netns.namespace() as ns:
         yield ns
 
@@ -141,7 +139,7 @@ def test_nemesis_accounts_for_every_event(trigger, rounds, namespace, broker_dis
     rng = random.Random(faults_seed)
     plan = schedule(rng, rounds)
     print(f"nemesis {trigger}: {rounds} rounds: {', '.join(f.name for f in plan)}; left out: "
-          + "; ".join(f"{name} ({why})" for name, why in LEFT_OUT.items()))
+          + "; ".join(left_out()))
     topics = topics_on(nemesis_broker)
     rules = tmp_path / "rules.yml"
     rules.write_text(rules_yaml())
