@@ -238,8 +238,8 @@ def dead_letter_raw(doc: dict) -> bytes | None:
     if encoding == "utf8":
         return raw.encode("utf-8")
     if encoding == "base64":
-        try:
-            return base64.b64decode(raw, validate=True)
+        try:  # MIME base64: Spark's base64() breaks lines every 76 characters by default
+            return base64.b64decode(raw.replace("\r\n", ""), validate=True)
         except (binascii.Error, ValueError):
             return None
     return None
@@ -334,6 +334,8 @@ def _dead_letter_problem(doc: dict, key: bytes | None,
     if not event.bad:
         return "dead letter for a good event", f"error {doc['error']!r}"
     raw = dead_letter_raw(doc)
+    if raw is None:
+        return "wrong dead letter", f"raw is not {doc['encoding']!r}: {doc['raw']!r:.120}"
     if raw != event.raw:
         return ("wrong dead letter",
                 f"raw ({doc['encoding']}) is {raw!r:.120} but {event.raw!r:.120} was sent")

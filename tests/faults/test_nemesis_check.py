@@ -58,8 +58,8 @@ def dead_letter_for(event: SentEvent, offset: int, raw: bytes | None = None,
     source = source or event.written[0]
     try:
         text, encoding = raw.decode("utf-8"), "utf8"
-    except UnicodeDecodeError:
-        text, encoding = base64.b64encode(raw).decode(), "base64"
+    except UnicodeDecodeError:  # as Spark's base64(): MIME, CRLF every 76 characters
+        text, encoding = base64.encodebytes(raw).decode().replace("\n", "\r\n"), "base64"
     doc = {"error": "malformed JSON", "raw": text, "encoding": encoding,
            "topic": source.topic, "partition": source.partition, "offset": source.offset}
     return OutputRecord(Location(DLQ, 0, offset), event.key, json.dumps(doc).encode())
@@ -85,6 +85,7 @@ def kinds(verdict: Verdict) -> list[str]:
 def test_a_clean_run_passes_and_counts_the_mix():
     events = sent_events()
     alerts, dead = outputs(events)
+    assert any(b'"base64"' in r.value for r in dead)  # bad UTF-8 is among the dead letters
     verdict = check(events, alerts, dead, rules_version=VERSION)
     assert verdict.ok, verdict.explain()
     assert (verdict.sent, verdict.alerting, verdict.bad) == (60, 12, 6)
