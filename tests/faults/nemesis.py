@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fault_knobs import knob
 from fault_process import ApplianceProcess
 from nemesis_check import ReplayWindow
 from nemesis_io import Load, Reader
@@ -34,6 +35,9 @@ from appliance.broker import EmbeddedBroker
 from appliance.process.process_group import signal_group
 
 ROUND_LOAD_S = (2.0, 4.0)  # load before each fault
+# ``make faults`` holds each fault 3x longer: past the load's message.timeout.ms (10 s),
+# so that re-sends (an event written twice) are exercised too.
+HOLD_SCALE = knob(1.0, 3.0)
 START_TIMEOUT_S = 300.0  # a JVM start on a busy 2-core box
 RECOVERY_TIMEOUT_S = 300.0
 SUPERVISE_POLL_S = 0.25
@@ -279,7 +283,7 @@ def run_round(n: int, fault: Fault, stage: Stage, progress: Progress) -> Applied
     injected = time.time()
     try:
         fault.inject(stage)
-        stage.hold(stage.rng.uniform(*fault.hold_s))
+        stage.hold(stage.rng.uniform(*fault.hold_s) * HOLD_SCALE)
     finally:
         fault.heal(stage)
     healed = time.time()
