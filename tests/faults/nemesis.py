@@ -22,7 +22,7 @@ import random
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from fault_knobs import knob
@@ -247,12 +247,6 @@ class Applied:
     healed: float
     recovered: float
 
-    def window(self, interval_s: float) -> ReplayWindow | None:
-        if not self.fault.replay:
-            return None
-        return ReplayWindow.around(self.fault.name, self.injected, self.recovered,
-                                   interval_s)
-
     def line(self) -> str:
         return (f"round {self.round} {self.fault.name}: held "
                 f"{self.healed - self.injected:.1f} s, recovered after "
@@ -274,6 +268,27 @@ class Progress:
             if thread.error is not None:
                 raise thread.error
         return self.reader.latest >= mark
+
+
+def replay_windows(applied: list[Applied], interval_s: float) -> list[ReplayWindow]:
+    """The replay window of each replay-capable round (``ReplayWindow.around``), reaching
+    further back when an earlier round was still in effect when it opened: the appliance
+    commits nothing while it is stopped, cut off or recovering, so what a replay repeats
+    then goes back to before that earlier fault (seen: a kill 6 s after a 15 s SIGSTOP
+    in real-time mode replayed events sent 15.1 s before the kill)."""
+    windows = []
+    for n, this in enumerate(applied):
+        if not this.fault.replay:
+            continue
+        window = ReplayWindow.around(this.fault.name, this.injected, this.recovered,
+                                     interval_s)
+        opens = window.opens
+        for earlier in reversed(applied[:n]):
+            if earlier.recovered >= opens:
+                opens = min(opens, ReplayWindow.around(earlier.fault.name, earlier.injected,
+                                                       earlier.recovered, interval_s).opens)
+        windows.append(replace(window, opens=opens))
+    return windows
 
 
 def run_round(n: int, fault: Fault, stage: Stage, progress: Progress) -> Applied:

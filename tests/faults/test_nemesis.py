@@ -30,6 +30,7 @@ from nemesis import (
     Progress,
     Stage,
     left_out,
+    replay_windows,
     run_round,
     schedule,
 )
@@ -160,7 +161,7 @@ def test_nemesis_accounts_for_every_event(trigger, rounds, namespace, broker_dis
         applied = [run_round(n, fault, stage, progress) for n, fault in enumerate(plan, 1)]
         stage.hold(SETTLE_S)
         interval_s = interval_ms(INTERVALS[trigger]) / 1000.0
-        windows = [w for w in (a.window(interval_s) for a in applied) if w is not None]
+        windows = replay_windows(applied, interval_s)
         verdict = drain(load, reader, stage, topics, windows,
                         rules_version(rules.read_bytes()))
         print("\n".join(a.line() for a in applied))
@@ -190,3 +191,19 @@ def test_the_fault_table_and_schedule_are_what_the_seed_says():
     assert first == [f.name for f in schedule(random.Random(7), 2 * len(FAULTS))]
     assert sorted(first[:len(FAULTS)]) == sorted(names)
     assert sorted(first[len(FAULTS):]) == sorted(names)
+
+
+def test_a_replay_window_reaches_back_through_a_fault_still_in_effect():
+    """A kill soon after a SIGSTOP replays what was sent before the SIGSTOP began."""
+    by_name = {f.name: f for f in FAULTS}
+    t = 1_000.0
+    applied = [
+        Applied(1, by_name["broker-kill-9"], t, t + 5, t + 8),  # opens t - 15
+        Applied(2, by_name["appliance-sigstop"], t + 100, t + 115, t + 116),
+        Applied(3, by_name["appliance-kill-9"], t + 120, t + 121, t + 130),
+    ]
+    windows = replay_windows(applied, interval_s=5.0)
+    assert [(w.fault, w.opens, w.closes) for w in windows] == [
+        ("broker-kill-9", t - 15, t + 8),
+        ("appliance-kill-9", t + 100 - 15, t + 130),  # not t + 120 - 15: the SIGSTOP
+    ]
