@@ -40,7 +40,8 @@ class EmbeddedBroker:
                  host: str = "127.0.0.1", topics: dict[str, int] | None = None,
                  extra_args: list[str] | None = None,
                  log_path: str | os.PathLike | None = None, start_timeout: float = 30.0,
-                 extra_env: dict[str, str] | None = None):
+                 extra_env: dict[str, str] | None = None,
+                 launcher: list[str] | None = None):
         self.host = host
         self.port = port
         self.data_dir = str(data_dir) if data_dir is not None else None
@@ -49,6 +50,10 @@ class EmbeddedBroker:
             self.extra_args += ["--topics", ",".join(f"{n}:{p}" for n, p in topics.items())]
         self.start_timeout = start_timeout
         self.extra_env = dict(extra_env or {})  # on top of ours, e.g. LD_PRELOAD in tests
+        # argv put in front of the broker's own, e.g. ``["ip", "netns", "exec", NAME]`` to
+        # run it in another network namespace (tests/faults/netns.py). It must exec the
+        # broker, not fork it, so that signals sent to ``proc`` reach the broker itself.
+        self.launcher = list(launcher or [])
         if log_path is None:
             fd, log_path = tempfile.mkstemp(prefix="embedded-broker-", suffix=".log")
             os.close(fd)
@@ -62,8 +67,8 @@ class EmbeddedBroker:
     def start(self) -> EmbeddedBroker:
         if self.proc is not None and self.proc.poll() is None:
             return self
-        cmd = [sys.executable, "-m", "appliance", "broker", "--host", self.host,
-               "--port", str(self.port)]
+        cmd = [*self.launcher, sys.executable, "-m", "appliance", "broker",
+               "--host", self.host, "--port", str(self.port)]
         if self.data_dir:
             cmd += ["--data-dir", self.data_dir]
         cmd += self.extra_args

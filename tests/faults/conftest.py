@@ -27,11 +27,19 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture
-def rng(request):
-    """A seeded RNG per test; the seed is printed so a failing run can be replayed."""
+def faults_seed(request) -> int:
+    """The seed of this test's random choices: ``FAULTS_SEED`` from the environment, else a
+    fresh one. Always printed (pytest shows it with a failure's output), so that
+    ``FAULTS_SEED=<seed> pytest <the test>`` replays the same faults at the same moments."""
     seed = int(os.environ.get("FAULTS_SEED", random.randrange(1 << 30)))
     print(f"\n{request.node.name}: FAULTS_SEED={seed}")
-    return random.Random(seed)
+    return seed
+
+
+@pytest.fixture
+def rng(faults_seed):
+    """A seeded RNG per test (``faults_seed``)."""
+    return random.Random(faults_seed)
 
 
 @pytest.fixture
