@@ -126,6 +126,11 @@ def _spark_conf(jvm: str) -> dict[str, str]:
         # rules, RuleExecutor metrics under load). A map-only plan has one filter and no
         # join, so nothing it could infer applies.
         "spark.sql.constraintPropagation.enabled": "false",
+        # A dead letter's raw bytes that are not UTF-8 go out as base64 (the dead-letter
+        # format). Spark's base64() writes MIME base64 by default, a CRLF after every 76
+        # characters, which strict decoders (Java's Base64.getDecoder(), Go's StdEncoding,
+        # Python's validate=True) refuse; the format means plain RFC 4648 base64.
+        "spark.sql.chunkBase64String.enabled": "false",
         "spark.driver.extraJavaOptions": jvm,
         "spark.executor.extraJavaOptions": jvm,
         "spark.serializer": "org.apache.spark.serializer.KryoSerializer",

@@ -58,8 +58,8 @@ def dead_letter_for(event: SentEvent, offset: int, raw: bytes | None = None,
     source = source or event.written[0]
     try:
         text, encoding = raw.decode("utf-8"), "utf8"
-    except UnicodeDecodeError:  # as Spark's base64(): MIME, CRLF every 76 characters
-        text, encoding = base64.encodebytes(raw).decode().replace("\n", "\r\n"), "base64"
+    except UnicodeDecodeError:  # as the appliance writes it: plain base64, no line breaks
+        text, encoding = base64.b64encode(raw).decode(), "base64"
     doc = {"error": "malformed JSON", "raw": text, "encoding": encoding,
            "topic": source.topic, "partition": source.partition, "offset": source.offset}
     return OutputRecord(Location(DLQ, 0, offset), event.key, json.dumps(doc).encode())
