@@ -95,10 +95,18 @@ def _add(args: argparse.Namespace) -> int:
                                             permission))
                 except AclError as exc:
                     raise UsageError(str(exc)) from None
-    stored = store.update(lambda current: current + [b for b in dict.fromkeys(new)
-                                                     if b not in current])
+    added: list[AclBinding] = []
+
+    def change(current: list[AclBinding]) -> list[AclBinding]:
+        added[:] = [b for b in dict.fromkeys(new) if b not in current]
+        return current + added
+
+    stored = store.update(change)
     for b in new:
         print(b.describe())
+    # "N added": configuration management tells a change from a pass that found them all.
+    print(f"broker-user acl: {len(added)} added, {len(set(new)) - len(added)} already "
+          f"there", file=sys.stderr)
     _applied(store, len(stored))
     return 0
 

@@ -148,12 +148,28 @@ def render_users(users: Users) -> str:
     return "\n".join(lines)
 
 
+def holds(users: Users, name: str, password: str, mechanisms: tuple[str, ...],
+          iterations: int) -> bool:
+    """Does ``users`` already give ``name`` exactly these mechanisms, each derived from
+    ``password`` with ``iterations``? (A salt is random, so comparing files cannot tell.)"""
+    creds = users.scram.get(name)
+    if creds is None or set(creds) != set(mechanisms):
+        return False
+    return all(cred.iterations == iterations
+               and cred.verify_password(MECHANISMS[mech], password)
+               for mech, cred in creds.items())
+
+
 def add_user(path: str | os.PathLike, name: str, password: str,
              mechanisms: tuple[str, ...] = tuple(MECHANISMS),
-             iterations: int = DEFAULT_ITERATIONS) -> None:
+             iterations: int = DEFAULT_ITERATIONS, only_if_changed: bool = False) -> bool:
     """Add or replace ``name`` in the users file (created mode 0600), storing only SCRAM
-    credentials derived from ``password`` with a fresh random salt per mechanism.
+    credentials derived from ``password`` with a fresh random salt per mechanism; whether
+    the file was written.
 
+    ``only_if_changed`` leaves the file alone when it already holds these credentials
+    (``holds``): configuration management can then run the command on every pass and
+    restart the broker only when a user or password really changed.
     Entries given as ``password`` in an existing file are rewritten in salted form.
     """
     if not name:
@@ -166,6 +182,8 @@ def add_user(path: str | os.PathLike, name: str, password: str,
                                    f"{', '.join(MECHANISMS)})")
     path = Path(path)
     users = load_users(path) if path.exists() else Users()
+    if only_if_changed and holds(users, name, password, mechanisms, iterations):
+        return False
     users.scram[name] = {m: ScramCredential.derive(MECHANISMS[m], password,
                                                    iterations=iterations)
                          for m in mechanisms}
@@ -180,3 +198,4 @@ def add_user(path: str | os.PathLike, name: str, password: str,
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return True

@@ -46,15 +46,22 @@ def _mechanisms(value: str) -> tuple[str, ...]:
 def _add(args: argparse.Namespace) -> int:
     try:
         password = _read_password(args)
-        add_user(args.file, args.user, password, args.mechanisms, args.iterations)
+        written = add_user(args.file, args.user, password, args.mechanisms, args.iterations,
+                           only_if_changed=args.only_if_changed)
     except CredentialsError as exc:
         print(f"broker-user: {exc}", file=sys.stderr)
         return 2
     except (EOFError, KeyboardInterrupt):
         print("broker-user: no password given", file=sys.stderr)
         return 2
-    print(f"broker-user: {args.user} saved in {args.file} "
-          f"({', '.join(args.mechanisms)}; PLAIN checks against these)", file=sys.stderr)
+    # stdout: one word a script can branch on (Ansible's changed_when).
+    print("saved" if written else "unchanged")
+    if written:
+        print(f"broker-user: {args.user} saved in {args.file} "
+              f"({', '.join(args.mechanisms)}; PLAIN checks against these)", file=sys.stderr)
+    else:
+        print(f"broker-user: {args.user} in {args.file} already has this password "
+              f"({', '.join(args.mechanisms)}); file left unchanged", file=sys.stderr)
     return 0
 
 
@@ -71,6 +78,10 @@ def register(subparsers) -> None:
                      help=f"PBKDF2 iterations (>= {MIN_ITERATIONS})")
     add.add_argument("--password-stdin", action="store_true",
                      help="read the password from the first line of stdin")
+    add.add_argument("--only-if-changed", action="store_true",
+                     help="leave the file alone when the user already has this password, "
+                          "these mechanisms and iterations (prints 'unchanged', else "
+                          "'saved'): for configuration management")
     add.set_defaults(func=_add)
     acl_cli.register(sub.add_parser("acl", help="the broker's ACLs (DATA_DIR/acls.json)"))
 

@@ -242,6 +242,10 @@ def test_denied_then_allowed_through_the_offline_cli_and_sighup(locked_broker):
                       "alerts"]):
             done = _acl_cli(data, "add", *args)
             assert done.returncode == 0, done.stderr
+            assert "1 added, 0 already there" in done.stderr
+        again = _acl_cli(data, "add", "--allow-principal", ANON, "--operation", "WRITE",
+                         "--topic", "events")  # what configuration management repeats
+        assert "0 added, 1 already there" in again.stderr, again.stderr
         assert produce(c, "events", 0, batch([b"x"]))["error_code"] == \
             errors.TOPIC_AUTHORIZATION_FAILED  # not yet applied
         _sighup_and_wait(b, 4)

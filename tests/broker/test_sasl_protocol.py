@@ -281,3 +281,32 @@ def test_broker_user_command_takes_the_password_from_stdin_only(tmp_path):
     assert cred is not None and cred.verify_password(scram.SHA_512, password)
     assert hmac.compare_digest(cred.stored_key, scram.SHA_512.h(scram.SHA_512.hmac(
         scram.SHA_512.salted_password(password, cred.salt, cred.iterations), b"Client Key")))
+
+
+def _add_only_if_changed(path, user: str, password: str, *extra: str):
+    return subprocess.run([sys.executable, "-m", "appliance", "broker-user", "add", "--file",
+                           str(path), "--user", user, "--password-stdin", "--only-if-changed",
+                           *extra], input=password + "\n", capture_output=True, text=True,
+                          timeout=60, cwd=ROOT)
+
+
+def test_broker_user_only_if_changed_rewrites_only_a_real_change(tmp_path):
+    """Configuration management runs `add --only-if-changed` on every pass: the file (and
+    so the broker's restart) changes only for a new user, a new password or new
+    mechanisms, and the output says which."""
+    path = tmp_path / "users.toml"
+    password = new_password()
+    runs = [_add_only_if_changed(path, "app", password, "--mechanisms", "SCRAM-SHA-512")]
+    first = path.read_bytes()
+    runs.append(_add_only_if_changed(path, "app", password, "--mechanisms", "SCRAM-SHA-512"))
+    assert path.read_bytes() == first  # same salt: not rewritten
+    runs.append(_add_only_if_changed(path, "app", password))  # both SCRAM mechanisms now
+    both = path.read_bytes()
+    runs.append(_add_only_if_changed(path, "app", password + "x"))  # a new password
+    assert all(r.returncode == 0 for r in runs), [r.stderr for r in runs]
+    assert [r.stdout.strip() for r in runs] == ["saved", "unchanged", "saved", "saved"]
+    assert both != first and path.read_bytes() != both
+    cred = load_users(path).lookup("SCRAM-SHA-256", "app")
+    assert cred.verify_password(scram.SHA_256, password + "x")
+    assert not cred.verify_password(scram.SHA_256, password)
+    assert all(password not in r.stdout + r.stderr for r in runs)
