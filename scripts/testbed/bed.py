@@ -195,6 +195,22 @@ def spark_secret() -> str:
     return path.read_text().strip()
 
 
+#: The test bed's broker users: the product's three, a downstream reader of the alerts
+#: (its ACLs are the inventory's kafka_broker_extra_acls) and one with no ACL at all.
+KAFKA_USERS = ("admin", "appliance", "loadgen", "forwarder", "auditor")
+
+
+def kafka_passwords() -> dict[str, str]:
+    """The test bed's broker passwords (an operator would keep theirs in a vault)."""
+    path = STATE / "kafka-passwords.json"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            json.dump({user: secrets.token_urlsafe(24) for user in KAFKA_USERS}, fh)
+    return json.loads(path.read_text())
+
+
 # -- network ----------------------------------------------------------------------------
 
 def bridge_up() -> None:
@@ -332,6 +348,11 @@ def write_inventory(key: Path) -> None:
              "      -o ControlMaster=auto -o ControlPersist=120s",
              "    ansible_python_interpreter: /usr/bin/python3",
              f"    spark_auth_secret: {json.dumps(spark_secret())}",
+             "    kafka_passwords:",
+             *(f"      {user}: {json.dumps(pw)}" for user, pw in kafka_passwords().items()),
+             "    kafka_broker_extra_acls:",
+             "      - {principal: 'User:forwarder', topic: alerts, operations: [READ]}",
+             "      - {principal: 'User:forwarder', group: alert-forwarder, operations: [READ]}",
              "    monitoring_loadgen_targets:",
              f"      - {BRIDGE_ADDRESS}:{LOADGEN_METRICS_PORT}",
              f"    monitoring_alert_webhook_url: http://{BRIDGE_ADDRESS}:{ALERT_WEBHOOK_PORT}/alerts",

@@ -120,6 +120,7 @@ def check_run(deployed, grafana):
 @pytest.fixture(scope="session")
 def kafka(testbed, deployed):
     broker = testbed.one("kafka")
-    client = bed.Kafka(f"{broker.address}:9092")
+    # As the loadgen user, with the settings the play wrote on the controller.
+    client = bed.Kafka(f"{broker.address}:9092", bed.site_client_security())
     yield client
     client.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import threading
@@ -23,6 +24,9 @@ from pathlib import Path
 
 import yaml
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+from appliance.client_security import ClientSecurity
+from loadgen.kafka_config import load_security
 
 REPO = Path(__file__).resolve().parents[2]
 ANSIBLE_DIR = REPO / "ansible"
@@ -143,16 +147,43 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-class Kafka:
-    """Producer and alerts reader against the broker host."""
+#: The controller's client settings the play writes for the secured site broker
+#: (group_vars kafka_client_dir): loadgen.toml, loadgen.env (0600), ca.pem.
+CLIENT_DIR = REPO / "build" / "site-client"
 
-    def __init__(self, bootstrap: str) -> None:
+
+def site_client_security(directory: Path = CLIENT_DIR) -> ClientSecurity:
+    """The loadgen user's settings as an operator uses them: loadgen.toml with the
+    password from loadgen.env (``set -a; . loadgen.env``), read by loadgen's own loader."""
+    environ = {}
+    for line in (directory / "loadgen.env").read_text().splitlines():
+        name, sep, value = line.partition("=")
+        if sep and not line.startswith("#"):
+            environ[name.strip()] = shlex.split(value)[0]
+    return load_security(str(directory / "loadgen.toml"), environ=environ)
+
+
+def client_security(user: str, password: str,
+                    ca: Path = CLIENT_DIR / "ca.pem") -> ClientSecurity:
+    """Another user of the secured site broker (a downstream reader, one without ACLs)."""
+    return ClientSecurity.from_properties({
+        "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": user, "sasl.password": password,
+        "ssl.truststore.type": "PEM", "ssl.truststore.location": str(ca)})
+
+
+class Kafka:
+    """Producer and alerts reader against the broker host (kafka-python), as the given
+    user of the secured broker."""
+
+    def __init__(self, bootstrap: str, security: ClientSecurity) -> None:
         self.bootstrap = bootstrap
+        auth = security.kafka_python()
         self.producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5,
                                       value_serializer=lambda v: json.dumps(v).encode(),
-                                      key_serializer=lambda k: k.encode())
+                                      key_serializer=lambda k: k.encode(), **auth)
         self.consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                                      consumer_timeout_ms=1000)
+                                      consumer_timeout_ms=1000, **auth)
         partitions = self.consumer.partitions_for_topic("alerts") or {0}
         self.alert_partitions = [TopicPartition("alerts", p) for p in sorted(partitions)]
         self.consumer.assign(self.alert_partitions)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shlex
 import shutil
 import subprocess
@@ -20,11 +21,13 @@ import sys
 import threading
 import time
 import tomllib
+import urllib.request
 
 import deploy_bed as bed
 import matplotlib.image
 import pytest
 import yaml
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from appliance.cli import main as appliance_main
 from appliance.query.rules import rules_version
@@ -126,6 +129,8 @@ def test_check_diff_on_the_converged_site_changes_nothing(testbed, check_run):
         f"--check --diff reports changes on a converged site, see {run.log}"
     # Nothing that renders a secret shows it in a diff.
     assert testbed.vars["spark_auth_secret"] not in run.output
+    for password in testbed.vars["kafka_passwords"].values():
+        assert password not in run.output
 
 
 def test_master_lists_both_workers_alive_with_cores(testbed, deployed):
@@ -155,6 +160,8 @@ def test_rendered_files_carry_the_tuning(testbed, deployed):
         else:
             assert defaults[key] == value, key
     assert defaults["spark.authenticate"] == "true"
+    # The Kafka credentials travel to the executors inside tasks: RPC encrypted.
+    assert defaults["spark.network.crypto.enabled"] == "true"
 
     env = _host_file(testbed, testbed.group("spark_workers")[0], "/etc/spark/spark-env.sh")
     daemon_opts = next(line for line in env.splitlines()
@@ -176,18 +183,42 @@ def test_rendered_files_carry_the_tuning(testbed, deployed):
     assert toml["query"]["interval"] == "1 second"  # the trigger's own default
     assert toml["query"]["executor_loss_restarts"] == 3  # the role's default
     assert "DESIGN.md" not in text  # no file the host does not have
+    # The secured broker as the appliance user; the password only in appliance.env.
+    assert {k: v for k, v in toml["kafka"].items() if k != "bootstrap_servers"} == {
+        "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "appliance", "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": "/etc/appliance-kafka/ca.pem"}
 
 
 def test_secret_stays_out_of_argv_and_logs(testbed, deployed):
-    secret = testbed.vars["spark_auth_secret"]
+    """The Spark secret and every Kafka password: in no command line, log, rendered
+    appliance.toml, unit or play output; the files that hold them are 0600."""
+    secrets = {"the Spark secret": testbed.vars["spark_auth_secret"],
+               **{f"{user}'s Kafka password": password
+                  for user, password in testbed.vars["kafka_passwords"].items()}}
     for host in testbed.hosts.values():
         argv = testbed.ssh(host, "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '").stdout
-        assert secret not in argv, f"the Spark secret is in a command line on {host.name}"
         logs = testbed.ssh(host, "journalctl --no-pager -o cat; cat /var/log/spark/* 2>/dev/null",
                            check=False).stdout
-        assert secret not in logs, f"the Spark secret is in a log on {host.name}"
+        files = testbed.ssh(host, "cat /etc/appliance/appliance.toml /etc/systemd/system/*.service"
+                            " /etc/appliance-broker/users.toml 2>/dev/null", check=False).stdout
+        for what, secret in secrets.items():
+            assert secret not in argv, f"{what} is in a command line on {host.name}"
+            assert secret not in logs, f"{what} is in a log on {host.name}"
+            assert secret not in files, f"{what} is in a rendered file on {host.name}"
     for run in deployed:
-        assert secret not in run.output
+        for what, secret in secrets.items():
+            assert secret not in run.output, f"{what} is in the play's output"
+    appliance, broker = testbed.one("appliance"), testbed.one("kafka")
+    modes = {(appliance, "/etc/appliance/appliance.env"): "600 root root",
+             (broker, "/etc/appliance-broker/users.toml"): "600 appliance appliance",
+             (broker, "/etc/appliance-broker/broker.key"): "600 appliance appliance"}
+    for (host, path), mode in modes.items():
+        assert testbed.ssh(host, f"stat -c '%a %U %G' {path}").stdout.strip() == mode, path
+    env = _host_file(testbed, appliance, "/etc/appliance/appliance.env")
+    assert testbed.vars["kafka_passwords"]["appliance"] in env  # where it does belong
+    client = (bed.CLIENT_DIR / "loadgen.env").stat().st_mode & 0o777
+    assert client == 0o600, oct(client)
 
 
 def test_services_bind_to_the_cluster_address(testbed, deployed):
@@ -218,6 +249,92 @@ def test_events_come_back_as_exact_alerts(testbed, kafka):
     assert got == expected
     alert = kafka.alerts[hits[0]["event_id"]]
     assert alert["severity"] == "critical" and alert["rules"][0]["id"] == "cpu-critical"
+
+
+def _broker_metric(testbed, name: str, **labels: str) -> float:
+    """Sum of the broker's ``name`` samples with these labels (its /metrics, job broker)."""
+    broker = testbed.one("kafka")
+    with urllib.request.urlopen(f"http://{broker.address}:9465/metrics", timeout=10) as resp:
+        text = resp.read().decode()
+    want = [f'{k}="{v}"' for k, v in labels.items()]
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith(name + "{") and all(w in line for w in want))
+
+
+def _try_produce(bootstrap: str, **auth) -> str:
+    """One record to events with these client settings: 'acked', or what stopped it."""
+    try:
+        producer = KafkaProducer(bootstrap_servers=bootstrap, request_timeout_ms=5000,
+                                 api_version_auto_timeout_ms=5000, max_block_ms=10000,
+                                 retries=0, **auth)
+    except Exception as exc:  # noqa: BLE001 - the outcome is what is asserted
+        return type(exc).__name__
+    try:
+        producer.send("events", b'{"event_id": "intruder"}').get(timeout=15)
+        return "acked"
+    except Exception as exc:  # noqa: BLE001
+        return type(exc).__name__
+    finally:
+        producer.close(timeout=5)
+
+
+def _try_read_alerts(bootstrap: str, **auth) -> str:
+    """Read the alerts topic from its start with these settings: 'records', or what
+    stopped it."""
+    try:
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                                 request_timeout_ms=10000, api_version_auto_timeout_ms=5000,
+                                 **auth)
+    except Exception as exc:  # noqa: BLE001
+        return type(exc).__name__
+    try:
+        partition = TopicPartition("alerts", 0)
+        consumer.assign([partition])
+        consumer.seek_to_beginning(partition)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:  # bounded: 20 s
+            if consumer.poll(timeout_ms=1000, max_records=10):
+                return "records"
+        return "nothing"
+    except Exception as exc:  # noqa: BLE001
+        return type(exc).__name__
+    finally:
+        consumer.close()
+
+
+def test_a_client_without_credentials_cannot_produce(testbed, kafka):
+    """The secured broker (SASL_SSL, SCRAM-SHA-512): plaintext, TLS without a login and a
+    wrong password are all turned away, and the events log does not grow."""
+    bootstrap = kafka.bootstrap
+    ca = str(bed.CLIENT_DIR / "ca.pem")
+    before = _broker_metric(testbed, "broker_log_end_offset", topic="events")
+    outcomes = {
+        "plaintext": _try_produce(bootstrap),
+        "TLS, no login": _try_produce(bootstrap, security_protocol="SSL", ssl_cafile=ca),
+        "wrong password": _try_produce(bootstrap, **bed.client_security(
+            "loadgen", "not-the-password").kafka_python()),
+    }
+    assert "acked" not in outcomes.values(), outcomes
+    assert _broker_metric(testbed, "broker_log_end_offset", topic="events") == before
+    # The control: the same send as the loadgen user is acknowledged.
+    assert _try_produce(bootstrap, **bed.site_client_security().kafka_python()) == "acked"
+
+
+def test_a_user_without_an_acl_cannot_read_alerts(testbed, kafka):
+    """User:auditor logs in (its password is right) but no ACL names it: the alerts stay
+    unread and the broker counts the denial; User:forwarder, whose ACL allows it, reads."""
+    passwords = testbed.vars["kafka_passwords"]
+    auditor = bed.client_security("auditor", passwords["auditor"]).kafka_python()
+    forwarder = bed.client_security("forwarder", passwords["forwarder"]).kafka_python()
+    denied = sum(_broker_metric(testbed, "broker_authorization_denials", api=api)
+                 for api in ("Fetch", "ListOffsets", "Metadata"))
+    outcome = _try_read_alerts(kafka.bootstrap, **auditor)
+    assert outcome not in ("records", "nothing"), outcome
+    assert "Authorization" in outcome, outcome
+    assert sum(_broker_metric(testbed, "broker_authorization_denials", api=api)
+               for api in ("Fetch", "ListOffsets", "Metadata")) > denied
+    assert _try_produce(kafka.bootstrap, **auditor) != "acked"
+    assert _try_read_alerts(kafka.bootstrap, **forwarder) == "records"
 
 
 def test_driver_without_the_secret_cannot_register(testbed, deployed):
@@ -296,7 +413,7 @@ def _loadgen_metrics(testbed) -> tuple[str, int]:
 
 
 @pytest.fixture(scope="module")
-def controller_load(testbed, deployed):
+def controller_load(testbed, deployed, tmp_path_factory):
     """One load from the controller, scraped by the deployed Prometheus as job loadgen,
     while a downstream reader of the alerts (``kcat -G``, a consumer group committing as
     it goes, as a site runs one) follows the alerts topic: (its report, when it started)."""
@@ -305,8 +422,15 @@ def controller_load(testbed, deployed):
     metrics_host, metrics_port = _loadgen_metrics(testbed)
     kcat = shutil.which("kcat")
     assert kcat, "kcat is not installed: run `make system-deps`"
-    reader = subprocess.Popen([kcat, "-b", bootstrap, "-G", "alert-forwarder", "-q", "-X",
-                               "auto.offset.reset=earliest", "alerts"],
+    # The reader is the site's own principal (User:forwarder, kafka_broker_extra_acls in
+    # the test bed's inventory); its password in a 0600 file (-F), never on argv.
+    forwarder = bed.client_security("forwarder", testbed.vars["kafka_passwords"]["forwarder"])
+    conf = tmp_path_factory.mktemp("kcat") / "forwarder.conf"
+    fd = os.open(conf, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.writelines(f"{k}={v}\n" for k, v in forwarder.librdkafka().items())
+    reader = subprocess.Popen([kcat, "-F", str(conf), "-b", bootstrap, "-G", "alert-forwarder",
+                               "-q", "-X", "auto.offset.reset=earliest", "alerts"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     started = time.time()
     try:
@@ -314,7 +438,7 @@ def controller_load(testbed, deployed):
             bootstrap=bootstrap, rate=LATENCY_RATE, duration=LATENCY_SECONDS,
             grace=ALERT_TIMEOUT_S, floor_seconds=3, drain_s=30.0, progress=False,
             metrics_host=metrics_host, metrics_port=metrics_port, alert_ratio=0.2,
-            bad_ratio=0.01))
+            bad_ratio=0.01, security=bed.site_client_security()))
         time.sleep(2 * SCRAPE_S)  # the group's commits scraped at least once
     finally:
         reader.terminate()

@@ -10,6 +10,7 @@ refuses must stop the run with the appliance's one line, naming the field.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import subprocess
 import sys
@@ -17,31 +18,48 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cryptography import x509
 
 ANSIBLE_DIR = Path(__file__).resolve().parents[2] / "ansible"
 VENV_BIN = Path(sys.executable).parent
 GROUPS = ("spark_master", "spark_workers", "kafka", "appliance", "monitoring")
 
 
-@pytest.fixture(scope="module")
-def inventory(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("preflight") / "hosts.yml"
+PASSWORDS = {"admin": "admin-password-for-tests", "appliance": "appliance-pw-for-tests",
+             "loadgen": "loadgen-password-for-tests"}
+
+
+def _write_inventory(path: Path, extra_vars: dict) -> Path:
     host = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
             "cluster_address": "127.0.0.1"}
     path.write_text(yaml.safe_dump({"all": {
-        "vars": {"spark_auth_secret": "a-test-secret-of-32-characters.."},
+        "vars": {"spark_auth_secret": "a-test-secret-of-32-characters..", **extra_vars},
         "hosts": {"controller": host},
         "children": {group: {"hosts": {"controller": None}} for group in GROUPS}}}))
     return path
 
 
+@pytest.fixture(scope="module")
+def inventory(tmp_path_factory) -> Path:
+    """A secured site (the default) whose CA and broker certificate the first preflight
+    makes on the controller; later runs find them and change nothing."""
+    path = _write_inventory(tmp_path_factory.mktemp("preflight") / "hosts.yml",
+                            {"kafka_passwords": PASSWORDS})
+    first = _preflight(path)
+    assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-2000:]
+    return path
+
+
 def _preflight(inventory: Path, *extra: str) -> subprocess.CompletedProcess:
+    """The preflight; the site's TLS goes to the inventory's neighbour ``pki`` (-e: a
+    playbook group_vars value outranks the inventory's)."""
     env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
                PATH=f"{VENV_BIN}:{os.environ.get('PATH', '')}")
     # The wheelhouse (packages) and the rules' Spark analysis are not what is tested.
     return subprocess.run(
         [str(VENV_BIN / "ansible-playbook"), "-i", str(inventory), "site.yml",
-         "--tags", "preflight", "--skip-tags", "packages,rules_check", *extra],
+         "--tags", "preflight", "--skip-tags", "packages,rules_check",
+         "-e", f"kafka_tls_dir={inventory.parent / 'pki'}", *extra],
         cwd=ANSIBLE_DIR, env=env, capture_output=True, text=True, timeout=600)
 
 
@@ -60,3 +78,33 @@ def test_an_interval_the_realtime_trigger_refuses_stops_the_preflight(inventory)
     assert ("appliance.toml (rendered for controller): query.interval: the realtime "
             "trigger needs at least 5 seconds") in run.stdout, run.stdout[-4000:]
     assert "changed=0" in run.stdout
+
+
+def test_the_preflight_makes_the_site_ca_and_a_broker_certificate_once(inventory):
+    """Made on the first run (the fixture's), kept by the next: the broker certificate is
+    the CA's and names the host's cluster address, the keys are private."""
+    tls_dir = inventory.parent / "pki"
+    names = sorted(p.name for p in tls_dir.iterdir())
+    assert names == ["ca.key", "ca.pem", "controller.key", "controller.pem"], names
+    assert all((tls_dir / n).stat().st_mode & 0o077 == 0 for n in ("ca.key", "controller.key"))
+    before = {n: (tls_dir / n).read_bytes() for n in names}
+    run = _preflight(inventory)
+    assert run.returncode == 0 and "changed=0" in run.stdout, run.stdout[-4000:]
+    assert {n: (tls_dir / n).read_bytes() for n in names} == before
+    ca = x509.load_pem_x509_certificate(before["ca.pem"])
+    leaf = x509.load_pem_x509_certificate(before["controller.pem"])
+    leaf.verify_directly_issued_by(ca)  # raises unless the CA signed it
+    names = leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert ipaddress.ip_address("127.0.0.1") in names.get_values_for_type(x509.IPAddress)
+
+
+def test_a_secured_site_without_passwords_stops_the_preflight(tmp_path):
+    """Secured by default: no kafka_passwords (the vault) is an error naming the users,
+    never a broker nobody can log in to, nor one anybody can."""
+    path = _write_inventory(tmp_path / "hosts.yml",
+                            {"kafka_passwords": {"admin": "x-password-x"}})
+    run = _preflight(path)
+    assert run.returncode != 0, run.stdout[-4000:]
+    assert "kafka_passwords (group_vars/all/vault.yml) needs" in run.stdout, run.stdout[-4000:]
+    assert "missing: appliance, loadgen" in run.stdout, run.stdout[-4000:]
+    assert "x-password-x" not in run.stdout + run.stderr
