@@ -12,8 +12,12 @@ The flooding process runs on the same host and competes for its CPUs: on two cor
 own CPU use raises every process's wake-up latency, whatever the broker does, so the
 ratio is an upper bound of what a flood from another host costs. (Pinning the flood to a
 CPU of its own was tried and dropped: in a VM the cross-CPU wake-ups it forces made the
-flood several times weaker, which flatters the broker.) Phases alternate ``--repeats``
-times; medians. Writes ``reports/bench/login_flood.json``.
+flood several times weaker, which flatters the broker.) So each round also has a
+``cpu-hog`` phase, the control: a process that only spins, one core's worth, as the
+flooding process (one Python process) can use at most, and never touches the broker. The
+flood's ratio to it is the broker's own share; the ratio to the bystander alone is the
+target's. Phases alternate ``--repeats`` times; medians. Writes
+``reports/bench/login_flood.json``.
 """
 
 from __future__ import annotations
@@ -42,6 +46,9 @@ OUT = ROOT / "reports" / "bench" / "login_flood.json"
 USER = "bench"
 TOPIC = "bystander"
 FLOODS = ("SCRAM-SHA-512", "PLAIN")
+CPU_HOG = "cpu-hog"
+_SPIN = ("import sys, time\nend = time.monotonic() + float(sys.argv[1])\n"
+         "while time.monotonic() < end:\n    pass\n")
 
 
 def _record(value: bytes) -> bytes:
@@ -84,8 +91,11 @@ def _quantile(values: list[float], q: float) -> float:
 def _phase(broker: EmbeddedBroker, password: str, flood: str | None, args) -> dict:
     busy_before = machine.wait_for_quiet(args.quiet_wait) if args.quiet_wait > 0 else None
     start, cpu0 = machine.cpu_times(), machine.process_cpu_s(broker.proc.pid)
-    proc = None
-    if flood is not None:
+    proc = hog = None
+    if flood == CPU_HOG:
+        hog = subprocess.Popen([sys.executable, "-c", _SPIN, str(args.seconds + args.ramp)])
+        time.sleep(args.ramp)
+    elif flood is not None:
         proc = subprocess.Popen(
             [sys.executable, "-m", "bench._login_flood", broker.bootstrap, "--mechanism",
              flood, "--user", USER, "--concurrency", str(args.concurrency),
@@ -102,6 +112,8 @@ def _phase(broker: EmbeddedBroker, password: str, flood: str | None, args) -> di
            "broker_cpu_cores": round((machine.process_cpu_s(broker.proc.pid) - cpu0)
                                      / elapsed, 2),
            "cpu_busy_before": busy_before, "cpu_busy_during": machine.busy_since(start)}
+    if hog is not None:
+        hog.wait(timeout=args.ramp + 60)
     if proc is not None:
         stdout, _ = proc.communicate(timeout=args.seconds + args.ramp + 120)
         if proc.returncode != 0:
@@ -150,16 +162,19 @@ def main(argv: list[str] | None = None) -> int:
         with broker:
             bystander(broker.bootstrap, password, 1.0, args.interval_ms / 1000)  # warm-up
             for _ in range(args.repeats):
-                for flood in (None, *FLOODS):
+                for flood in (None, CPU_HOG, *FLOODS):
                     result["runs"].append(_phase(broker, password, flood, args))
     summary = {}
-    for label in ("none", *FLOODS):
+    for label in ("none", CPU_HOG, *FLOODS):
         runs = [r for r in result["runs"] if r["flood"] == label]
         summary[label] = {k: statistics.median(r[k] for r in runs)
                           for k in ("p50_ms", "p99_ms", "p999_ms")}
         if label != "none":
             summary[label]["p99_ratio_to_alone"] = round(
                 summary[label]["p99_ms"] / summary["none"]["p99_ms"], 2)
+        if label in FLOODS:
+            summary[label]["p99_ratio_to_cpu_hog"] = round(
+                summary[label]["p99_ms"] / summary[CPU_HOG]["p99_ms"], 2)
     result["median"] = summary
     result["load_avg_at_end"] = os.getloadavg()[0]
     result["elapsed_s"] = round(time.monotonic() - started, 1)
