@@ -15,7 +15,7 @@ CreatePartitions 0-3, InitProducerId 0-4 (idempotent producers), DeleteRecords 0
 DescribeConfigs 0-4, AlterConfigs 0-2, IncrementalAlterConfigs 0-1, DescribeCluster 0-2;
 consumer groups (the classic protocol): FindCoordinator 0-4, JoinGroup 0-9, SyncGroup 0-5,
 Heartbeat 0-4, LeaveGroup 0-5, OffsetCommit 0-8, OffsetFetch 0-8, DescribeGroups 0-5,
-ListGroups 0-5, DeleteGroups 0-2, OffsetDelete 0; SaslHandshake 1 and SaslAuthenticate 0-2
+ListGroups 0-5, DeleteGroups 0-2, OffsetDelete 0; SaslHandshake 0-1 and SaslAuthenticate 0-2
 serve SASL listeners (PLAIN, SCRAM-SHA-256/512); DescribeAcls, CreateAcls, DeleteAcls 0-3
 manage Kafka ACLs, enforced with ``--authorizer acl``. Transactions are refused at once with
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED (FindCoordinator for a transactional id,

@@ -1,5 +1,10 @@
 """SASL authentication of one connection: SaslHandshake v1 + SaslAuthenticate, as Kafka
-brokers do it, with PLAIN and SCRAM-SHA-256/512.
+brokers do it, with PLAIN and SCRAM-SHA-256/512; and SaslHandshake v0, after which the
+tokens travel as bare size-prefixed frames (``raw_tokens``), as Kafka 0.10 did.
+
+Why v0 at all: librdkafka before 2.1 (Debian 12's, under its kcat) will not start any
+SASL mechanism but GSSAPI unless the broker's ApiVersions lists SaslHandshake v0, even
+though it then uses v1 with SaslAuthenticate; Kafka lists 0-1.
 
 Why a gate in front of the handlers: until a connection has authenticated, the only
 requests it may send are ApiVersions (clients ask before they authenticate), SaslHandshake
@@ -117,6 +122,7 @@ class SaslSession:
         self._scram: ScramServer | None = None
         self._scram_step = 0
         self.failure: str | None = None  # why it failed, safe to log
+        self.raw_tokens = False  # SaslHandshake v0: tokens arrive as bare frames
 
     @property
     def authenticated(self) -> bool:
@@ -124,8 +130,15 @@ class SaslSession:
 
     def handle(self, api_key: int, version: int, req: dict) -> dict | PasswordCheck:
         if api_key == schemas.SASL_HANDSHAKE.key:
-            return self._handshake(req)
+            answer = self._handshake(req)
+            self.raw_tokens = version == 0 and self.state is State.AUTHENTICATE
+            return answer
         return self._authenticate(req)
+
+    @property
+    def expects_raw_token(self) -> bool:
+        """The next frame is a bare token (after a v0 handshake), not a Kafka request."""
+        return self.raw_tokens and self.state is State.AUTHENTICATE
 
     def _handshake(self, req: dict) -> dict:
         offered = list(self.settings.mechanisms)

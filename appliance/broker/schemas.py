@@ -913,7 +913,7 @@ BY_KEY.update({s.key: s for s in TRANSACTION_APIS})
 # v1, which carries the tokens in SaslAuthenticate requests.
 
 SASL_HANDSHAKE = Schema(
-    17, "SaslHandshake", 1, 1, 2,
+    17, "SaslHandshake", 0, 1, 2,
     request=[
         F("mechanism", "string"),
     ],

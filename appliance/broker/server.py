@@ -50,11 +50,12 @@ _HEADER = struct.Struct(">hhi")  # api_key, api_version, correlation_id
 
 @dataclass(slots=True)
 class PendingResponse:
-    """A response waiting its turn: ``result`` is the body, or a Future of it (long poll)."""
+    """A response waiting its turn: ``result`` is the body, or a Future of it (long poll).
+    ``schema`` None: a bare SASL token (after SaslHandshake v0), not a Kafka response."""
 
     header_flexible: bool
     correlation_id: int
-    schema: Schema
+    schema: Schema | None
     version: int
     result: Any
 
@@ -397,6 +398,11 @@ class Connection(asyncio.Protocol):
         return False
 
     def _handle(self, frame: memoryview) -> None:
+        if self.sasl is not None and self.sasl.expects_raw_token:
+            # After SaslHandshake v0 the whole frame is the token; so is the answer.
+            self._respond(False, -1, None, 0, self._sasl_step(
+                schemas.SASL_AUTHENTICATE.key, 0, {"auth_bytes": bytes(frame)}))
+            return
         if len(frame) < _HEADER.size:
             self.close("request shorter than a header", frame_size=len(frame))
             return
@@ -502,7 +508,7 @@ class Connection(asyncio.Protocol):
                      mechanism=self.sasl.mechanism)
         return result
 
-    def _respond(self, header_flexible: bool, corr: int, schema: Schema, version: int,
+    def _respond(self, header_flexible: bool, corr: int, schema: Schema | None, version: int,
                  result) -> None:
         entry = PendingResponse(header_flexible, corr, schema, version, result)
         if isinstance(result, asyncio.Future):
@@ -539,6 +545,9 @@ class Connection(asyncio.Protocol):
 
     def _write(self, entry: PendingResponse, body: dict) -> None:
         schema, version = entry.schema, entry.version
+        if schema is None:
+            self._write_raw_token(body)
+            return
         w = Writer()
         w.parts.append(b"\0\0\0\0")
         w.int32(entry.correlation_id)
@@ -548,6 +557,20 @@ class Connection(asyncio.Protocol):
                       schema.name + "Response", self.strict)
         w.parts[0] = _SIZE.pack(sum(map(len, w.parts)) - 4)
         data = b"".join(w.parts)
+        if self.server.metrics is not None:
+            self.server.metrics.bytes_out += len(data)
+        if self._corked is not None:
+            self._corked.append(data)
+        elif self.transport is not None and not self.closed:
+            self.transport.write(data)
+
+    def _write_raw_token(self, body: dict) -> None:
+        """A v0 SASL answer: the token alone, size-prefixed. A failure has no frame in
+        v0: the client learns it from the close that follows."""
+        if body["error_code"] != errors.NONE:
+            return
+        token = bytes(body["auth_bytes"])
+        data = _SIZE.pack(len(token)) + token
         if self.server.metrics is not None:
             self.server.metrics.bytes_out += len(data)
         if self._corked is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hmac
 import os
+import struct
 import subprocess
 import sys
 import time
@@ -63,7 +64,7 @@ def test_api_versions_advertise_the_sasl_apis(broker):
         resp = c.request(schemas.API_VERSIONS, 3, {"client_software_name": "t",
                                                    "client_software_version": "1"})
     keys = {a["api_key"]: (a["min_version"], a["max_version"]) for a in resp["api_keys"]}
-    assert keys[17] == (1, 1)  # SaslHandshake: v1 (tokens in SaslAuthenticate)
+    assert keys[17] == (0, 1)  # SaslHandshake: v1 (tokens in SaslAuthenticate), v0 (bare)
     assert keys[36] == (0, 2)  # SaslAuthenticate, v2 flexible
 
 
@@ -310,3 +311,61 @@ def test_broker_user_only_if_changed_rewrites_only_a_real_change(tmp_path):
     assert cred.verify_password(scram.SHA_256, password + "x")
     assert not cred.verify_password(scram.SHA_256, password)
     assert all(password not in r.stdout + r.stderr for r in runs)
+
+
+def _doubled_nonce_final(client_first_bare: str, server_first: bytes, password: str,
+                         mech, prefix: str) -> bytes:
+    """A client-final as librdkafka before 2.6.1 builds it: ``prefix`` in front of the
+    server's nonce, the proof over that very message."""
+    attrs = dict(kv.split("=", 1) for kv in server_first.decode().split(","))
+    salted = mech.salted_password(password, base64.b64decode(attrs["s"]), int(attrs["i"]))
+    client_key = mech.hmac(salted, b"Client Key")
+    without_proof = f"c=biws,r={prefix}{attrs['r']}"
+    auth = f"{client_first_bare},{server_first.decode()},{without_proof}".encode()
+    proof = bytes(a ^ b for a, b in zip(client_key, mech.hmac(mech.h(client_key), auth),
+                                        strict=True))
+    return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
+
+
+@pytest.mark.parametrize("prefix, accepted", [("", True), ("cnonce", True),
+                                              ("other", False)])
+def test_scram_nonce_is_the_servers_or_librdkafkas_doubled_form(prefix, accepted):
+    """RFC 5802's final nonce is the server's; librdkafka before 2.6.1 (Debian 12's kcat)
+    puts its own nonce in front once more, which Kafka 3.8.1-3.9 accept too. Anything
+    else (here another prefix) is refused: the server's random part must come back after
+    exactly the client's nonce."""
+    cred = scram.ScramCredential.derive(scram.SHA_512, "pencil")
+    server = scram.ScramServer(scram.SHA_512, lambda u: cred if u == "user" else None)
+    first = server.first(b"n,,n=user,r=cnonce")
+    final = _doubled_nonce_final("n=user,r=cnonce", first, "pencil", scram.SHA_512, prefix)
+    if accepted:
+        assert server.final(final).startswith(b"v=") and server.user == "user"
+    else:
+        with pytest.raises(scram.ScramError, match="nonce does not match"):
+            server.final(final)
+
+
+def test_sasl_handshake_v0_then_bare_token_frames(sasl_broker):
+    """SaslHandshake v0 (listed for librdkafka before 2.1): the SCRAM tokens then travel as
+    bare size-prefixed frames, the answers too, and the connection is authenticated; a
+    wrong password gets no answer frame, only the close."""
+    mech = scram.SHA_512
+    with WireClient(sasl_broker.bootstrap) as c:
+        assert c.request(schemas.SASL_HANDSHAKE, 0, {"mechanism": mech.name})[
+            "error_code"] == errors.NONE
+        nonce = "v0nonce"
+        c.send_raw(struct.pack(">i", len(first := f"n,,n={USER},r={nonce}".encode())) + first)
+        server_first = c.recv_frame()
+        assert server_first.startswith(f"r={nonce}".encode())
+        final = _doubled_nonce_final(f"n={USER},r={nonce}", server_first,
+                                     sasl_broker.password, mech, "")
+        c.send_raw(struct.pack(">i", len(final)) + final)
+        assert c.recv_frame().startswith(b"v=")
+        assert _metadata(c)["topics"]  # authenticated: every API open
+    with WireClient(sasl_broker.bootstrap) as c:
+        c.request(schemas.SASL_HANDSHAKE, 0, {"mechanism": mech.name})
+        c.send_raw(struct.pack(">i", len(first := f"n,,n={USER},r=x".encode())) + first)
+        server_first = c.recv_frame()
+        final = _doubled_nonce_final(f"n={USER},r=x", server_first, "wrong", mech, "")
+        c.send_raw(struct.pack(">i", len(final)) + final)
+        assert _closed(c)
