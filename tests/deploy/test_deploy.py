@@ -434,9 +434,12 @@ def controller_load(testbed, deployed, tmp_path_factory):
     fd = os.open(conf, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as out:
         out.writelines(f"{k}={v}\n" for k, v in forwarder.librdkafka().items())
-    reader = subprocess.Popen([kcat, "-F", str(conf), "-b", bootstrap, "-G", "alert-forwarder",
-                               "-q", "-X", "auto.offset.reset=earliest", "alerts"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    bed.LOG_DIR.mkdir(parents=True, exist_ok=True)
+    reader_log = bed.LOG_DIR / "kcat-forwarder.log"
+    with open(reader_log, "wb") as err:
+        reader = subprocess.Popen([kcat, "-F", str(conf), "-b", bootstrap, "-G",
+                                   "alert-forwarder", "-q", "-X", "auto.offset.reset=earliest",
+                                   "alerts"], stdout=subprocess.DEVNULL, stderr=err)
     started = time.time()
     try:
         report = run_load(LoadConfig(
@@ -445,6 +448,8 @@ def controller_load(testbed, deployed, tmp_path_factory):
             metrics_host=metrics_host, metrics_port=metrics_port, alert_ratio=0.2,
             bad_ratio=0.01, security=bed.site_client_security()))
         time.sleep(2 * SCRAPE_S)  # the group's commits scraped at least once
+        # kcat exits on a refused login or a lost group: it must still be reading.
+        assert reader.poll() is None, reader_log.read_text()[-2000:]
     finally:
         reader.terminate()
         reader.wait(timeout=30)
