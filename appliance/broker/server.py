@@ -556,13 +556,7 @@ class Connection(asyncio.Protocol):
         encode_struct(schema.response, w, version, schema.flexible(version), body,
                       schema.name + "Response", self.strict)
         w.parts[0] = _SIZE.pack(sum(map(len, w.parts)) - 4)
-        data = b"".join(w.parts)
-        if self.server.metrics is not None:
-            self.server.metrics.bytes_out += len(data)
-        if self._corked is not None:
-            self._corked.append(data)
-        elif self.transport is not None and not self.closed:
-            self.transport.write(data)
+        self._send(b"".join(w.parts))
 
     def _write_raw_token(self, body: dict) -> None:
         """A v0 SASL answer: the token alone, size-prefixed. A failure has no frame in
@@ -570,7 +564,10 @@ class Connection(asyncio.Protocol):
         if body["error_code"] != errors.NONE:
             return
         token = bytes(body["auth_bytes"])
-        data = _SIZE.pack(len(token)) + token
+        self._send(_SIZE.pack(len(token)) + token)
+
+    def _send(self, data: bytes) -> None:
+        """One whole answer frame: counted, then corked or written."""
         if self.server.metrics is not None:
             self.server.metrics.bytes_out += len(data)
         if self._corked is not None:
