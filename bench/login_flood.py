@@ -18,6 +18,10 @@ flooding process (one Python process) can use at most, and never touches the bro
 flood's ratio to it is the broker's own share; the ratio to the bystander alone is the
 target's. Phases alternate ``--repeats`` times; medians. Writes
 ``reports/bench/login_flood.json``.
+
+The broker runs as the Ansible deploy runs it: with a per-IP connection creation rate
+(``--creation-rate``, 100 a second), so the flood's connections over it are held off
+before any TLS or SASL work; ``--creation-rate 0`` measures the broker without it.
 """
 
 from __future__ import annotations
@@ -47,6 +51,8 @@ USER = "bench"
 TOPIC = "bystander"
 FLOODS = ("SCRAM-SHA-512", "PLAIN")
 CPU_HOG = "cpu-hog"
+# kafka_broker_max_connection_creation_rate_per_ip in ansible/roles/kafka_broker/defaults
+DEPLOYED_CREATION_RATE = 100.0
 _SPIN = ("import sys, time\nend = time.monotonic() + float(sys.argv[1])\n"
          "while time.monotonic() < end:\n    pass\n")
 
@@ -122,7 +128,8 @@ def _phase(broker: EmbeddedBroker, password: str, flood: str | None, args) -> di
         out["flood_counts"] = counts
         out["flood_logins_per_s"] = round(counts["logins"] / max(counts["seconds"], 0.01))
     print(f"flood {out['flood']}: p50 {out['p50_ms']} ms, p99 {out['p99_ms']} ms"
-          + (f", {out['flood_logins_per_s']} logins/s" if proc is not None else ""),
+          + (f", {out['flood_logins_per_s']} logins/s, "
+             f"{counts['refused']} connections held off" if proc is not None else ""),
           file=sys.stderr)
     return out
 
@@ -138,6 +145,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quiet-wait", type=float, default=30.0,
                     help="before each phase, wait up to this many seconds for the CPUs to "
                          "be < 30%% busy (other suites share them); 0 = don't wait")
+    ap.add_argument("--creation-rate", type=float, default=DEPLOYED_CREATION_RATE,
+                    help="the broker's --max-connection-creation-rate-per-ip (default "
+                         f"{DEPLOYED_CREATION_RATE:g}, as the Ansible deploy sets it; 0: no "
+                         "limit, the broker's own default)")
     ap.add_argument("--broker-arg", action="append", default=[],
                     help="extra `appliance broker` flag (repeatable), e.g. "
                          "--broker-arg=--max-connections-per-ip=50")
@@ -148,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
                                  f"SCRAM-SHA-512 login, its own loopback address",
                     "flood_concurrency": args.concurrency,
                     "seconds_per_phase": args.seconds,
+                    "max_connection_creation_rate_per_ip": args.creation_rate,
                     "repeats": args.repeats, "broker_args": args.broker_arg,
                     "cpu_count": os.cpu_count(), "load_avg_at_start": os.getloadavg()[0],
                     "runs": []}
@@ -158,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         broker = EmbeddedBroker(log_path=Path(tmp) / "broker.log", extra_args=[
             "--security-protocol", "SASL_PLAINTEXT", "--sasl-users", str(users),
             "--sasl-mechanisms", "PLAIN,SCRAM-SHA-512", "--topics", f"{TOPIC}:1",
-            *args.broker_arg])
+            f"--max-connection-creation-rate-per-ip={args.creation_rate:g}", *args.broker_arg])
         with broker:
             bystander(broker.bootstrap, password, 1.0, args.interval_ms / 1000)  # warm-up
             for _ in range(args.repeats):

@@ -19,6 +19,7 @@ from appliance.broker.config import (
     Flush,
     parse_topics,
 )
+from appliance.broker.connection_rate import THROTTLED_CLOSE_S
 from appliance.broker.listener import PROTOCOLS, ListenerError
 from appliance.logs import configure, get_logger
 
@@ -47,6 +48,16 @@ def _non_negative(value: str) -> int:
     if n < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {n}")
     return n
+
+
+def _non_negative_float(value: str) -> float:
+    try:
+        x = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {value!r}") from None
+    if not x >= 0 or x == float("inf"):  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {value}")
+    return x
 
 
 def _positive(value: str) -> int:
@@ -86,6 +97,12 @@ def add_broker_options(parser: argparse.ArgumentParser) -> None:
                         help="close a client IP's connections beyond this many at once, "
                              f"before TLS or SASL (default {DEFAULT_MAX_CONNECTIONS_PER_IP}; "
                              "0: no cap)")
+    parser.add_argument("--max-connection-creation-rate-per-ip", type=_non_negative_float,
+                        default=0.0, metavar="PER_SECOND",
+                        help="new connections a second one client IP may open (a burst of "
+                             "one second's worth); over it a connection is held unread and "
+                             f"closed after {THROTTLED_CLOSE_S:g} s, before TLS or SASL (Kafka's "
+                             "connection_creation_rate; default 0: no limit)")
     parser.add_argument("--metrics-port", type=_non_negative, default=None,
                         help="serve Prometheus broker_* metrics on --host:PORT "
                              "(0: any free port, printed as 'broker metrics url=...')")
@@ -160,6 +177,8 @@ def run_from_args(args: argparse.Namespace) -> int:
                "flush": Flush(args.flush), "flush_interval_ms": args.flush_interval_ms,
                "max_partitions_per_topic": args.max_partitions_per_topic,
                "max_connections_per_ip": args.max_connections_per_ip,
+               "max_connection_creation_rate_per_ip":
+                   args.max_connection_creation_rate_per_ip,
                "password_check_workers": args.password_check_workers,
                "segment_bytes": max(args.segment_bytes, 1),
                "security_protocol": args.security_protocol, "ssl_certfile": args.ssl_certfile,

@@ -61,6 +61,9 @@ class BrokerConfig:
     default_partitions: int = 1
     max_partitions_per_topic: int = DEFAULT_MAX_PARTITIONS_PER_TOPIC
     max_connections_per_ip: int = DEFAULT_MAX_CONNECTIONS_PER_IP  # 0: no cap
+    # New connections a second per client IP (Kafka's connection_creation_rate IP quota,
+    # unlimited by default there as here; connection_rate.py). 0: no limit.
+    max_connection_creation_rate_per_ip: float = 0.0
     # Processes that check SASL/PLAIN passwords (PBKDF2, milliseconds each) so a login
     # flood never runs them on the event loop every client shares (password_pool.py).
     password_check_workers: int = 1

@@ -4,7 +4,8 @@ before any TLS handshake or SASL exchange costs the broker anything.
 
 A refused client usually retries at once, so refusals are logged once per address and
 then at most every ``LOG_EVERY_S`` with the count since (``broker.connection_refused``),
-and counted for ``broker_connections_refused``.
+and counted for ``broker_connections_refused``. ``RefusalLog`` does that for the
+creation rate's throttled connections too (connection_rate.py).
 """
 
 from __future__ import annotations
@@ -24,6 +25,28 @@ class _Refusals:
     since_log: int = 0
 
 
+class RefusalLog:
+    """One log line per address at its first refusal, then at most every ``LOG_EVERY_S``
+    with the count since; ``forget`` when the address is back under its limit."""
+
+    def __init__(self, event: str, limit: float, setting: str) -> None:
+        self.event, self.limit, self.setting = event, limit, setting
+        self._seen: dict[str, _Refusals] = {}  # only addresses at their limit
+
+    def refused(self, ip: str, now: float, **fields: object) -> None:
+        seen = self._seen.get(ip)
+        if seen is None:
+            seen = self._seen[ip] = _Refusals(logged_at=now - LOG_EVERY_S)
+        seen.since_log += 1
+        if now - seen.logged_at >= LOG_EVERY_S:
+            log.warning(self.event, ip=ip, **fields, limit=self.limit,
+                        refused_since_last_log=seen.since_log, setting=self.setting)
+            seen.logged_at, seen.since_log = now, 0
+
+    def forget(self, ip: str) -> None:
+        self._seen.pop(ip, None)
+
+
 class ConnectionCap:
     """Open connections per client IP; ``admit`` on accept, ``release`` on close."""
 
@@ -31,13 +54,14 @@ class ConnectionCap:
         self.limit = limit  # 0: no cap
         self.open: dict[str, int] = {}
         self.refused = 0  # since start, all addresses
-        self._refusals: dict[str, _Refusals] = {}  # only addresses at their cap
+        self._log = RefusalLog("broker.connection_refused", limit=limit,
+                               setting="--max-connections-per-ip")
 
     def admit(self, ip: str) -> bool:
         n = self.open.get(ip, 0)
         if self.limit and n >= self.limit:
             self.refused += 1
-            self._log_refusal(ip, n)
+            self._log.refused(ip, time.monotonic(), open_connections=n)
             return False
         self.open[ip] = n + 1
         return True
@@ -48,16 +72,4 @@ class ConnectionCap:
             self.open[ip] = n
         else:
             self.open.pop(ip, None)
-            self._refusals.pop(ip, None)
-
-    def _log_refusal(self, ip: str, n: int) -> None:
-        now = time.monotonic()
-        seen = self._refusals.get(ip)
-        if seen is None:
-            seen = self._refusals[ip] = _Refusals(logged_at=now - LOG_EVERY_S)
-        seen.since_log += 1
-        if now - seen.logged_at >= LOG_EVERY_S:
-            log.warning("broker.connection_refused", ip=ip, open_connections=n,
-                        limit=self.limit, refused_since_last_log=seen.since_log,
-                        setting="--max-connections-per-ip")
-            seen.logged_at, seen.since_log = now, 0
+            self._log.forget(ip)

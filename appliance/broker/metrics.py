@@ -123,7 +123,10 @@ class BrokerCollector:
                 ("broker_bytes_out", m.bytes_out, "response bytes sent"),
                 ("broker_connections_opened", m.connections_opened, "connections accepted"),
                 ("broker_connections_refused", self.server.connection_cap.refused,
-                 "connections closed at once: their IP already had --max-connections-per-ip")):
+                 "connections closed at once: their IP already had --max-connections-per-ip"),
+                ("broker_connections_throttled", self.server.connection_rate.throttled,
+                 "connections held unread and closed: their IP was over "
+                 "--max-connection-creation-rate-per-ip")):
             counter = CounterMetricFamily(name, text)
             counter.add_metric([], float(value))
             yield counter

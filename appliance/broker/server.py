@@ -30,6 +30,7 @@ from appliance.broker.codec import DecodeError, Reader, Schema, Writer
 from appliance.broker.codegen import decode_struct, encode_struct, strict_from_env
 from appliance.broker.config import BrokerConfig
 from appliance.broker.connection_cap import ConnectionCap
+from appliance.broker.connection_rate import THROTTLED_CLOSE_S, ConnectionRate
 from appliance.broker.group_coordinator import Caller
 from appliance.broker.metrics import BrokerMetrics
 from appliance.broker.password_pool import PasswordWorkers
@@ -79,6 +80,8 @@ class BrokerServer:
         self._retention_timer: asyncio.TimerHandle | None = None
         self.connections: set[Connection] = set()
         self.connection_cap = ConnectionCap(config.max_connections_per_ip)
+        self.connection_rate = ConnectionRate(config.max_connection_creation_rate_per_ip)
+        self._held: set[socket.socket] = set()  # TLS sockets over the rate, closed later
         self.preauth = PreAuthQueue()
         sasl_settings = self.security.sasl
         self.password_checks = (PasswordWorkers(config.password_check_workers)
@@ -129,9 +132,19 @@ class BrokerServer:
             if not self.connection_cap.admit(ip):
                 sock.close()
                 continue
+            if not self.connection_rate.take(ip):
+                self._held.add(sock)  # unread, no handshake: see connection_rate.py
+                loop.call_later(THROTTLED_CLOSE_S, self._close_held, sock, ip)
+                continue
             task = loop.create_task(self._handshake(sock, addr, ip, context))
             self._handshakes.add(task)
             task.add_done_callback(self._handshakes.discard)
+
+    def _close_held(self, sock: socket.socket, ip: str) -> None:
+        if sock in self._held:  # not already closed by stop()
+            self._held.discard(sock)
+            sock.close()
+            self.connection_cap.release(ip)
 
     async def _handshake(self, sock: socket.socket, addr: object, ip: str,
                          context: ssl.SSLContext) -> None:
@@ -172,6 +185,9 @@ class BrokerServer:
                 task.cancel()
         if self._tls_listener is not None:
             self._tls_listener.close()
+        for sock in list(self._held):
+            sock.close()
+        self._held.clear()
         for conn in list(self.connections):
             conn.close("broker stopping")
         if self._server is not None:
@@ -186,7 +202,7 @@ class BrokerServer:
 class Connection(asyncio.Protocol):
     def __init__(self, server: BrokerServer, admitted_ip: str | None = None) -> None:
         self.server = server
-        self.admitted_ip = admitted_ip  # TLS listeners: the cap let this IP in on accept
+        self.admitted_ip = admitted_ip  # TLS listeners: the cap and rate let it in on accept
         self.made = False  # connection_made ran (TLS: the handshake finished)
         self.apis = server.apis
         self.max_frame = server.config.max_frame_bytes
@@ -224,6 +240,13 @@ class Connection(asyncio.Protocol):
             cast(asyncio.Transport, transport).abort()
             return
         self.ip = ip
+        if self.admitted_ip is None and not self.server.connection_rate.take(ip):
+            # over its IP's creation rate: unread, closed later (see connection_rate.py)
+            cast(asyncio.Transport, transport).pause_reading()
+            self._close_timer = asyncio.get_running_loop().call_later(
+                THROTTLED_CLOSE_S, self.close_quietly)
+            self.server.connections.add(self)
+            return
         sock = transport.get_extra_info("socket")
         if sock is not None:
             try:

@@ -122,6 +122,82 @@ def test_tls_listener_closes_a_connection_over_the_cap_before_its_handshake(tmp_
     assert _events(b.log_path, "broker.connection_refused")
 
 
+def _held_then_closed(source_ip: str, bootstrap: str, held_s: float = 0.5) -> float:
+    """Connect from ``source_ip`` and send ApiVersions: assert no answer for ``held_s``,
+    then the close; returns the seconds from connect to the close."""
+    host, port = bootstrap.rsplit(":", 1)
+    started = time.monotonic()
+    with socket.create_connection((host, int(port)), timeout=10,
+                                  source_address=(source_ip, 0)) as sock:
+        client_id = b"held"
+        body = struct.pack(">hhih", schemas.API_VERSIONS.key, 0, 1, len(client_id)) + client_id
+        sock.sendall(struct.pack(">i", len(body)) + body)
+        sock.settimeout(held_s)
+        with pytest.raises(TimeoutError):
+            sock.recv(1)  # held: the request is not even read
+        sock.settimeout(10)
+        try:
+            assert sock.recv(1) == b""
+        except ConnectionResetError:
+            pass
+    return time.monotonic() - started
+
+
+def test_connections_over_the_creation_rate_are_held_unread_then_closed(tmp_path):
+    """Half a connection a second: one (the burst), then a token every 2 s (the bucket's
+    arithmetic is tests/broker/test_connection_rate.py's, on a clock of its own)."""
+    args = ["--max-connection-creation-rate-per-ip", "0.5", "--metrics-port", "0"]
+    with EmbeddedBroker(extra_args=args, log_path=tmp_path / "broker.log") as b:
+        admitted = WireClient(b.bootstrap, source_ip=OTHER_IP)
+        took_token = time.monotonic()
+        try:
+            assert _api_versions(admitted) == errors.NONE
+            with ThreadPoolExecutor(3) as pool:  # the next ones, at once
+                held_for = list(pool.map(lambda _: _held_then_closed(OTHER_IP, b.bootstrap),
+                                         range(3)))
+            # closed after THROTTLED_CLOSE_S (1 s), not at once: a reconnecting client slows
+            assert all(0.9 <= s < 5 for s in held_for), held_for
+            with WireClient(b.bootstrap, source_ip="127.0.0.1") as c:  # another address
+                assert _api_versions(c) == errors.NONE
+            assert _api_versions(admitted) == errors.NONE  # the admitted one keeps working
+            # the held ones took no token: 2 s after the first, there is one again
+            time.sleep(max(0.0, took_token + 2.5 - time.monotonic()))
+            with WireClient(b.bootstrap, source_ip=OTHER_IP) as c:
+                assert _api_versions(c) == errors.NONE
+        finally:
+            admitted.close()
+        assert _metric(b.metrics_url, "broker_connections_throttled_total") == 3
+        assert _metric(b.metrics_url, "broker_connections_refused_total") == 0
+        (event,) = _events(b.log_path, "broker.connection_throttled")  # one line, not 3
+        assert (event["ip"], event["limit"]) == (OTHER_IP, 0.5)
+        assert event["setting"] == "--max-connection-creation-rate-per-ip"
+
+
+def test_tls_listener_holds_a_connection_over_the_rate_before_its_handshake(tmp_path):
+    tls = make_tls(tmp_path / "tls")
+    args = broker_args("SSL", tls) + ["--max-connection-creation-rate-per-ip", "1",
+                                      "--metrics-port", "0"]
+    with EmbeddedBroker(extra_args=args, log_path=tmp_path / "broker.log") as b:
+        host, port = b.bootstrap.rsplit(":", 1)
+        context = ssl.create_default_context(cafile=str(tls.ca))
+        assert _tls_api_versions(host, int(port), context) == errors.NONE  # the one token
+        with socket.create_connection((host, int(port)), timeout=10,
+                                      source_address=("127.0.0.1", 0)) as raw:
+            raw.sendall(b"\x16\x03\x01\x00\x05hello")  # a ClientHello's first bytes
+            raw.settimeout(0.5)
+            with pytest.raises(TimeoutError):
+                raw.recv(1)  # no ServerHello, no alert: the bytes were never read
+            raw.settimeout(10)
+            try:
+                assert raw.recv(1) == b""
+            except ConnectionResetError:
+                pass
+        assert _metric(b.metrics_url, "broker_connections_throttled_total") == 1
+        assert not _events(b.log_path, "broker.tls_handshake_failed")
+        time.sleep(1.0)  # a token again (1 a second): served in full
+        assert _tls_api_versions(host, int(port), context) == errors.NONE
+
+
 def _tls_api_versions(host: str, port: int, context: ssl.SSLContext) -> int:
     """One TLS connection whose hello leaves at once, then ApiVersions v0: its error code."""
     client_id = b"tls-burst"

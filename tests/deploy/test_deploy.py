@@ -16,6 +16,7 @@ import math
 import os
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -325,6 +326,35 @@ def test_a_client_without_credentials_cannot_produce(testbed, kafka):
     assert _broker_metric(testbed, "broker_log_end_offset", topic="events") == before
     # The control: the same send as the loadgen user is acknowledged.
     assert _try_produce(bootstrap, **bed.site_client_security().kafka_python()) == "acked"
+
+
+def test_a_connection_burst_from_one_host_is_held_off(testbed, kafka):
+    """The role's per-IP creation rate (100 a second, a burst of 100): of 300 connections
+    the controller opens at once, those over it are closed after a second without a byte
+    read (no TLS handshake), the rest wait for their ClientHello; the broker counts them."""
+    host, port = kafka.bootstrap.rsplit(":", 1)
+    throttled = _broker_metric(testbed, "broker_connections_throttled_total")
+    socks = []
+    try:
+        for _ in range(300):  # well under a second: at most ~100 more tokens refill
+            socks.append(socket.create_connection((host, int(port)), timeout=10))
+        time.sleep(1.5)  # past THROTTLED_CLOSE_S
+        closed = 0
+        for sock in socks:
+            sock.setblocking(False)
+            try:
+                closed += sock.recv(1) == b""
+            except BlockingIOError:
+                pass  # admitted: the broker waits for the TLS hello
+            except ConnectionResetError:
+                closed += 1
+    finally:
+        for sock in socks:
+            sock.close()
+    assert 50 <= closed <= 200, closed
+    # at least those (another client of the controller's may have been held off too)
+    assert _broker_metric(testbed, "broker_connections_throttled_total") - throttled >= closed
+    time.sleep(1.0)  # the controller's bucket refills for the tests after this one
 
 
 def test_a_user_without_an_acl_cannot_read_alerts(testbed, kafka):
