@@ -5,12 +5,11 @@ a broken file afterwards changes nothing, and SIGTERM still stops it cleanly.
 Accounting is per event, read back from Kafka: every event the old rules alert on has its
 alert throughout (nothing is evaluated by neither rule set), every event that only the new
 rule matches and that was sent 5 s after the request has its alert with the new version,
-and no event around the swap waits as if alerting had stopped: at most
-``OUTAGE_BOUND_S`` more than the same run's steady state did before it (the steady state
-is the machine's own noise). What a swap costs in milliseconds is a figure, reported by
-``make bench`` (``bench.appliance_latency``'s reload cells: the longest wait around the
-swap, 386-470 ms medians on a quiet machine), not asserted here: with one core kept busy
-the real-time swap's longest wait was 1.9 s, a slower machine, not an outage.
+and no event around the swap waits as if alerting had stopped (swap_outage.py: at most
+a third of this run's own start-up, at least 3 s, more than the same run's steady state
+did before it). What a swap costs in milliseconds is a figure, reported by ``make bench``
+(``bench.appliance_latency``'s reload cells: the longest wait around the swap, 386-470 ms
+medians on a quiet machine), not asserted here.
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ import pytest
 from fault_process import ROOT, ApplianceProcess, write_config
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from loadrun import LoadThread, rules_yaml
+from swap_outage import is_outage, outage_bound_s
 
 from appliance.query.rules import rules_version
 from appliance.trigger import MODES, TRIGGERS
@@ -43,9 +43,6 @@ REJECTED_S = 6.0   # load after the broken file was refused
 NEW_RULE = ("disk-watch", "info", "metric = 'disk.used_pct' AND value >= 40",
             "disk above 40%")
 BROKEN_RULE = "  - id: disk-broken\n    severity: info\n    when: \"value >= no_such_fn(1)\"\n"
-# An outage, not a slow swap: a third of what a restart costs (a fresh `appliance run` to
-# its first alert: 9-10 s on a quiet machine), three times the bench's quiet-machine bound.
-OUTAGE_BOUND_S = 3.0
 
 
 def new_rules() -> str:
@@ -232,7 +229,8 @@ def test_rules_swap_live_and_a_broken_file_changes_nothing(broker, fault_topics,
     print(f"{trigger}: swap gap {reloaded['gap_s']} s, reload {reloaded['seconds']} s "
           f"{phases}; events waited: steady p99 {steady_p99 * 1000:.0f} ms (median "
           f"{statistics.median(steady) * 1000:.0f} ms), around the swap max "
-          f"{max(around) * 1000:.0f} ms over {len(around)} alerts; new-rule alerts missing "
+          f"{max(around) * 1000:.0f} ms over {len(around)} alerts (start-up "
+          f"{ready['startup_s']} s); new-rule alerts missing "
           f"{len(missing)} of {len(late)}"
           + (f" (sent {events[missing[0]].ts_s - requested:.2f} to "
              f"{events[missing[-1]].ts_s - requested:.2f} s after the signal)"
@@ -242,4 +240,6 @@ def test_rules_swap_live_and_a_broken_file_changes_nothing(broker, fault_topics,
     assert after_rejection, "no events after the rejected reload"
     # Nothing but the two versions ever alerted: the broken file never ran.
     assert versions <= {old_version, new_version}, versions
-    assert max(around) <= steady_p99 + OUTAGE_BOUND_S, (max(around), steady_p99)
+    startup_s = ready["startup_s"]
+    assert not is_outage(max(around), steady_p99, startup_s), (
+        max(around), steady_p99, startup_s, outage_bound_s(startup_s))
