@@ -189,7 +189,10 @@ class BrokerServer:
             sock.close()
         self._held.clear()
         for conn in list(self.connections):
-            conn.close("broker stopping")
+            if conn.closed:
+                conn.abort()
+            else:
+                conn.close("broker stopping")
         if self._server is not None:
             await self._server.wait_closed()
         if self.storage is not None:
@@ -241,10 +244,12 @@ class Connection(asyncio.Protocol):
             return
         self.ip = ip
         if self.admitted_ip is None and not self.server.connection_rate.take(ip):
-            # over its IP's creation rate: unread, closed later (see connection_rate.py)
-            cast(asyncio.Transport, transport).pause_reading()
+            # over its IP's creation rate: unread, closed later (see connection_rate.py);
+            # uvloop starts reading after this returns, so data_received checks ``closed``
+            self.closed = True
+            self._stop_reading()
             self._close_timer = asyncio.get_running_loop().call_later(
-                THROTTLED_CLOSE_S, self.close_quietly)
+                THROTTLED_CLOSE_S, self.abort)
             self.server.connections.add(self)
             return
         sock = transport.get_extra_info("socket")
@@ -264,6 +269,18 @@ class Connection(asyncio.Protocol):
         if self.sasl is not None:
             self._auth_timer = asyncio.get_running_loop().call_later(
                 self.server.config.auth_timeout_ms / 1000.0, self._auth_timeout)
+
+    def _stop_reading(self) -> None:
+        try:
+            cast(asyncio.Transport, self.transport).pause_reading()
+        except (AttributeError, RuntimeError):  # closing already, or no transport
+            pass
+
+    def abort(self) -> None:
+        """Close now, without a log line or a flush (a held-off or closing connection)."""
+        if self.transport is not None:
+            self.transport.abort()
+        self._release()
 
     def close_quietly(self) -> None:
         """Close without a log line (the caller logged why)."""
@@ -303,6 +320,9 @@ class Connection(asyncio.Protocol):
             self.transport.resume_reading()
 
     def data_received(self, data: bytes) -> None:
+        if self.closed:  # held off (over the creation rate) or closing: never read
+            self._stop_reading()
+            return
         if self.server.metrics is not None:
             self.server.metrics.bytes_in += len(data)
         if self.buf:  # a partial frame is pending: join once, then parse from bytes
