@@ -94,19 +94,25 @@ def _quantile(values: list[float], q: float) -> float:
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
 
 
+def _niced(increment: int):
+    """For Popen: the flooding (and control) process at a lower CPU priority."""
+    return (lambda: os.nice(increment)) if increment else None
+
+
 def _phase(broker: EmbeddedBroker, password: str, flood: str | None, args) -> dict:
     busy_before = machine.wait_for_quiet(args.quiet_wait) if args.quiet_wait > 0 else None
     start, cpu0 = machine.cpu_times(), machine.process_cpu_s(broker.proc.pid)
     proc = hog = None
     if flood == CPU_HOG:
-        hog = subprocess.Popen([sys.executable, "-c", _SPIN, str(args.seconds + args.ramp)])
+        hog = subprocess.Popen([sys.executable, "-c", _SPIN, str(args.seconds + args.ramp)],
+                               preexec_fn=_niced(args.flood_nice))
         time.sleep(args.ramp)
     elif flood is not None:
         proc = subprocess.Popen(
             [sys.executable, "-m", "bench._login_flood", broker.bootstrap, "--mechanism",
              flood, "--user", USER, "--concurrency", str(args.concurrency),
              "--seconds", str(args.seconds + args.ramp)],
-            stdout=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE, text=True, preexec_fn=_niced(args.flood_nice),
             env={**os.environ, PASSWORD_ENV: password, "PYTHONPATH": str(ROOT)})
         time.sleep(args.ramp)
     t0 = time.monotonic()
@@ -149,6 +155,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="the broker's --max-connection-creation-rate-per-ip (default "
                          f"{DEPLOYED_CREATION_RATE:g}, as the Ansible deploy sets it; 0: no "
                          "limit, the broker's own default)")
+    ap.add_argument("--flood-nice", type=int, default=0,
+                    help="run the flooding and cpu-hog processes at this niceness: 19 "
+                         "leaves the CPUs to the broker and the bystander first, as a flood "
+                         "from another host would; the broker's work per login and per held "
+                         "connection is the same (the flood still reaches the rate)")
     ap.add_argument("--broker-arg", action="append", default=[],
                     help="extra `appliance broker` flag (repeatable), e.g. "
                          "--broker-arg=--max-connections-per-ip=50")
@@ -160,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
                     "flood_concurrency": args.concurrency,
                     "seconds_per_phase": args.seconds,
                     "max_connection_creation_rate_per_ip": args.creation_rate,
+                    "flood_nice": args.flood_nice,
                     "repeats": args.repeats, "broker_args": args.broker_arg,
                     "cpu_count": os.cpu_count(), "load_avg_at_start": os.getloadavg()[0],
                     "runs": []}
