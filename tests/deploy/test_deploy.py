@@ -351,7 +351,9 @@ def test_a_connection_burst_from_one_host_is_held_off(testbed, kafka):
     finally:
         for sock in socks:
             sock.close()
-    assert 50 <= closed <= 200, closed
+    # a burst of 100 (less what the controller's other clients took in the last second)
+    # plus what refilled while connecting were let in; the rest were held off
+    assert 50 <= closed <= 250, closed
     # at least those (another client of the controller's may have been held off too)
     assert _broker_metric(testbed, "broker_connections_throttled_total") - throttled >= closed
     time.sleep(1.0)  # the controller's bucket refills for the tests after this one
