@@ -260,7 +260,7 @@ def _broker_metric(testbed, name: str, **labels: str) -> float:
         text = resp.read().decode()
     want = [f'{k}="{v}"' for k, v in labels.items()]
     return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if line.startswith(name + "{") and all(w in line for w in want))
+               if line.startswith((name + "{", name + " ")) and all(w in line for w in want))
 
 
 def _refused(exc: KafkaError) -> str:
