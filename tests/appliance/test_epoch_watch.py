@@ -5,16 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fake_clock import FakeClock
+
 from appliance.config import STALL_MIN_S, QueryConfig
 from appliance.query.epoch_watch import EpochWatch, latest_commit
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def commit(checkpoint: Path, epoch: int) -> None:
@@ -42,7 +36,7 @@ def test_timeout_is_a_floor_or_many_intervals_unless_configured():
 
 
 def test_new_commits_keep_it_quiet_and_silence_past_the_timeout_is_reported(tmp_path):
-    clock = Clock()
+    clock = FakeClock()
     commit(tmp_path, 3)
     watch = EpochWatch(tmp_path, timeout_s=60.0, clock=clock)
     for epoch in range(4, 10):  # an epoch every 50 s: each one resets the silence
@@ -61,7 +55,7 @@ def test_new_commits_keep_it_quiet_and_silence_past_the_timeout_is_reported(tmp_
 
 
 def test_a_query_that_never_committed_in_this_run_is_timed_from_the_start(tmp_path):
-    clock = Clock()
+    clock = FakeClock()
     watch = EpochWatch(tmp_path, timeout_s=60.0, clock=clock)
     clock.now += 61
     assert "last committed epoch None" in watch.stalled()

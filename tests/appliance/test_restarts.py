@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from fake_clock import FakeClock
 
 from appliance.process.restarts import IN_PLACE_CAUSES, WINDOW_S, RestartBudget, in_place_cause
 
@@ -33,14 +34,6 @@ def test_a_lost_executor_is_restarted_in_place_with_its_reason():
 ])
 def test_other_failures_need_a_fresh_process(failure):
     assert in_place_cause(failure) is None
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_budget_allows_limit_restarts_per_window_then_again_once_they_age_out():

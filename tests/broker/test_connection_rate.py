@@ -3,20 +3,14 @@ them is tests/broker/test_client_limits.py's)."""
 
 from __future__ import annotations
 
+from fake_clock import FakeClock
+
 from appliance.broker import connection_rate
 from appliance.broker.connection_rate import ConnectionRate
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_a_burst_of_one_seconds_worth_then_the_rate():
-    clock = Clock()
+    clock = FakeClock()
     rate = ConnectionRate(10, clock=clock)
     assert [rate.take("a") for _ in range(12)] == [True] * 10 + [False] * 2
     clock.now += 0.25  # 2.5 tokens back
@@ -25,7 +19,7 @@ def test_a_burst_of_one_seconds_worth_then_the_rate():
 
 
 def test_throttled_connections_take_no_token():
-    clock = Clock()
+    clock = FakeClock()
     rate = ConnectionRate(2, clock=clock)
     assert rate.take("a") and rate.take("a")
     for _ in range(1000):  # a client hammering while throttled ...
@@ -36,14 +30,14 @@ def test_throttled_connections_take_no_token():
 
 
 def test_addresses_have_buckets_of_their_own():
-    clock = Clock()
+    clock = FakeClock()
     rate = ConnectionRate(1, clock=clock)
     assert rate.take("a") and not rate.take("a")
     assert rate.take("b")  # b is not a's neighbour
 
 
 def test_a_rate_below_one_still_admits_one_then_waits_for_a_whole_token():
-    clock = Clock()
+    clock = FakeClock()
     rate = ConnectionRate(0.5, clock=clock)
     assert rate.take("a") and not rate.take("a")
     clock.now += 1.9
@@ -53,14 +47,14 @@ def test_a_rate_below_one_still_admits_one_then_waits_for_a_whole_token():
 
 
 def test_zero_is_no_limit():
-    rate = ConnectionRate(0, clock=Clock())
+    rate = ConnectionRate(0, clock=FakeClock())
     assert all(rate.take("a") for _ in range(10_000))
     assert rate.throttled == 0 and rate.tracked() == 0
 
 
 def test_refilled_buckets_are_forgotten(monkeypatch):
     monkeypatch.setattr(connection_rate, "PRUNE_EVERY", 10)
-    clock = Clock()
+    clock = FakeClock()
     rate = ConnectionRate(5, clock=clock)
     for i in range(9):
         rate.take(f"10.0.0.{i}")
