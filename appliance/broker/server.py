@@ -189,8 +189,8 @@ class BrokerServer:
             sock.close()
         self._held.clear()
         for conn in list(self.connections):
-            if conn.closed:
-                conn.abort()
+            if conn.closed:  # held off, or answered a failed login: nothing to log
+                conn.close_quietly()
             else:
                 conn.close("broker stopping")
         if self._server is not None:
@@ -249,7 +249,7 @@ class Connection(asyncio.Protocol):
             self.closed = True
             self._stop_reading()
             self._close_timer = asyncio.get_running_loop().call_later(
-                THROTTLED_CLOSE_S, self.abort)
+                THROTTLED_CLOSE_S, self.close_quietly)
             self.server.connections.add(self)
             return
         sock = transport.get_extra_info("socket")
@@ -275,12 +275,6 @@ class Connection(asyncio.Protocol):
             cast(asyncio.Transport, self.transport).pause_reading()
         except (AttributeError, RuntimeError):  # closing already, or no transport
             pass
-
-    def abort(self) -> None:
-        """Close now, without a log line or a flush (a held-off or closing connection)."""
-        if self.transport is not None:
-            self.transport.abort()
-        self._release()
 
     def close_quietly(self) -> None:
         """Close without a log line (the caller logged why)."""
