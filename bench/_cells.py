@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from appliance.tuning import JIT_BELOW_TASKS
-from bench._sched import GC_CONCURRENT_THREADS, JIT_THREADS, Affinity, ThreadPolicy
+from bench._sched import GC_CONCURRENT_THREADS, JIT_THREADS, Affinity, Priority, ThreadPolicy
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,8 @@ class Cell:
     # by name, and CPUs split between the appliance and the broker + load driver.
     threads: ThreadPolicy | None = None
     affinity: Affinity | None = None
+    # Nice values for the appliance's and the broker's processes (a unit's ``Nice=``).
+    priority: Priority | None = None
 
 
 RATE = 10_000
@@ -105,6 +107,15 @@ CELLS: tuple[Cell, ...] = (
     Cell("continuous-affinity", "continuous", RATE, "CPU affinity",
          "the appliance's processes on one core, the broker and the load driver on the "
          "other (lever ON)", affinity=Affinity(appliance_cpus=1)),
+    Cell("continuous-appliance-nice", "continuous", RATE, "process priority",
+         "the appliance's processes at nice 10, below the broker and the load driver "
+         "(lever ON)", priority=Priority(appliance_nice=10)),
+    Cell("realtime-appliance-nice", "realtime", RATE, "process priority",
+         "the appliance's processes at nice 10, below the broker and the load driver "
+         "(lever ON)", priority=Priority(appliance_nice=10)),
+    Cell("continuous-broker-nice", "continuous", RATE, "process priority",
+         "the broker's threads at nice -10, above the appliance and the load driver "
+         "(lever ON; needs root)", priority=Priority(broker_nice=-10)),
     Cell("realtime-sync-progress", "realtime", RATE, "async progress",
          "offset/commit logs written synchronously", query={"async_progress": False}),
     Cell("realtime-5s", "realtime", RATE, "5-minute batches",
@@ -119,6 +130,10 @@ CELLS: tuple[Cell, ...] = (
          "spark.sql.constraintPropagation.enabled back to true: the optimizer infers every "
          "operator's constraints again on each micro-batch",
          spark={"spark.sql.constraintPropagation.enabled": "true"}),
+    Cell("microbatch-stream-warmup", "microbatch", RATE, "streaming warm-up",
+         "[query] warmup_batches = 12: the warm-up ends with 12 streaming micro-batches, "
+         "so the first real ones do not plan in a cold planner (lever ON)",
+         query={"warmup_batches": 12}),
     Cell("microbatch-tmpfs", "microbatch", RATE, "checkpoint on tmpfs",
          "checkpoint under /dev/shm (lever ON)", tmpfs_checkpoint=True),
 )

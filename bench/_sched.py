@@ -14,6 +14,8 @@ waits for whom, without changing the product:
   which HotSpot has no flag of their own.
 - ``Affinity``: the appliance's processes on some CPUs and the broker and load driver on
   the others (an ablation: on two cores it halves what each side has).
+- ``Priority``: nice values for whole processes, the appliance's (its JVM inherits it) and
+  the broker's, which is what a systemd unit's ``Nice=`` gives a service on a real host.
 """
 
 from __future__ import annotations
@@ -66,6 +68,20 @@ class Affinity:
         return set(cpus[:self.appliance_cpus]), set(cpus[self.appliance_cpus:])
 
 
+@dataclass(frozen=True)
+class Priority:
+    """The appliance's process tree at nice ``appliance_nice`` (set in the child before it
+    runs, so the JVM it starts inherits it) and every thread of the running broker at
+    ``broker_nice``; the load driver stays at 0. A negative value needs root."""
+
+    appliance_nice: int = 0
+    broker_nice: int = 0
+
+    def preexec(self) -> None:
+        """For ``subprocess.Popen(preexec_fn=...)``: the appliance process's own nice."""
+        os.setpriority(os.PRIO_PROCESS, 0, self.appliance_nice)
+
+
 def tasks(pid: int) -> list[int]:
     try:
         return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
@@ -107,6 +123,17 @@ def pin(pids: Iterable[int], cpus: set[int]) -> None:
         for tid in tasks(pid):
             try:
                 os.sched_setaffinity(tid, cpus)
+            except OSError:
+                pass  # the thread ended meanwhile
+
+
+def renice(pids: Iterable[int], nice: int) -> None:
+    """Every thread of ``pids`` at ``nice`` (a Linux thread's nice value is its own; new
+    threads inherit their creator's)."""
+    for pid in pids:
+        for tid in tasks(pid):
+            try:
+                os.setpriority(os.PRIO_PROCESS, tid, nice)
             except OSError:
                 pass  # the thread ended meanwhile
 

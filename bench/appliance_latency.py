@@ -219,13 +219,16 @@ def _run_appliance(cell: Cell, broker, topics: dict[str, str], workdir: Path,
     with log.open("wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "appliance", "run", "--config",
                                  str(config)], stdout=out, stderr=subprocess.STDOUT, env=env,
-                                cwd=ROOT, start_new_session=True)
+                                cwd=ROOT, start_new_session=True,
+                                preexec_fn=cell.priority.preexec if cell.priority else None)
     keeper = sched.ThreadPolicyKeeper(proc.pid, cell.threads) if cell.threads else None
     others = [broker.proc.pid, driver.proc.pid]
     if cell.affinity is not None:  # before the JVM starts: it inherits the CPUs
         mine, theirs = cell.affinity.split()
         sched.pin([proc.pid], mine)
         sched.pin([p for pid in others for p in sched.tree(pid)], theirs)
+    if cell.priority is not None and cell.priority.broker_nice:
+        sched.renice(sched.tree(broker.proc.pid), cell.priority.broker_nice)
     try:
         ready = wait_for_event(log, "appliance.ready", proc, ready_timeout, poll=0.05)
         ready_s = time.monotonic() - spawned
@@ -236,6 +239,8 @@ def _run_appliance(cell: Cell, broker, topics: dict[str, str], workdir: Path,
     finally:
         if cell.affinity is not None:  # the broker serves the next cells on every CPU
             sched.pin([p for pid in others for p in sched.tree(pid)], os.sched_getaffinity(0))
+        if cell.priority is not None and cell.priority.broker_nice:
+            sched.renice(sched.tree(broker.proc.pid), 0)
         applied = keeper.stop() if keeper is not None else None
         rc = _stop(proc)
         shutil.rmtree(checkpoint, ignore_errors=True)
