@@ -116,6 +116,11 @@ class TriggerMode:
     # An idle query still reports (no-data) progress, every
     # ``spark.sql.streaming.noDataProgressEventInterval``: micro-batch only.
     reports_idle_progress: bool
+    # Every trigger plans its batch again (analysis, optimizer rules, physical planning,
+    # the stage's Java source): micro-batch only. The warm-up then runs streaming
+    # micro-batches too, so that planning is compiled before ``ready``
+    # (appliance.query.warmup.StreamWarmup).
+    plans_every_batch: bool
     ready: ReadySignal
     boundary: BoundaryStop
 
@@ -145,6 +150,10 @@ class TriggerMode:
         if self.reports_idle_progress:
             every = max(every, idle_progress_ms)
         return every / 1000.0
+
+    def eager_trigger_kwargs(self) -> dict[str, str]:
+        """``trigger_kwargs`` with no waiting between triggers (the warm-up's)."""
+        return {self.spark_keyword: "0 seconds"}
 
     def boundary_wait_s(self, interval: str) -> float:
         """How long a rules swap waits for the old query's boundary (``boundary``) before it
@@ -182,6 +191,7 @@ CONTINUOUS = TriggerMode(
     commits_every_interval=True,
     reports_progress=False,
     reports_idle_progress=False,
+    plans_every_batch=False,
     ready=ReadySignal.EPOCH_COMMITTED,
     boundary=BoundaryStop.NEXT_COMMIT,
 )
@@ -203,6 +213,7 @@ REALTIME = TriggerMode(
     commits_every_interval=False,
     reports_progress=True,
     reports_idle_progress=False,
+    plans_every_batch=False,
     ready=ReadySignal.TASKS_LAUNCHED,
     boundary=BoundaryStop.END_BATCH,
 )
@@ -222,6 +233,7 @@ MICROBATCH = TriggerMode(
     commits_every_interval=False,
     reports_progress=True,
     reports_idle_progress=True,
+    plans_every_batch=True,
     ready=ReadySignal.TRIGGER_COMPLETED,
     boundary=BoundaryStop.NEXT_COMMIT,
 )

@@ -27,7 +27,7 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -284,12 +284,21 @@ class Appliance:
 
     def warm_up(self) -> None:
         """Run the query's plan on synthetic records (appliance.query.warmup) before ``ready``."""
-        from appliance.query.warmup import warm_up
+        from appliance.query.warmup import START, StreamWarmup, warm_up
 
         source, sink = self.connector_options()
+        plan = START
+        cfg = self.config.query
+        if self.mode.plans_every_batch and cfg.warmup_batches > 0:
+            tuning = tuning_for(self.mode, cfg.async_progress)
+            # The streaming batches run the exact plan's records too: no rounds beyond the
+            # minimum before them, so they cost the start-up less.
+            plan = replace(START, budget_s=0.0, stream=StreamWarmup(
+                self.mode.eager_trigger_kwargs(), self.mode.output_mode, tuning.query_options,
+                batches=cfg.warmup_batches))
         self.warmup = warm_up(self._session(), self._running_rules(), self.warmup_topic(),
                               self.client_config(), source, sink,
-                              latency_headers=self.config.metrics.alert_latency)
+                              latency_headers=self.config.metrics.alert_latency, plan=plan)
 
     def plan_query(self, rule_set: RuleSet) -> PlannedQuery:
         """The query for ``rule_set``, built and ready to start: the Python side of

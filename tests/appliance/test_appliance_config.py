@@ -160,6 +160,8 @@ def test_stall_timeout_is_continuous_only_and_unset_by_default(tmp_path, monkeyp
      "appliance.toml: query.executor_loss_restarts: must be 0..100, 0 = exit 1 on the first"),
     ('[query]\nexecutor_loss_restarts = "many"\n',
      "appliance.toml: query.executor_loss_restarts: "),
+    ('[query]\nwarmup_batches = 101\n',
+     "appliance.toml: query.warmup_batches: must be 0..100, 0 = no streaming warm-up"),
 ])
 def test_bad_field_is_one_line_naming_file_and_field(tmp_path, monkeypatch, text, expected):
     monkeypatch.chdir(tmp_path)

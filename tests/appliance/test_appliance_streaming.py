@@ -34,7 +34,9 @@ def topic_config(new_topic, broker, tmp_path, trigger: str, rules_yaml: str) -> 
         "topics": {"events": new_topic(2), "alerts": new_topic(1), "dead_letters": new_topic(1),
                    "warmup": new_topic(2)},  # exists: the warm-up goes through Kafka
         "query": {"trigger": trigger, "interval": INTERVALS[trigger],
-                  "checkpoint_dir": str(tmp_path / "checkpoint")},
+                  "checkpoint_dir": str(tmp_path / "checkpoint"),
+                  # the streaming warm-up too (micro-batch only; off by default)
+                  "warmup_batches": 3},
         "rules": {"path": str(rules)},
         "metrics": {"port": 0},
     })
@@ -71,6 +73,11 @@ def test_known_mix_in_each_trigger_mode(trigger, broker, new_topic, appliance_sp
         assert appliance.warmup.mode == "kafka" and appliance.warmup.records > 0
         assert appliance.warmup.exact_records >= MIN_EXACT_RECORDS
         assert appliance.warmup.records > appliance.warmup.exact_records   # + the rule round
+        # micro-batch plans every batch again: its warm-up ran streaming micro-batches of
+        # the query too, and stopped them (only the appliance's query is active)
+        wanted = config.query.warmup_batches if config.query.mode.plans_every_batch else 0
+        assert appliance.warmup.stream_batches == wanted
+        assert [q.name for q in appliance.spark.streams.active] == ["appliance"]
         # ... and it ran the query's own generated classes: the query compiled none
         assert appliance.query_new_classes() == 0
         warm = consume(broker.bootstrap, config.topics.warmup, warmup_alert_seen, 30)

@@ -56,6 +56,10 @@ def test_the_modes_differ_where_spark_differs():
         ReadySignal.EPOCH_COMMITTED, ReadySignal.TASKS_LAUNCHED, ReadySignal.TRIGGER_COMPLETED]
     assert REALTIME.boundary is BoundaryStop.END_BATCH
     assert CONTINUOUS.boundary is MICROBATCH.boundary is BoundaryStop.NEXT_COMMIT
+    # only a micro-batch query plans each trigger again (its warm-up may stream batches),
+    # and the warm-up's batches follow one another without the interval's waiting
+    assert [m.plans_every_batch for m in MODES.values()] == [False, False, True]
+    assert MICROBATCH.eager_trigger_kwargs() == {"processingTime": "0 seconds"}
 
 
 def test_the_tuning_follows_the_mode():
