@@ -129,12 +129,13 @@ def pin(pids: Iterable[int], cpus: set[int]) -> None:
 
 def renice(pids: Iterable[int], nice: int) -> None:
     """Every thread of ``pids`` at ``nice`` (a Linux thread's nice value is its own; new
-    threads inherit their creator's)."""
+    threads inherit their creator's). PermissionError (a negative value without root)
+    propagates: a cell whose lever was not applied would pass for the defaults."""
     for pid in pids:
         for tid in tasks(pid):
             try:
                 os.setpriority(os.PRIO_PROCESS, tid, nice)
-            except OSError:
+            except ProcessLookupError:
                 pass  # the thread ended meanwhile
 
 
