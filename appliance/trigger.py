@@ -117,9 +117,9 @@ class TriggerMode:
     # ``spark.sql.streaming.noDataProgressEventInterval``: micro-batch only.
     reports_idle_progress: bool
     # Every trigger plans its batch again (analysis, optimizer rules, physical planning,
-    # the stage's Java source): micro-batch only. The warm-up then runs streaming
-    # micro-batches too, so that planning is compiled before ``ready``
-    # (appliance.query.warmup.StreamWarmup).
+    # the stage's Java source): micro-batch only. Its warm-up can end with streaming
+    # micro-batches, so that planning is compiled before ``ready`` ([query]
+    # warmup_batches, appliance.query.warmup.StreamWarmup).
     plans_every_batch: bool
     ready: ReadySignal
     boundary: BoundaryStop

@@ -215,7 +215,10 @@ def warm_up(spark: SparkSession, rules: RuleSet, topic: str | None, client: dict
         rounds += 1
         round_seconds.append(round(time.monotonic() - round_started, 2))
     stream_batches = 0
-    if plan.stream is not None and topic is not None:
+    if plan.stream is not None and topic is None:
+        log.warning("warmup.stream_skipped", wanted=plan.stream.batches,
+                    reason="no warm-up topic: streaming batches need Kafka")
+    elif plan.stream is not None and topic is not None:
         stream_batches = _stream(spark, exact_rules, topic, start_json, out_topics,
                                  source_options, sink_options, latency_headers, plan.stream)
     result = WarmupResult(mode=mode, rounds=rounds, exact_rounds=exact_rounds,
