@@ -230,7 +230,6 @@ def warm_up(spark: SparkSession, rules: RuleSet, topic: str | None, client: dict
     return result
 
 
-
 def _stream(spark: SparkSession, rules: RuleSet, topic: str, start_json: str,
             out_topics: TopicsConfig, source_options: dict[str, str],
             sink_options: dict[str, str], latency_headers: bool, stream: StreamWarmup) -> int:
