@@ -5,7 +5,9 @@ view (``appliance.logs``). The driver JVM inherits the process's stderr, which t
 log file, so Spark's log4j lines and the JVM's own notices ("Using incubator modules")
 land there whole. What still belongs on the terminal (Spark's errors and the few warnings
 that call for action) reaches it through ``log4j2-terminal.properties``, shipped next to
-this module, which writes those lines to the terminal's device as well.
+this module, which writes those lines to the terminal's device as well. Once the driver
+runs, ``quiet_continuous_stop`` adds a filter (in the connector jar, which that file cannot
+name) that keeps the errors of a continuous query's clean stop off the terminal.
 
 Without a log file (JSON on stderr, for a supervisor or a test), Spark keeps its own
 configuration and everything goes to stderr as before.
@@ -15,12 +17,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from py4j.java_gateway import JVMView
+
 from appliance.logs import LogOutput
 
 TERMINAL_CONFIG = Path(__file__).with_name("log4j2-terminal.properties")
 DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 # The system property the terminal configuration reads the terminal's device from.
 TERMINAL_PROPERTY = "appliance.terminal"
+# The appender of log4j2-terminal.properties that writes to the terminal.
+TERMINAL_APPENDER = "terminal"
 
 
 def _option(name: str, value: str) -> str:
@@ -47,3 +53,14 @@ def with_log_options(conf: dict[str, str], output: LogOutput | None) -> dict[str
     if not options or "log4j2.configurationFile" in current:
         return conf
     return {**conf, DRIVER_JAVA_OPTIONS: " ".join([current, *options]).strip()}
+
+
+def quiet_continuous_stop(jvm: JVMView, output: LogOutput | None) -> bool:
+    """Keep the errors Spark logs when a continuous query stops cleanly (its tasks finding
+    the epoch coordinator gone: ``io.appliance.log.ContinuousStopNoise`` says why) off the
+    terminal; the log file keeps them. True if the driver writes to a terminal through the
+    shipped configuration and now filters them; False where it does not (no terminal, or
+    the operator's own log4j2 configuration)."""
+    if output is None or output.file is None or not output.terminal:
+        return False
+    return bool(jvm.io.appliance.log.ContinuousStopNoise.install(TERMINAL_APPENDER))

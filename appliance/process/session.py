@@ -19,7 +19,7 @@ from appliance import logs
 from appliance.config import Config
 from appliance.connector import driver_jvm, spark_jars_conf
 from appliance.process.class_archive import with_archive
-from appliance.process.jvm_log import with_log_options
+from appliance.process.jvm_log import quiet_continuous_stop, with_log_options
 from appliance.tuning import LOCAL_CHECKPOINT_CONF, tuning_for
 
 
@@ -55,7 +55,8 @@ def build_session(config: Config, app_name: str = "appliance",
                   class_archive: Path | None = None) -> SparkSession:
     builder = SparkSession.builder.master(config.spark.master).appName(app_name)
     # The JVM's log lines follow this process's log output (appliance.process.jvm_log).
-    conf = with_log_options(spark_conf(config, class_archive), logs.output())
+    output = logs.output()
+    conf = with_log_options(spark_conf(config, class_archive), output)
     for key, value in conf.items():
         builder = builder.config(key, value)
     sigint = signal.getsignal(signal.SIGINT)
@@ -66,6 +67,7 @@ def build_session(config: Config, app_name: str = "appliance",
         # on Ctrl-C stays in force.
         signal.signal(signal.SIGINT, sigint)
     spark.sparkContext.setLogLevel("WARN")
+    quiet_continuous_stop(driver_jvm(spark), output)
     return spark
 
 

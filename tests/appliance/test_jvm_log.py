@@ -4,7 +4,9 @@ warnings of a clean run and stop do not, and the JVM's stderr (the log file) kee
 
 A real JVM with Spark's own log4j2 jars (pyspark's) and the shipped properties file, the
 options built by ``log_options``; a small Java program (the JDK's source launcher) logs as
-Spark's classes do, so no Spark start is needed.
+Spark's classes do, so no Spark start is needed. The errors of a continuous query's clean
+stop stay off the terminal (``ContinuousStopNoise``, in the connector jar): checked the same
+way, and once through a real driver on a pseudo-terminal, as ``build_session`` starts it.
 """
 
 from __future__ import annotations
@@ -17,9 +19,19 @@ from pathlib import Path
 
 import pyspark
 import pytest
+from terminal import Terminal
 
+from appliance.connector import CONNECTOR_JAR
 from appliance.logs import LogFormat, LogOutput
-from appliance.process.jvm_log import DRIVER_JAVA_OPTIONS, log_options, with_log_options
+from appliance.process.jvm_log import (
+    DRIVER_JAVA_OPTIONS,
+    TERMINAL_APPENDER,
+    log_options,
+    quiet_continuous_stop,
+    with_log_options,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
 
 EMIT = """
 import org.apache.logging.log4j.LogManager;
@@ -37,6 +49,58 @@ public class Emit {
             "Exception in task 0.0", new RuntimeException("boom"));
     }
 }
+"""
+
+
+# What a continuous query's stop logs on its task thread when the task reports an epoch
+# boundary after the epoch coordinator was unregistered (io.appliance.log.ContinuousStopNoise),
+# then what a task that fails for another reason logs: the same four lines, another cause.
+STOP_RACE = """
+import org.apache.logging.log4j.LogManager;
+import org.apache.spark.SparkException;
+
+public class StopRace {
+    static void task(Throwable cause) {
+        LogManager.getLogger("org.apache.spark.util.Utils").error("Aborting task", cause);
+        var writer = LogManager.getLogger(
+            "org.apache.spark.sql.execution.streaming.continuous.ContinuousWriteRDD");
+        writer.error("Writer for partition 0 is aborting.");
+        writer.error("Writer for partition 0 aborted.");
+        LogManager.getLogger("org.apache.spark.executor.Executor").error(
+            "Exception in task 0.0 in stage 4.0 (TID 8)", cause);
+    }
+
+    public static void main(String[] args) {
+        if (!io.appliance.log.ContinuousStopNoise.install(args[0])) {
+            throw new IllegalStateException("no appender " + args[0]);
+        }
+        task(new SparkException("Could not find EpochCoordinator-c393d4e8--9fe5299e."));
+        task(new SparkException("Epoch marker generation failed",
+                                new SparkException("Could not find EpochCoordinator-c3--9f.")));
+        task(new RuntimeException("boom"));
+        LogManager.getLogger("org.apache.spark.sql.execution.streaming.continuous."
+            + "ContinuousWriteRDD").error("Writer for partition 1 is aborting.");
+    }
+}
+"""
+
+# The same lines logged through a real driver built by build_session on a terminal.
+SESSION = """
+import sys
+from appliance import logs
+from appliance.config import load_config
+from appliance.connector import driver_jvm
+from appliance.process.session import build_session
+
+logs.configure(fmt="console", file=sys.argv[1])
+spark = build_session(load_config(environ={"APPLIANCE_SPARK_MASTER": "local[1]"}))
+jvm = driver_jvm(spark)
+gone = jvm.org.apache.spark.SparkException("Could not find EpochCoordinator-a--b.")
+for cause in (gone, jvm.java.lang.RuntimeException("boom")):
+    jvm.org.apache.logging.log4j.LogManager.getLogger("org.apache.spark.executor.Executor") \
+        .error("Exception in task 0.0 in stage 4.0 (TID 8)", cause)
+spark.stop()
+print("session done", file=sys.stderr)
 """
 
 
@@ -83,3 +147,59 @@ def test_options_only_with_a_log_file_and_never_over_the_operators_own():
     assert with_log_options(own, output) == own
     spaced = LogOutput(LogFormat.CONSOLE, Path("/tmp/a.log"), "/tmp/my terminal")
     assert log_options(spaced)[-1] == '"-Dappliance.terminal=/tmp/my terminal"'
+
+
+@pytest.mark.java
+def test_a_continuous_stops_coordinator_race_stays_off_the_terminal_other_failures_do_not(
+        tmp_path):
+    source = tmp_path / "StopRace.java"
+    source.write_text(STOP_RACE)
+    terminal, log_file = tmp_path / "terminal", tmp_path / "appliance.log"
+    terminal.touch()
+    options = log_options(LogOutput(LogFormat.CONSOLE, log_file, str(terminal)))
+    jars = Path(pyspark.__file__).parent / "jars"
+    with log_file.open("wb") as stderr:
+        run = subprocess.run([_java(), *(shlex.split(o)[0] for o in options),
+                              "-cp", f"{jars}/*:{CONNECTOR_JAR}", str(source),
+                              TERMINAL_APPENDER], stderr=stderr, stdout=subprocess.PIPE,
+                             timeout=120)
+    assert run.returncode == 0, log_file.read_text()
+    assert terminal.read_text().splitlines() == [
+        "spark ERROR Utils: Aborting task (boom)",
+        "spark ERROR ContinuousWriteRDD: Writer for partition 0 is aborting.",
+        "spark ERROR ContinuousWriteRDD: Writer for partition 0 aborted.",
+        "spark ERROR Executor: Exception in task 0.0 in stage 4.0 (TID 8) (boom)",
+        "spark ERROR ContinuousWriteRDD: Writer for partition 1 is aborting."]
+    kept = log_file.read_text()
+    assert kept.count("ERROR Utils: Aborting task") == 3
+    assert kept.count("ERROR ContinuousWriteRDD: Writer for partition 0 is aborting.") == 3
+    assert kept.count("Could not find EpochCoordinator") == 4  # two tasks, two lines each
+
+
+def test_the_filter_goes_in_only_where_the_driver_writes_to_a_terminal():
+    class NoJvm:  # never reached: nothing to filter without a terminal
+        def __getattr__(self, name):
+            raise AssertionError(f"the JVM was asked for {name}")
+    assert quiet_continuous_stop(NoJvm(), None) is False
+    assert quiet_continuous_stop(NoJvm(), LogOutput(LogFormat.JSON)) is False
+    assert quiet_continuous_stop(NoJvm(), LogOutput(LogFormat.CONSOLE, Path("/tmp/a.log"))) \
+        is False
+
+
+@pytest.mark.spark
+def test_a_driver_on_a_terminal_filters_the_coordinator_race_and_shows_other_errors(tmp_path):
+    log_file = tmp_path / "appliance.log"
+    term = Terminal(["python", "-c", SESSION, str(log_file)], ROOT,
+                    {"PATH": f"{ROOT / '.venv' / 'bin'}:/usr/bin:/bin",
+                     **{k: v for k, v in os.environ.items() if k == "JAVA_HOME"}},
+                    tmp_path / "terminal.txt")
+    try:
+        assert term.wait(timeout=300) == 0, term.text()[-3000:]
+    finally:
+        term.close()
+    shown = term.text()
+    assert "session done" in shown, shown[-3000:]
+    errors = [line for line in shown.splitlines() if line.startswith("spark ERROR")]
+    assert errors == ["spark ERROR Executor: Exception in task 0.0 in stage 4.0 (TID 8) "
+                      "(boom)"], shown[-3000:]
+    assert log_file.read_text().count("Could not find EpochCoordinator-a--b.") == 1
