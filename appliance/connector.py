@@ -19,6 +19,9 @@ if TYPE_CHECKING:  # pyspark is imported by the modules that start Spark, not by
     from py4j.java_gateway import JVMView
     from pyspark.sql import SparkSession
 
+#: The connector's short name (``DataStreamReader.format``, ``DataFrameWriter.format``...).
+CONNECTOR_FORMAT = "appliance-kafka"
+
 JARS_DIR = Path(__file__).resolve().parent / "jars"
 CONNECTOR_JAR = JARS_DIR / "appliance-kafka-connector.jar"
 KAFKA_CLIENTS_JAR = JARS_DIR / "kafka-clients-3.9.1.jar"

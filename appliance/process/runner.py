@@ -304,23 +304,21 @@ class Appliance:
         """The query for ``rule_set``, built and ready to start: the Python side of
         planning (every rule's expressions, the pipeline's projections) is done, so a rules
         swap does it while the old query still runs."""
-        from appliance.query.pipeline import transform
+        from appliance.query.stream_query import StreamSpec, stream_writer
 
         cfg = self.config
         tuning = tuning_for(self.mode, cfg.query.async_progress)
         source, sink = self.connector_options()
-        records = (self._session().readStream.format("appliance-kafka")
-                   .option("subscribe", cfg.topics.events)
-                   .option("startingOffsets", cfg.query.starting_offsets)
-                   .options(**source).load())
-        output = transform(records, rule_set, cfg.topics,
-                           latency_headers=cfg.metrics.alert_latency)
-        writer = (output.writeStream.format("appliance-kafka")
-                  .queryName("appliance")
-                  .option("checkpointLocation", cfg.query.checkpoint_dir)
-                  .options(**sink).options(**tuning.query_options)
-                  .outputMode(self.mode.output_mode)
-                  .trigger(**self.mode.trigger_kwargs(cfg.query.trigger_interval)))
+        # The operator's [source] options after the topic and offsets, as they always were.
+        spec = StreamSpec(
+            name="appliance",
+            reader_options={"subscribe": cfg.topics.events,
+                            "startingOffsets": cfg.query.starting_offsets, **source},
+            writer_options={**sink, **tuning.query_options},
+            checkpoint=cfg.query.checkpoint_dir, output_mode=self.mode.output_mode,
+            trigger=self.mode.trigger_kwargs(cfg.query.trigger_interval),
+            topics=cfg.topics, latency_headers=cfg.metrics.alert_latency)
+        writer = stream_writer(self._session(), rule_set, spec)
         return PlannedQuery(rule_set, writer)
 
     def start_query(self, planned: RuleSet | PlannedQuery | None = None) -> None:

@@ -30,8 +30,10 @@ from pyspark.sql import DataFrame, SparkSession
 
 from appliance import logs
 from appliance.config import TopicsConfig
+from appliance.connector import CONNECTOR_FORMAT
 from appliance.query.pipeline import transform
 from appliance.query.rules import Rule, RuleSet
+from appliance.query.stream_query import StreamSpec, stream_writer
 from appliance.topics import end_offsets, offsets_consumer
 
 log = logs.get_logger("appliance.warmup")
@@ -176,7 +178,7 @@ def warm_up(spark: SparkSession, rules: RuleSet, topic: str | None, client: dict
         try:
             before = end_offsets(consumer, [topic])[topic]
             raw = synthetic_records(spark, RECORDS_PER_ROUND).select("key", "value")
-            raw.write.format("appliance-kafka").mode("append").options(**sink_options) \
+            raw.write.format(CONNECTOR_FORMAT).mode("append").options(**sink_options) \
                 .option("topic", topic).save()
             after = end_offsets(consumer, [topic])[topic]
         finally:
@@ -187,7 +189,7 @@ def warm_up(spark: SparkSession, rules: RuleSet, topic: str | None, client: dict
         if topic is None:
             records = synthetic_records(spark, RECORDS_PER_ROUND)
         else:
-            records = (spark.read.format("appliance-kafka").options(**source_options)
+            records = (spark.read.format(CONNECTOR_FORMAT).options(**source_options)
                        .option("subscribe", topic).option("startingOffsets", start_json)
                        .option("endingOffsets", end_json).load())
         return transform(records, plan_rules, out_topics, latency_headers)
@@ -196,7 +198,7 @@ def warm_up(spark: SparkSession, rules: RuleSet, topic: str | None, client: dict
         if topic is None:
             output.write.format("noop").mode("overwrite").save()
         else:
-            output.write.format("appliance-kafka").mode("append").options(**sink_options).save()
+            output.write.format(CONNECTOR_FORMAT).mode("append").options(**sink_options).save()
 
     # The exact rounds (at least two: MIN_EXACT_RECORDS) share one DataFrame, analysed once:
     # a round is then the records' time, not the rules' parsing and analysis again (from
@@ -237,15 +239,16 @@ def _stream(spark: SparkSession, rules: RuleSet, topic: str, start_json: str,
     (from ``start_json`` on ``topic``, outputs back to it); returns the batches that had
     records. The checkpoint is a throw-away directory."""
     per_batch = max(RECORDS_PER_ROUND // stream.batches, 1)
-    records = (spark.readStream.format("appliance-kafka").options(**source_options)
-               .option("subscribe", topic).option("startingOffsets", start_json)
-               .option("maxOffsetsPerTrigger", str(per_batch)).load())
-    output = transform(records, rules, out_topics, latency_headers)
     with tempfile.TemporaryDirectory(prefix="appliance-warmup-checkpoint-") as checkpoint:
-        query = (output.writeStream.format("appliance-kafka").options(**sink_options)
-                 .option("checkpointLocation", checkpoint).options(**stream.query_options)
-                 .queryName("appliance-warmup").outputMode(stream.output_mode)
-                 .trigger(**stream.trigger).start())
+        # The warm-up's topic and range win over any [source] option of the operator's.
+        spec = StreamSpec(
+            name="appliance-warmup",
+            reader_options={**source_options, "subscribe": topic, "startingOffsets": start_json,
+                            "maxOffsetsPerTrigger": str(per_batch)},
+            writer_options={**sink_options, **stream.query_options}, checkpoint=checkpoint,
+            output_mode=stream.output_mode, trigger=stream.trigger, topics=out_topics,
+            latency_headers=latency_headers)
+        query = stream_writer(spark, rules, spec).start()
         deadline, done = time.monotonic() + stream.timeout_s, 0
         try:
             while done < stream.batches and time.monotonic() < deadline:
