@@ -17,8 +17,9 @@ Java driver sending open-loop from ``appliance.ready`` for ``--seconds``), and a
 
 The search is bounded: rates double from ``--start`` while they are sustained, up to
 ``--max``; then ``--steps`` bisections between the highest sustained and the lowest
-failed rate. The JVM passthrough (consume -> produce, no Spark) is searched the same way on
-the same broker: the floor of what this machine, broker and driver can carry.
+failed rate. The JVM passthrough (consume -> produce, no Spark) is searched the same way,
+each probe on a fresh embedded broker as every other probe is: the floor of what this
+machine, broker and driver can carry.
 
     .venv/bin/python -m bench.appliance_throughput                 # the real thing (long)
     .venv/bin/python -m bench.appliance_throughput --smoke         # proves it runs, ~5 min
@@ -197,10 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     load0 = os.getloadavg()[0]
     results = []
-    with EmbeddedBroker() as broker, \
-            tempfile.TemporaryDirectory(prefix="bench-throughput-") as tmp:
-        broker.create_topics({"appliance.warmup": 2})
-
+    with tempfile.TemporaryDirectory(prefix="bench-throughput-") as tmp:
         for trigger in args.triggers:
             cell = BY_NAME[trigger]
 
@@ -209,15 +207,24 @@ def main(argv: list[str] | None = None) -> int:
                       file=sys.stderr, flush=True)
                 workdir = Path(tempfile.mkdtemp(prefix=f"{cell.name}-{rate}-", dir=tmp))
                 at_rate = replace(cell, rate=rate)
-                try:
-                    if cell.trigger == "passthrough":
-                        result = run_passthrough_cell(at_rate, cp, broker, limits.seconds,
-                                                      workdir)
-                    else:
-                        result = run_appliance_cell(at_rate, cp, broker, limits.seconds,
-                                                    workdir, args.ready_timeout)
-                except Exception as exc:  # noqa: BLE001 - a failed probe is a failed rate
-                    result = {"error": str(exc)}
+                # A broker of its own per probe: the embedded broker keeps every record in
+                # memory, and one broker for a whole search (tens of millions of events at
+                # the top rates) grew past the machine's memory until the kernel killed it
+                # mid-probe, failing every later probe.
+                with EmbeddedBroker() as broker:
+                    broker.create_topics({"appliance.warmup": 2})
+                    try:
+                        if cell.trigger == "passthrough":
+                            result = run_passthrough_cell(at_rate, cp, broker, limits.seconds,
+                                                          workdir)
+                        else:
+                            result = run_appliance_cell(at_rate, cp, broker, limits.seconds,
+                                                        workdir, args.ready_timeout)
+                    except Exception as exc:  # noqa: BLE001 - a failed probe is a failed rate
+                        result = {"error": str(exc)}
+                    if broker.proc is not None and broker.proc.poll() is not None:
+                        result = {"error": f"the broker exited ({broker.proc.returncode}) "
+                                           f"during the probe: {result.get('error', '')}"}
                 verdict = judge(rate, result, limits)
                 print(f"bench:   {'sustained' if verdict.sustained else 'NOT sustained'}"
                       f"{': ' + verdict.why if verdict.why else ''}", file=sys.stderr,
@@ -226,8 +233,13 @@ def main(argv: list[str] | None = None) -> int:
 
             results.append(summary(trigger, search(probe, limits)))
 
+    given = [f"--{flag} {value:g}" if isinstance(value, float) else f"--{flag} {value}"
+             for flag, value in (("seconds", args.seconds), ("tail", args.tail),
+                                 ("bound-ms", args.bound_ms), ("start", args.start),
+                                 ("max", args.max), ("steps", args.steps))
+             if value is not None]
     command = "python -m bench.appliance_throughput " + " ".join(
-        ["--smoke"] * args.smoke + [f"--triggers {' '.join(args.triggers)}"])
+        ["--smoke"] * args.smoke + [f"--triggers {' '.join(args.triggers)}"] + given)
     doc = {"benchmark": "appliance_throughput", "command": command,
            "note": (f"a probe = a fresh `appliance run` (or the passthrough relay) at one "
                     f"rate for {limits.seconds:g} s from `appliance.ready`; sustained = "
