@@ -339,6 +339,17 @@ def proxy_up(mirror: aptsource.Mirror) -> None:
 
 # -- inventory --------------------------------------------------------------------------
 
+# Host variables of the test bed's inventory. CPUs (each unit's CPUAffinity=): the broker
+# on the second of its host's two CPUs, so the deploy test sees the pin in the process;
+# the worker's and the appliance's lists name both CPUs (a duplicate too), which keeps
+# the cores the tests' clusters rely on while the units carry the setting.
+HOST_VARS: dict[str, dict[str, str]] = {
+    "tb-master": {"appliance_cpus": "[0, 1]"},
+    "tb-worker1": {"kafka_broker_cpus": "[1]"},
+    "tb-worker2": {"spark_worker_cpus": "[1, 0, 1]"},
+}
+
+
 def write_inventory(key: Path) -> None:
     lines = ["# Written by `make testbed` (scripts/testbed); do not edit, do not commit.",
              "all:", "  vars:", "    ansible_user: root",
@@ -359,7 +370,8 @@ def write_inventory(key: Path) -> None:
              "  hosts:"]
     for host in HOSTS:
         lines += [f"    {host.name}:", f"      ansible_host: {host.address}",
-                  f"      cluster_address: {host.address}"]
+                  f"      cluster_address: {host.address}",
+                  *(f"      {k}: {v}" for k, v in HOST_VARS.get(host.name, {}).items())]
     lines.append("  children:")
     for group in GROUPS:
         lines += [f"    {group}:", "      hosts:"]

@@ -135,14 +135,55 @@ def test_check_diff_on_the_converged_site_changes_nothing(testbed, check_run):
         assert password not in run.output
 
 
+def _cpu_list(text: str) -> set[int]:
+    """A CPU list as the kernel and systemd print it ("0-1,3", "0 1") as a set."""
+    cpus: set[int] = set()
+    for part in text.replace(",", " ").split():
+        low, _, high = part.partition("-")
+        cpus.update(range(int(low), int(high or low) + 1))
+    return cpus
+
+
+def _cpus(testbed, host, pid: int) -> set[int]:
+    """The CPUs process ``pid`` on ``host`` may run on (its ``Cpus_allowed_list``)."""
+    status = _host_file(testbed, host, f"/proc/{pid}/status")
+    return _cpu_list(next(line.split(":", 1)[1] for line in status.splitlines()
+                          if line.startswith("Cpus_allowed_list:")))
+
+
 def test_master_lists_both_workers_alive_with_cores(testbed, deployed):
+    """Each worker offers one core per CPU its process may use (spark_worker_cpus, or
+    all the host's)."""
     master = testbed.one("spark_master")
     workers = testbed.group("spark_workers")
     alive = bed.alive_workers(master.address)
     assert set(alive) == {w.address for w in workers}, alive
     for worker in workers:
-        nproc = int(testbed.ssh(worker, "nproc").stdout)
-        assert alive[worker.address] == nproc, (worker.name, alive)
+        usable = _cpus(testbed, worker, bed.main_pid(testbed, worker, "spark-worker"))
+        assert alive[worker.address] == len(usable), (worker.name, usable, alive)
+
+
+def test_units_run_on_the_cpus_the_inventory_gives_them(testbed, deployed):
+    """kafka_broker_cpus, spark_worker_cpus and appliance_cpus (the test bed's host
+    variables) become each unit's CPUAffinity=, which the process and its children get;
+    a unit without them may use every CPU."""
+    pinned = {"appliance-broker": (testbed.hosts["tb-worker1"], {1}),
+              "spark-worker": (testbed.hosts["tb-worker2"], {0, 1}),
+              "appliance": (testbed.hosts["tb-master"], {0, 1})}
+    for unit, (host, cpus) in pinned.items():
+        shown = testbed.ssh(host, f"systemctl show -P CPUAffinity {unit}").stdout
+        assert _cpu_list(shown) == cpus, (unit, host.name, shown)
+        pid = bed.main_pid(testbed, host, unit)
+        assert _cpus(testbed, host, pid) == cpus, (unit, host.name)
+        children = testbed.ssh(host, f"pgrep -P {pid}", check=False).stdout.split()
+        for child in children:  # the executors, the driver JVM
+            assert _cpus(testbed, host, int(child)) == cpus, (unit, host.name, child)
+    unpinned = testbed.hosts["tb-worker1"]  # the broker's host: its worker is not pinned
+    assert testbed.ssh(unpinned, "systemctl show -P CPUAffinity spark-worker").stdout.strip() \
+        == ""
+    nproc = int(testbed.ssh(unpinned, "nproc --all").stdout)
+    assert _cpus(testbed, unpinned, bed.main_pid(testbed, unpinned, "spark-worker")) \
+        == set(range(nproc))
 
 
 def test_rendered_files_carry_the_tuning(testbed, deployed):

@@ -11,6 +11,7 @@ refuses must stop the run with the appliance's one line, naming the field.
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import subprocess
 import sys
@@ -108,3 +109,20 @@ def test_a_secured_site_without_passwords_stops_the_preflight(tmp_path):
     assert "kafka_passwords (group_vars/all/vault.yml) needs" in run.stdout, run.stdout[-4000:]
     assert "missing: appliance, loadgen" in run.stdout, run.stdout[-4000:]
     assert "x-password-x" not in run.stdout + run.stderr
+
+
+def test_cpus_a_host_does_not_have_stop_the_preflight(inventory):
+    """kafka_broker_cpus, spark_worker_cpus, appliance_cpus (each unit's CPUAffinity=): a
+    CPU index the host lacks, or one that is not a number, stops the run before any host
+    changes, naming the variable; CPUs the host has pass."""
+    absent = _preflight(inventory, "-e", json.dumps({"kafka_broker_cpus": [0, 4096]}))
+    assert absent.returncode != 0, absent.stdout[-4000:]
+    assert "kafka_broker: kafka_broker_cpus [0, 4096] names CPUs controller does not have" \
+        in absent.stdout, absent.stdout[-4000:]
+    assert "changed=0" in absent.stdout
+    word = _preflight(inventory, "-e", json.dumps({"appliance_cpus": ["first"]}))
+    assert word.returncode != 0, word.stdout[-4000:]
+    assert "appliance_cpus" in word.stdout, word.stdout[-4000:]
+    given = _preflight(inventory, "-e", json.dumps(
+        {"kafka_broker_cpus": [0], "spark_worker_cpus": [0, 0], "appliance_cpus": [0]}))
+    assert given.returncode == 0, given.stdout[-4000:] + given.stderr[-2000:]
