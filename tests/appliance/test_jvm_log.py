@@ -111,24 +111,31 @@ def _java() -> str:
     return java
 
 
-@pytest.mark.java
-def test_terminal_gets_errors_and_action_warnings_the_file_gets_everything(tmp_path):
-    source = tmp_path / "Emit.java"
-    source.write_text(EMIT)
+def _run_logging(tmp_path, name: str, program: str, *args: str,
+                 classpath: tuple[str, ...] = ()) -> tuple[str, str]:
+    """Run ``program`` (class ``name``) under the terminal configuration, with pyspark's
+    jars (and ``classpath``); what reached the terminal, and the log file (its stderr)."""
+    source = tmp_path / f"{name}.java"
+    source.write_text(program)
     terminal, log_file = tmp_path / "terminal", tmp_path / "appliance.log"
     terminal.touch()
     options = log_options(LogOutput(LogFormat.CONSOLE, log_file, str(terminal)))
     jars = Path(pyspark.__file__).parent / "jars"
     with log_file.open("wb") as stderr:
         run = subprocess.run([_java(), *(shlex.split(o)[0] for o in options),
-                              "-cp", f"{jars}/*", str(source)], stderr=stderr,
-                             stdout=subprocess.PIPE, timeout=120)
+                              "-cp", ":".join([f"{jars}/*", *classpath]), str(source), *args],
+                             stderr=stderr, stdout=subprocess.PIPE, timeout=120)
     assert run.returncode == 0, log_file.read_text()
-    assert terminal.read_text().splitlines() == [
+    return terminal.read_text(), log_file.read_text()
+
+
+@pytest.mark.java
+def test_terminal_gets_errors_and_action_warnings_the_file_gets_everything(tmp_path):
+    shown, kept = _run_logging(tmp_path, "Emit", EMIT)
+    assert shown.splitlines() == [
         "spark WARN TaskSchedulerImpl: Initial job has not accepted any resources; check "
         "your cluster UI",
         "spark ERROR Executor: Exception in task 0.0 (boom)"]
-    kept = log_file.read_text()
     for text in ("WARN TaskSetManager: Lost task 0.0", "WARN NetworkClient: Connection to node",
                  "WARN TaskSchedulerImpl: Initial job", "ERROR Executor: Exception in task",
                  "java.lang.RuntimeException: boom", "\tat Emit.main"):
@@ -152,25 +159,14 @@ def test_options_only_with_a_log_file_and_never_over_the_operators_own():
 @pytest.mark.java
 def test_a_continuous_stops_coordinator_race_stays_off_the_terminal_other_failures_do_not(
         tmp_path):
-    source = tmp_path / "StopRace.java"
-    source.write_text(STOP_RACE)
-    terminal, log_file = tmp_path / "terminal", tmp_path / "appliance.log"
-    terminal.touch()
-    options = log_options(LogOutput(LogFormat.CONSOLE, log_file, str(terminal)))
-    jars = Path(pyspark.__file__).parent / "jars"
-    with log_file.open("wb") as stderr:
-        run = subprocess.run([_java(), *(shlex.split(o)[0] for o in options),
-                              "-cp", f"{jars}/*:{CONNECTOR_JAR}", str(source),
-                              TERMINAL_APPENDER], stderr=stderr, stdout=subprocess.PIPE,
-                             timeout=120)
-    assert run.returncode == 0, log_file.read_text()
-    assert terminal.read_text().splitlines() == [
+    shown, kept = _run_logging(tmp_path, "StopRace", STOP_RACE, TERMINAL_APPENDER,
+                               classpath=(str(CONNECTOR_JAR),))
+    assert shown.splitlines() == [
         "spark ERROR Utils: Aborting task (boom)",
         "spark ERROR ContinuousWriteRDD: Writer for partition 0 is aborting.",
         "spark ERROR ContinuousWriteRDD: Writer for partition 0 aborted.",
         "spark ERROR Executor: Exception in task 0.0 in stage 4.0 (TID 8) (boom)",
         "spark ERROR ContinuousWriteRDD: Writer for partition 1 is aborting."]
-    kept = log_file.read_text()
     assert kept.count("ERROR Utils: Aborting task") == 3
     assert kept.count("ERROR ContinuousWriteRDD: Writer for partition 0 is aborting.") == 3
     assert kept.count("Could not find EpochCoordinator") == 4  # two tasks, two lines each
