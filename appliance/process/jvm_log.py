@@ -16,10 +16,12 @@ configuration and everything goes to stderr as before.
 from __future__ import annotations
 
 from pathlib import Path
-
-from py4j.java_gateway import JVMView
+from typing import TYPE_CHECKING
 
 from appliance.logs import LogOutput
+
+if TYPE_CHECKING:  # py4j comes with pyspark, which the modules that start Spark import
+    from py4j.java_gateway import JVMView
 
 TERMINAL_CONFIG = Path(__file__).with_name("log4j2-terminal.properties")
 DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
