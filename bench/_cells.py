@@ -107,6 +107,19 @@ CELLS: tuple[Cell, ...] = (
     Cell("continuous-affinity", "continuous", RATE, "CPU affinity",
          "the appliance's processes on one core, the broker and the load driver on the "
          "other (lever ON)", affinity=Affinity(appliance_cpus=1)),
+    Cell("continuous-affinity-ready", "continuous", RATE, "CPU affinity from ready",
+         "the CPU split of continuous-affinity from the ready line on: the start-up and "
+         "warm-up keep both cores (lever ON)",
+         affinity=Affinity(appliance_cpus=1, from_ready=True)),
+    Cell("continuous-affinity-ready-20s", "continuous", RATE,
+         "CPU affinity for 20 s from ready",
+         "the CPU split from the ready line for 20 s (the JIT's busiest), then both "
+         "cores for everyone again (lever ON)",
+         affinity=Affinity(appliance_cpus=1, from_ready=True, for_s=20.0)),
+    Cell("realtime-affinity-ready-20s", "realtime", RATE,
+         "CPU affinity for 20 s from ready",
+         "the CPU split from the ready line for 20 s, then both cores again (lever ON)",
+         affinity=Affinity(appliance_cpus=1, from_ready=True, for_s=20.0)),
     Cell("continuous-appliance-nice", "continuous", RATE, "process priority",
          "the appliance's processes at nice 10, below the broker and the load driver "
          "(lever ON)", priority=Priority(appliance_nice=10)),

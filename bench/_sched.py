@@ -13,7 +13,9 @@ waits for whom, without changing the product:
   which reach executors on a cluster too; this form also reaches the GC's threads, for
   which HotSpot has no flag of their own.
 - ``Affinity``: the appliance's processes on some CPUs and the broker and load driver on
-  the others (an ablation: on two cores it halves what each side has).
+  the others (an ablation: on two cores it halves what each side has), from the
+  appliance's start or only from its ``ready`` line (so the start-up and warm-up keep
+  every core), for the whole run or its first ``for_s`` seconds (the JIT's busiest).
 - ``Priority``: nice values for whole processes, the appliance's (its JVM inherits it) and
   the broker's, which is what a systemd unit's ``Nice=`` gives a service on a real host.
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -56,9 +59,13 @@ GC_CONCURRENT_THREADS = ("G1 Conc#", "G1 Main Marker", "G1 Refine#", "G1 Service
 
 @dataclass(frozen=True)
 class Affinity:
-    """The appliance on the first ``appliance_cpus`` CPUs, the broker and driver on the rest."""
+    """The appliance on the first ``appliance_cpus`` CPUs, the broker and driver on the rest:
+    from the appliance's start, or from its ``ready`` line when ``from_ready``; for the
+    whole run, or until ``for_s`` seconds after that when set (then every CPU again)."""
 
     appliance_cpus: int = 1
+    from_ready: bool = False
+    for_s: float | None = None
 
     def split(self) -> tuple[set[int], set[int]]:
         cpus = sorted(os.sched_getaffinity(0))
@@ -137,6 +144,44 @@ def renice(pids: Iterable[int], nice: int) -> None:
                 os.setpriority(os.PRIO_PROCESS, tid, nice)
             except ProcessLookupError:
                 pass  # the thread ended meanwhile
+
+
+class Pinning:
+    """``affinity`` applied to the appliance's process tree and the others' (the broker, the
+    load driver): ``apply()`` splits the CPUs (and, with ``for_s``, gives every CPU back
+    that long after), ``release()`` gives every CPU back to all of them."""
+
+    def __init__(self, affinity: Affinity, appliance: int, others: list[int]) -> None:
+        self.affinity, self.appliance, self.others = affinity, appliance, others
+        self.applied_s: float | None = None
+        self.released_s: float | None = None
+        self._timer: threading.Timer | None = None
+        self._lock = threading.Lock()
+        self._start = time.monotonic()
+
+    def _others(self) -> list[int]:
+        return [p for pid in self.others for p in tree(pid)]
+
+    def apply(self) -> None:
+        mine, theirs = self.affinity.split()
+        with self._lock:
+            pin(tree(self.appliance), mine)  # a JVM started later inherits it
+            pin(self._others(), theirs)
+            self.applied_s = round(time.monotonic() - self._start, 2)
+        if self.affinity.for_s is not None:
+            self._timer = threading.Timer(self.affinity.for_s, self.release)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def release(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        every = os.sched_getaffinity(0)
+        with self._lock:
+            if self.released_s is not None:
+                return
+            pin([*tree(self.appliance), *self._others()], every)
+            self.released_s = round(time.monotonic() - self._start, 2)
 
 
 class ThreadPolicyKeeper:

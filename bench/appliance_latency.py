@@ -223,22 +223,24 @@ def _run_appliance(cell: Cell, broker, topics: dict[str, str], workdir: Path,
                                 preexec_fn=cell.priority.preexec if cell.priority else None)
     keeper = sched.ThreadPolicyKeeper(proc.pid, cell.threads) if cell.threads else None
     others = [broker.proc.pid, driver.proc.pid]
-    if cell.affinity is not None:  # before the JVM starts: it inherits the CPUs
-        mine, theirs = cell.affinity.split()
-        sched.pin([proc.pid], mine)
-        sched.pin([p for pid in others for p in sched.tree(pid)], theirs)
+    pinning = (sched.Pinning(cell.affinity, proc.pid, others)
+               if cell.affinity is not None else None)
+    if pinning is not None and not cell.affinity.from_ready:
+        pinning.apply()  # before the JVM starts: it inherits the CPUs
     if cell.priority is not None and cell.priority.broker_nice:
         sched.renice(sched.tree(broker.proc.pid), cell.priority.broker_nice)
     try:
         ready = wait_for_event(log, "appliance.ready", proc, ready_timeout, poll=0.05)
         ready_s = time.monotonic() - spawned
+        if pinning is not None and cell.affinity.from_ready:
+            pinning.apply()
         swap = _Swap(cell.reload_at_s, rules, proc) if cell.reload_at_s is not None else None
         result = driver.measure()
         if swap is not None:
             result["reload"] = swap.finish(log)
     finally:
-        if cell.affinity is not None:  # the broker serves the next cells on every CPU
-            sched.pin([p for pid in others for p in sched.tree(pid)], os.sched_getaffinity(0))
+        if pinning is not None:  # the broker serves the next cells on every CPU
+            pinning.release()
         if cell.priority is not None and cell.priority.broker_nice:
             sched.renice(sched.tree(broker.proc.pid), 0)
         applied = keeper.stop() if keeper is not None else None
@@ -246,6 +248,8 @@ def _run_appliance(cell: Cell, broker, topics: dict[str, str], workdir: Path,
         shutil.rmtree(checkpoint, ignore_errors=True)
     if applied is not None:
         result["threads_rescheduled"] = applied
+    if pinning is not None:  # seconds from the appliance's start (`released` at the end too)
+        result["cpus_split_s"] = {"applied": pinning.applied_s, "released": pinning.released_s}
     progress = [e["durationMs"] for e in log_events(log)
                 if e.get("event") == "query.progress" and isinstance(e.get("durationMs"), dict)]
     first = result.get("first_alert_after_start_ms", -1)
