@@ -147,6 +147,10 @@ CELLS: tuple[Cell, ...] = (
          "[query] warmup_batches = 12: the warm-up ends with 12 streaming micro-batches, "
          "so the first real ones do not plan in a cold planner (lever ON)",
          query={"warmup_batches": 12}),
+    Cell("microbatch-c1-only", "microbatch", RATE, "JIT flags",
+         "C1 only (-XX:TieredStopAtLevel=1): a micro-batch's time is planning, a cold "
+         "planner's code compiled sooner and cheaper by C1 (lever ON)",
+         jvm_options=("-XX:TieredStopAtLevel=1",)),
     Cell("microbatch-tmpfs", "microbatch", RATE, "checkpoint on tmpfs",
          "checkpoint under /dev/shm (lever ON)", tmpfs_checkpoint=True),
 )
