@@ -22,6 +22,7 @@ from pydantic_core import PydanticCustomError
 
 from appliance.broker.toml_file import read_toml
 from appliance.client_security import ClientSecurity, SecuritySettingsError
+from appliance.cpu_list import parse_cpu_list
 from appliance.overrides import Override, Section, from_environ
 from appliance.trigger import TriggerMode, interval_ms, trigger_mode
 
@@ -340,6 +341,38 @@ class MetricsConfig(_Section):
         return _within(value, 0, 65535, "any free port")
 
 
+class CpusConfig(_Section):
+    # The CPUs the appliance's own processes (the runner and Spark's driver JVM, with a
+    # local master its tasks too) keep to for ``after_ready_for`` after ``ready``, leaving
+    # the others to a broker on the same host while the JVM compiles its hot code; then
+    # every CPU they had again (appliance.process.cpu_affinity). The kernel's notation, as
+    # ``taskset -c`` and systemd's ``CPUAffinity=`` take it ("0", "0-2,5"); "" = off.
+    after_ready: str = ""
+    after_ready_for: str = "20 seconds"
+
+    @field_validator("after_ready")
+    @classmethod
+    def _cpus(cls, value: str) -> str:
+        parse_cpu_list(value)  # ValueError naming the notation
+        return value
+
+    @field_validator("after_ready_for")
+    @classmethod
+    def _for(cls, value: str) -> str:
+        if not 1000 <= interval_ms(value) <= 600_000:
+            raise ValueError(f"must be 1 second .. 10 minutes (got {value!r})")
+        return value
+
+    @property
+    def kept(self) -> frozenset[int]:
+        """The CPUs to keep to after ``ready`` (empty: off)."""
+        return parse_cpu_list(self.after_ready)
+
+    @property
+    def kept_s(self) -> float:
+        return interval_ms(self.after_ready_for) / 1000.0
+
+
 class Config(_Section):
     kafka: KafkaConfig = KafkaConfig()
     topics: TopicsConfig = TopicsConfig()
@@ -349,6 +382,7 @@ class Config(_Section):
     source: ConnectorOptions = ConnectorOptions()
     sink: ConnectorOptions = ConnectorOptions()
     metrics: MetricsConfig = MetricsConfig()
+    cpus: CpusConfig = CpusConfig()
 
     @field_validator("spark")
     @classmethod

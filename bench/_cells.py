@@ -24,6 +24,7 @@ class Cell:
     query: dict[str, object] = field(default_factory=dict)   # [query] overrides
     spark: dict[str, str] = field(default_factory=dict)      # [spark] overrides
     metrics: dict[str, object] = field(default_factory=dict)  # [metrics] overrides
+    cpus: dict[str, object] = field(default_factory=dict)     # [cpus] overrides
     jvm_options: tuple[str, ...] = ()                        # added to the driver JVM
     tmpfs_checkpoint: bool = False   # checkpoint under /dev/shm instead of the disk
     # A live rules swap (``appliance rules reload``) this many seconds after ready.
@@ -116,6 +117,13 @@ CELLS: tuple[Cell, ...] = (
          "the CPU split from the ready line for 20 s (the JIT's busiest), then both "
          "cores for everyone again (lever ON)",
          affinity=Affinity(appliance_cpus=1, from_ready=True, for_s=20.0)),
+    Cell("continuous-cpus-after-ready", "continuous", RATE, "[cpus] after_ready",
+         "the product's own form of the split: [cpus] after_ready = the first CPU for the "
+         "default 20 s; the broker and the load driver left unpinned (lever ON)",
+         cpus={"after_ready": "0"}),
+    Cell("realtime-cpus-after-ready", "realtime", RATE, "[cpus] after_ready",
+         "[cpus] after_ready = the first CPU for the default 20 s (lever ON)",
+         cpus={"after_ready": "0"}),
     Cell("realtime-affinity-ready-20s", "realtime", RATE,
          "CPU affinity for 20 s from ready",
          "the CPU split from the ready line for 20 s, then both cores again (lever ON)",

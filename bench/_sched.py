@@ -28,6 +28,8 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from appliance.process.cpu_affinity import pin, tasks, tree
+
 PERIOD_S = 0.5
 
 
@@ -89,49 +91,12 @@ class Priority:
         os.setpriority(os.PRIO_PROCESS, 0, self.appliance_nice)
 
 
-def tasks(pid: int) -> list[int]:
-    try:
-        return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
-    except OSError:
-        return []
-
-
 def thread_name(pid: int, tid: int) -> str:
     try:
         with open(f"/proc/{pid}/task/{tid}/comm") as f:
             return f.read().rstrip("\n")
     except OSError:
         return ""
-
-
-def tree(pid: int) -> list[int]:
-    """``pid`` and every process below it."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo.extend(children.get(p, []))
-    return out
-
-
-def pin(pids: Iterable[int], cpus: set[int]) -> None:
-    """Every thread of ``pids`` on ``cpus`` (threads started later inherit it)."""
-    for pid in pids:
-        for tid in tasks(pid):
-            try:
-                os.sched_setaffinity(tid, cpus)
-            except OSError:
-                pass  # the thread ended meanwhile
 
 
 def renice(pids: Iterable[int], nice: int) -> None:

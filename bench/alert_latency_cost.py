@@ -38,6 +38,7 @@ from pathlib import Path
 from appliance.broker import EmbeddedBroker
 from appliance.observability.alert_latency import bucket_counts, observer_cpu_s, quantile_ms
 from appliance.process import process_group
+from appliance.process.cpu_affinity import tree
 from bench._machine import process_cpu_s, wait_for_quiet
 
 OUT = Path("reports/bench/alert_latency_cost.json")
@@ -47,28 +48,9 @@ INTERVAL = {"continuous": "1 second", "realtime": "5 seconds", "microbatch": "0 
 START_TIMEOUT_S = 600.0
 
 
-def descendants(pid: int) -> list[int]:
-    """``pid`` and every process below it (the appliance's Spark JVM among them)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [pid]
-    while todo:
-        current = todo.pop()
-        out.append(current)
-        todo.extend(children.get(current, []))
-    return out
-
-
 def tree_cpu_s(pid: int) -> float:
     total = 0.0
-    for p in descendants(pid):
+    for p in tree(pid):  # the appliance's Spark JVM among them
         try:
             total += process_cpu_s(p)
         except (OSError, ValueError, IndexError):

@@ -187,6 +187,7 @@ def write_config(cell: Cell, bootstrap: str, topics: dict[str, str], workdir: Pa
     return write_config_file(Config.model_validate({
         "kafka": {"bootstrap_servers": bootstrap}, "topics": topics, "query": query,
         "rules": {"path": str(rules)}, "spark": spark, "metrics": {"port": 0, **cell.metrics},
+        "cpus": cell.cpus,
     }), workdir / "appliance.toml")
 
 

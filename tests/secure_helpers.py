@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from appliance.broker.credentials import add_user
+from appliance.process.cpu_affinity import tree
 
 # The user the clients log in as. The password is random per session and distinctive, so
 # the secret-leak test can search for it anywhere.
@@ -121,23 +122,7 @@ def broker_args(protocol: str, tls: TlsFiles | None = None, users: Path | None =
 
 def process_tree(root_pid: int) -> set[int]:
     """``root_pid`` and all its descendants (from /proc/*/stat)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rpartition(")")[2].split()[1])
-        children.setdefault(ppid, []).append(int(entry))
-    out, todo = set(), [root_pid]
-    while todo:
-        pid = todo.pop()
-        if pid not in out:
-            out.add(pid)
-            todo.extend(children.get(pid, []))
-    return out
+    return set(tree(root_pid))
 
 
 def _listen_inodes() -> dict[int, str]:

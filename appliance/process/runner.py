@@ -36,6 +36,7 @@ from appliance import logs
 from appliance.config import Config, ConfigError
 from appliance.connector import driver_jvm
 from appliance.process.class_archive import resolve as resolve_class_archive
+from appliance.process.cpu_affinity import ReadyCpus, allowed_problem
 from appliance.process.embedded_kafka import EmbeddedPortInUse, start_embedded
 from appliance.process.reload_status import ReloadLog, ReloadOutcome, ReloadResult
 from appliance.process.restarts import RestartBudget, in_place_cause
@@ -183,6 +184,7 @@ class Appliance:
         self.reloads = ReloadLog()
         self._reload_requested = threading.Event()
         self._rules_metrics: RulesCollector | None = None  # once serving
+        self._cpus: ReadyCpus | None = None  # once ready, with [cpus] after_ready
 
     @property
     def rules(self) -> tuple[Rule, ...]:
@@ -394,6 +396,7 @@ class Appliance:
     def start(self) -> None:
         """Everything up to a running query; raises Config/Rules/Topic/PreflightError."""
         cfg = self.config
+        self.check_cpus()
         self.load_rules()
         started = time.monotonic()
         counts = self.start_kafka()
@@ -418,12 +421,33 @@ class Appliance:
         if not self.wait_until_processing(READY_TIMEOUT_S):
             raise RuntimeError("query did not start processing within "
                                f"{READY_TIMEOUT_S:.0f} s: {self.failure() or 'timeout'}")
+        self.keep_cpus()
         log.info("appliance.ready", bootstrap=self.bootstrap, trigger=self.mode.name,
                  rules=len(self.rules), rules_version=self._running_rules().version,
                  metrics_port=self.metrics_port,
                  topics=cfg.topics.model_dump(), startup_s=round(time.monotonic() - started, 2),
                  warmup_s=self.warmup.seconds if self.warmup else 0.0,
                  query_new_classes=self.query_new_classes())
+
+    def check_cpus(self) -> None:
+        """``[cpus] after_ready`` must leave this process some CPU it may use to others."""
+        kept = self.config.cpus.kept
+        if kept:
+            problem = allowed_problem(kept, frozenset(os.sched_getaffinity(0)))
+            if problem is not None:
+                raise PreflightError(f"cpus.after_ready: {problem}")
+
+    def keep_cpus(self) -> None:
+        """From ``ready`` on, for ``[cpus] after_ready_for``: the appliance's processes on
+        ``[cpus] after_ready`` (appliance.process.cpu_affinity); the embedded broker's stay."""
+        cpus = self.config.cpus
+        if cpus.kept and self._cpus is None:
+            self._cpus = ReadyCpus(cpus.kept, cpus.kept_s, excluded=self._broker_pids)
+            self._cpus.start()
+
+    def _broker_pids(self) -> list[int]:
+        proc = self.broker.proc if self.broker is not None else None
+        return [proc.pid] if proc is not None else []
 
     def _generated_classes(self) -> int:
         from appliance.process.session import generated_classes
@@ -746,6 +770,7 @@ class Appliance:
         self._poller = self._metrics_server = self._observer = None
         spark = self.spark if self._own_spark else None
         broker, self.broker = self.broker, None
+        cpus, self._cpus = self._cpus, None
 
         def close_metrics_server() -> None:
             if server is not None:
@@ -753,6 +778,7 @@ class Appliance:
                 server.server_close()
 
         steps = [
+            ("cpus", cpus.release if cpus is not None else None),
             ("query", query.stop if query is not None else None),
             ("metrics", poller.stop if poller is not None else None),
             ("alert_latency", observer.stop if observer is not None else None),

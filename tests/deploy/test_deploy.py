@@ -11,6 +11,7 @@ until Alertmanager's webhook says so, and last a rules file broken by hand on th
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -32,6 +33,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaConfigurationError, KafkaError
 
 from appliance.cli import main as appliance_main
+from appliance.cpu_list import parse_cpu_list
 from appliance.query.rules import rules_version
 from appliance.trigger import MODES
 from appliance.tuning import tuning_for
@@ -137,11 +139,33 @@ def test_check_diff_on_the_converged_site_changes_nothing(testbed, check_run):
 
 def _cpu_list(text: str) -> set[int]:
     """A CPU list as the kernel and systemd print it ("0-1,3", "0 1") as a set."""
-    cpus: set[int] = set()
-    for part in text.replace(",", " ").split():
-        low, _, high = part.partition("-")
-        cpus.update(range(int(low), int(high or low) + 1))
-    return cpus
+    return set(parse_cpu_list(text.strip()))
+
+
+def _appliance_events(testbed, host) -> list[dict]:
+    """The running invocation's JSON log lines."""
+    journal = testbed.ssh(host, "journalctl -o cat --no-pager "
+                          f"_SYSTEMD_INVOCATION_ID={_invocation(testbed, host)}",
+                          check=False).stdout
+    events = []
+    for line in journal.splitlines():
+        if line.startswith("{"):
+            with contextlib.suppress(ValueError):
+                events.append(json.loads(line))
+    return events
+
+
+def _wait_cpus_released(testbed, host, timeout: float = 120) -> list[dict]:
+    """Until the running appliance's after-ready CPU window is over; its log lines."""
+    events: list[dict] = []
+
+    def released() -> bool:
+        events[:] = _appliance_events(testbed, host)
+        return any(e.get("event") == "cpus.released" for e in events)
+
+    assert bed.wait_for(released, timeout, 2), \
+        f"no cpus.released in {timeout} s: {[e.get('event') for e in events][-20:]}"
+    return events
 
 
 def _cpus(testbed, host, pid: int) -> set[int]:
@@ -167,6 +191,7 @@ def test_units_run_on_the_cpus_the_inventory_gives_them(testbed, deployed):
     """kafka_broker_cpus, spark_worker_cpus and appliance_cpus (the test bed's host
     variables) become each unit's CPUAffinity=, which the process and its children get;
     a unit without them may use every CPU."""
+    _wait_cpus_released(testbed, testbed.hosts["tb-master"])  # see the next test
     pinned = {"appliance-broker": (testbed.hosts["tb-worker1"], {1}),
               "spark-worker": (testbed.hosts["tb-worker2"], {0, 1}),
               "appliance": (testbed.hosts["tb-master"], {0, 1})}
@@ -184,6 +209,25 @@ def test_units_run_on_the_cpus_the_inventory_gives_them(testbed, deployed):
     nproc = int(testbed.ssh(unpinned, "nproc --all").stdout)
     assert _cpus(testbed, unpinned, bed.main_pid(testbed, unpinned, "spark-worker")) \
         == set(range(nproc))
+
+
+def test_the_appliance_keeps_to_its_after_ready_cpus_then_gets_them_back(testbed, deployed):
+    """appliance_cpus_after_ready (the test bed's [0] for 5 s, `[cpus]` in appliance.toml):
+    from ready the appliance's processes keep to CPU 0, then get both of the unit's back."""
+    host = testbed.hosts["tb-master"]
+    events = _wait_cpus_released(testbed, host)
+    names = [e.get("event") for e in events]
+    kept = next(e for e in events if e.get("event") == "cpus.kept")
+    released = next(e for e in events if e.get("event") == "cpus.released")
+    assert names.index("cpus.kept") < names.index("appliance.ready") \
+        < names.index("cpus.released"), names
+    assert (kept["cpus"], kept["then"], kept["seconds"]) == ("0", "0-1", 5.0), kept
+    assert kept["threads"] > 20 and released["cpus"] == "0-1", (kept, released)
+    pid = bed.main_pid(testbed, host, "appliance")
+    jvm = testbed.ssh(host, f"pgrep -P {pid} java").stdout.split()
+    assert len(jvm) == 1 and _cpus(testbed, host, int(jvm[0])) == {0, 1}
+    toml = tomllib.loads(_host_file(testbed, host, "/etc/appliance/appliance.toml"))
+    assert toml["cpus"] == {"after_ready": "0", "after_ready_for": "5 seconds"}
 
 
 def test_rendered_files_carry_the_tuning(testbed, deployed):
