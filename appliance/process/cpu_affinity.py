@@ -11,8 +11,9 @@ from the start made the start-up ~7.5 s longer on two cores.
 What it moves: this process (the runner's threads) and every process below it, i.e.
 Spark's driver JVM, which with a local master runs the tasks too, but not the embedded
 broker's processes: they are the side given room. A cluster's executors run on the
-workers (``spark_worker_cpus`` pins them there). Threads started meanwhile inherit the
-CPUs of the thread that starts them, so each step walks the threads twice.
+workers (``spark_worker_cpus`` pins them there). A thread started meanwhile inherits the
+CPUs of the thread that starts it, so each step walks the threads again until a walk
+finds all of them where they belong.
 
 ``/proc`` is read directly: ``sched_setaffinity`` takes a thread id, and a JVM's threads
 are only listed there.
@@ -29,6 +30,8 @@ from appliance import logs
 from appliance.cpu_list import cpu_list
 
 log = logs.get_logger("appliance.cpus")
+
+PIN_WALKS = 5  # walks of the threads per step at most (see pin_all)
 
 def tasks(pid: int) -> list[int]:
     """The thread ids of ``pid`` (empty once it has ended)."""
@@ -59,18 +62,31 @@ def tree(pid: int) -> list[int]:
 
 
 def pin(pids: Iterable[int], cpus: Iterable[int]) -> int:
-    """Every thread of ``pids`` on ``cpus``; how many threads it set (threads started
-    later inherit it from their creator). OSError other than a thread that ended meanwhile
-    (a CPU outside the cgroup's cpuset, no permission) propagates."""
-    wanted, count = set(cpus), 0
+    """Every thread of ``pids`` on ``cpus``; how many it moved (threads started later
+    inherit their creator's). OSError other than a thread that ended meanwhile (a CPU
+    outside the cgroup's cpuset, no permission) propagates."""
+    wanted, moved = set(cpus), 0
     for pid in pids:
         for tid in tasks(pid):
             try:
-                os.sched_setaffinity(tid, wanted)
+                if os.sched_getaffinity(tid) != wanted:
+                    os.sched_setaffinity(tid, wanted)
+                    moved += 1
             except ProcessLookupError:
                 continue
-            count += 1
-    return count
+    return moved
+
+
+def pin_all(pids: Callable[[], Iterable[int]], cpus: Iterable[int]) -> int:
+    """``pin`` until a walk moves no thread (at most ``PIN_WALKS``): a thread started during
+    a walk by one not yet moved has the old CPUs. How many it moved in all."""
+    moved = 0
+    for _ in range(PIN_WALKS):
+        step = pin(pids(), cpus)
+        moved += step
+        if step == 0:
+            break
+    return moved
 
 
 def allowed_problem(cpus: frozenset[int], allowed: frozenset[int]) -> str | None:
@@ -107,10 +123,10 @@ class ReadyCpus:
         before = frozenset(os.sched_getaffinity(0))
         with self._lock:
             try:
-                threads = max(pin(self._mine(), self.cpus), pin(self._mine(), self.cpus))
+                threads = pin_all(self._mine, self.cpus)
             except OSError as exc:
                 with contextlib.suppress(OSError):
-                    pin(self._mine(), before)
+                    pin_all(self._mine, before)
                 log.warning("cpus.not_kept", cpus=cpu_list(self.cpus), error=str(exc))
                 return
             self._before = before
@@ -130,7 +146,7 @@ class ReadyCpus:
             if before is None:
                 return
             try:
-                threads = max(pin(self._mine(), before), pin(self._mine(), before))
+                threads = pin_all(self._mine, before)
             except OSError as exc:
                 log.warning("cpus.not_released", cpus=cpu_list(before), error=str(exc))
                 return
