@@ -9,6 +9,9 @@ PY     := $(VENV)/bin/python
 JARS   := appliance/jars
 KAFKA_CLIENTS_JAR := $(JARS)/kafka-clients-3.9.1.jar
 CONNECTOR_JAR     := $(JARS)/appliance-kafka-connector.jar
+# The deploy's Ansible collections (community.crypto), extracted from the pinned `ansible`
+# wheel (Galaxy is not reachable); git-ignored, on ansible/ansible.cfg's collections_path.
+COLLECTIONS       := ansible/collections/ansible_collections/community/crypto/MANIFEST.json
 CONNECTOR_SRC     := $(shell find connector/src/main -type f 2>/dev/null)
 SPARK_JARS         = $(shell $(PY) -c 'import pyspark, os; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
 
@@ -17,7 +20,7 @@ WHEEL              = dist/appliance-$(VERSION)-py3-none-any.whl
 
 .PHONY: setup system-deps class-archive connector dist test test-deploy faults demo bench lint clean faults-overload dashboards testbed testbed-down
 
-setup: $(VENV)/.installed $(KAFKA_CLIENTS_JAR) connector system-deps class-archive
+setup: $(VENV)/.installed $(KAFKA_CLIENTS_JAR) connector system-deps class-archive $(COLLECTIONS)
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +30,9 @@ $(VENV)/.installed: pyproject.toml
 
 $(KAFKA_CLIENTS_JAR): scripts/fetch_kafka_clients.py | $(VENV)/.installed
 	$(PY) scripts/fetch_kafka_clients.py $(JARS)
+
+$(COLLECTIONS): scripts/fetch_collections.py | $(VENV)/.installed
+	$(PY) scripts/fetch_collections.py ansible/collections
 
 # Plain javac/jar against the installed pyspark's jars and the pinned kafka-clients jar.
 connector: $(CONNECTOR_JAR)

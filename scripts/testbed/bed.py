@@ -95,16 +95,21 @@ class Host:
         return [root / CGROUP_NAME / self.short for root in CGROUP_ROOTS]
 
 
-# Three hosts share the roles (2 cores, shared with others): the Spark master and the
-# appliance (its driver) on one, the broker and Prometheus on a worker, and a second
-# worker that tests may reboot without touching the broker or the driver.
+# Three hosts share the site's roles (2 cores, shared with others): the Spark master and
+# the appliance (its driver) on one, the broker and Prometheus on a worker, and a second
+# worker that tests may reboot without touching the broker or the driver. A fourth host
+# is no part of the site: it stands for a Kafka cluster the site already has (its owner
+# sets it up, not site.yml; tests/deploy/test_external_kafka.py).
 HOSTS = (
     Host("tb-master", "master", f"{SUBNET_PREFIX}.11", ("spark_master", "appliance")),
     Host("tb-worker1", "worker1", f"{SUBNET_PREFIX}.12",
          ("spark_workers", "kafka", "monitoring")),
     Host("tb-worker2", "worker2", f"{SUBNET_PREFIX}.13", ("spark_workers",)),
+    Host("tb-kafka", "kafka", f"{SUBNET_PREFIX}.14", ("existing_kafka",)),
 )
 GROUPS = ("spark_master", "spark_workers", "kafka", "appliance", "monitoring")
+#: The existing cluster's own inventory (its owner's), written beside the site's.
+EXISTING_KAFKA_INVENTORY = INVENTORY.parent.parent / "testbed-existing-kafka" / "hosts.yml"
 
 
 def log(message: str) -> None:
@@ -209,6 +214,17 @@ def kafka_passwords() -> dict[str, str]:
         with os.fdopen(fd, "w") as fh:
             json.dump({user: secrets.token_urlsafe(24) for user in KAFKA_USERS}, fh)
     return json.loads(path.read_text())
+
+
+def web_password() -> str:
+    """The login of the test bed's Prometheus and Alertmanager (a vault's, elsewhere)."""
+    path = STATE / "web-password"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secrets.token_urlsafe(24))
+    return path.read_text().strip()
 
 
 # -- network ----------------------------------------------------------------------------
@@ -353,15 +369,30 @@ HOST_VARS: dict[str, dict[str, str]] = {
 }
 
 
+def _connection_vars(key: Path) -> list[str]:
+    return ["    ansible_user: root",
+            f"    ansible_ssh_private_key_file: {key}",
+            "    ansible_ssh_common_args: >-",
+            "      -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null",
+            "      -o ControlMaster=auto -o ControlPersist=120s",
+            "    ansible_python_interpreter: /usr/bin/python3"]
+
+
+def _write_private(path: Path, lines: list[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    tmp.replace(path)
+
+
 def write_inventory(key: Path) -> None:
+    site = [h for h in HOSTS if set(h.groups) & set(GROUPS)]
     lines = ["# Written by `make testbed` (scripts/testbed); do not edit, do not commit.",
-             "all:", "  vars:", "    ansible_user: root",
-             f"    ansible_ssh_private_key_file: {key}",
-             "    ansible_ssh_common_args: >-",
-             "      -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null",
-             "      -o ControlMaster=auto -o ControlPersist=120s",
-             "    ansible_python_interpreter: /usr/bin/python3",
+             "all:", "  vars:", *_connection_vars(key),
              f"    spark_auth_secret: {json.dumps(spark_secret())}",
+             f"    monitoring_web_password: {json.dumps(web_password())}",
              "    kafka_passwords:",
              *(f"      {user}: {json.dumps(pw)}" for user, pw in kafka_passwords().items()),
              "    kafka_broker_extra_acls:",
@@ -371,20 +402,21 @@ def write_inventory(key: Path) -> None:
              f"      - {BRIDGE_ADDRESS}:{LOADGEN_METRICS_PORT}",
              f"    monitoring_alert_webhook_url: http://{BRIDGE_ADDRESS}:{ALERT_WEBHOOK_PORT}/alerts",
              "  hosts:"]
-    for host in HOSTS:
+    for host in site:
         lines += [f"    {host.name}:", f"      ansible_host: {host.address}",
                   f"      cluster_address: {host.address}",
                   *(f"      {k}: {v}" for k, v in HOST_VARS.get(host.name, {}).items())]
     lines.append("  children:")
     for group in GROUPS:
         lines += [f"    {group}:", "      hosts:"]
-        lines += [f"        {h.name}:" for h in HOSTS if group in h.groups]
-    INVENTORY.parent.mkdir(parents=True, exist_ok=True)
-    tmp = INVENTORY.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write("\n".join(lines) + "\n")
-    tmp.replace(INVENTORY)
+        lines += [f"        {h.name}:" for h in site if group in h.groups]
+    _write_private(INVENTORY, lines)
+    # The existing cluster's host, for its owner's own play (no site group, no secret).
+    others = [h for h in HOSTS if h not in site]
+    _write_private(EXISTING_KAFKA_INVENTORY, [
+        "# Written by `make testbed` (scripts/testbed); do not edit, do not commit.",
+        "all:", "  vars:", *_connection_vars(key), "  hosts:",
+        *(line for h in others for line in (f"    {h.name}:", f"      ansible_host: {h.address}"))])
 
 
 # -- up / down --------------------------------------------------------------------------
@@ -489,5 +521,6 @@ def down() -> int:
     if exists("ip", "link", "show", BRIDGE):
         run("ip", "link", "del", BRIDGE)
     INVENTORY.unlink(missing_ok=True)
+    EXISTING_KAFKA_INVENTORY.unlink(missing_ok=True)
     log(f"down in {time.monotonic() - started:.1f} s")
     return 0

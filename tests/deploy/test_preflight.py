@@ -34,7 +34,8 @@ def _write_inventory(path: Path, extra_vars: dict) -> Path:
     host = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
             "cluster_address": "127.0.0.1"}
     path.write_text(yaml.safe_dump({"all": {
-        "vars": {"spark_auth_secret": "a-test-secret-of-32-characters..", **extra_vars},
+        "vars": {"spark_auth_secret": "a-test-secret-of-32-characters..",
+                 "monitoring_web_password": "a-web-password-for-tests", **extra_vars},
         "hosts": {"controller": host},
         "children": {group: {"hosts": {"controller": None}} for group in GROUPS}}}))
     return path
