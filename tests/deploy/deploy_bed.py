@@ -7,6 +7,9 @@ traffic only ever goes to the test bed's own addresses (10.213.0.0/24).
 
 from __future__ import annotations
 
+import base64
+import functools
+import importlib.util
 import json
 import os
 import re
@@ -15,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
@@ -52,17 +56,19 @@ class PlayResult:
 
 
 def run_playbook(*args: str, label: str, timeout: float = 1800,
-                 env: dict[str, str] | None = None) -> PlayResult:
-    """``ansible-playbook -i inventories/testbed site.yml ARGS``; output kept in a log;
-    ``env`` adds to the controller's environment (e.g. GRAFANA_TOKEN)."""
+                 env: dict[str, str] | None = None, inventory: Path = INVENTORY.parent,
+                 playbook: str = "site.yml") -> PlayResult:
+    """``ansible-playbook -i inventories/testbed site.yml ARGS`` (or another inventory or
+    playbook); output kept in a log; ``env`` adds to the controller's environment (e.g.
+    GRAFANA_TOKEN)."""
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     log = LOG_DIR / f"play-{label}.log"
     env = dict(os.environ, ANSIBLE_CONFIG=str(ANSIBLE_DIR / "ansible.cfg"),
                ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
                PATH=f"{VENV_BIN}:{os.environ.get('PATH', '')}", **(env or {}))
     started = time.monotonic()
-    proc = subprocess.run([str(VENV_BIN / "ansible-playbook"), "-i", str(INVENTORY.parent),
-                           "site.yml", *args], cwd=ANSIBLE_DIR, env=env, text=True,
+    proc = subprocess.run([str(VENV_BIN / "ansible-playbook"), "-i", str(inventory),
+                           playbook, *args], cwd=ANSIBLE_DIR, env=env, text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
     seconds = time.monotonic() - started
     log.write_text(proc.stdout)
@@ -110,9 +116,52 @@ def main_pid(inventory: Inventory, host: Host, unit: str) -> int:
     return int(inventory.ssh(host, f"systemctl show -P MainPID {unit}").stdout.strip() or 0)
 
 
+# -- logins the deployed site asks for -------------------------------------------------
+
+def _web_auth():
+    """The site role's filter plugin, as a module: the Spark UIs' token as the play makes it."""
+    path = ANSIBLE_DIR / "roles" / "site" / "filter_plugins" / "web_auth.py"
+    spec = importlib.util.spec_from_file_location("web_auth", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@functools.cache
+def spark_ui_headers() -> dict[str, str]:
+    """What every request to a deployed Spark UI needs (JWSFilter's bearer token)."""
+    token = _web_auth().spark_ui_token(Inventory().vars["spark_auth_secret"])
+    return {"Authorization": f"Bearer {token}"}
+
+
+#: The one login of the deployed Prometheus and Alertmanager (monitoring_web_user).
+WEB_USER = "admin"
+
+
+@functools.cache
+def web_headers() -> dict[str, str]:
+    """Basic auth for the deployed Prometheus and Alertmanager."""
+    login = f"{WEB_USER}:{Inventory().vars['monitoring_web_password']}".encode()
+    return {"Authorization": "Basic " + base64.b64encode(login).decode()}
+
+
+def http(url: str, headers: dict[str, str] | None = None, data: bytes | None = None,
+         timeout: float = 30) -> tuple[int, bytes]:
+    """(status, body) of one request; an HTTP error's status, not an exception."""
+    request = urllib.request.Request(url, data=data, headers={
+        **(headers or {}), **({"Content-Type": "application/json"} if data else {})})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
 def master_status(address: str, port: int = 8080) -> dict:
-    with urllib.request.urlopen(f"http://{address}:{port}/json/", timeout=10) as resp:
-        return json.load(resp)
+    status, body = http(f"http://{address}:{port}/json/", spark_ui_headers(), timeout=10)
+    if status != 200:
+        raise OSError(f"the master's /json/ answered {status}")
+    return json.loads(body)
 
 
 def alive_workers(address: str) -> dict[str, int]:
@@ -222,8 +271,7 @@ def prometheus_query_range(url: str, expr: str, start: float, end: float,
                            step: float) -> list[dict]:
     params = urllib.parse.urlencode({"query": expr, "start": f"{start:.3f}",
                                      "end": f"{end:.3f}", "step": f"{step:g}"})
-    with urllib.request.urlopen(f"{url}/api/v1/query_range?{params}", timeout=30) as resp:
-        doc = json.load(resp)
+    doc = json.loads(http(f"{url}/api/v1/query_range?{params}", web_headers())[1])
     if doc.get("status") != "success":
         raise RuntimeError(f"{expr!r}: {doc}")
     return doc["data"]["result"]
@@ -231,8 +279,7 @@ def prometheus_query_range(url: str, expr: str, start: float, end: float,
 
 def prometheus_targets(url: str) -> dict[str, list[str]]:
     """job -> health of each of its active targets."""
-    with urllib.request.urlopen(f"{url}/api/v1/targets", timeout=30) as resp:
-        active = json.load(resp)["data"]["activeTargets"]
+    active = json.loads(http(f"{url}/api/v1/targets", web_headers())[1])["data"]["activeTargets"]
     out: dict[str, list[str]] = {}
     for target in active:
         out.setdefault(target["labels"]["job"], []).append(target["health"])
@@ -272,12 +319,15 @@ class AlertWebhook:
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
-    def firing(self, alertname: str, since: float) -> list[dict]:
-        """Alerts named ``alertname`` that a notification received after ``since`` said
-        were firing."""
-        return [alert for n in list(self.notifications) if n.received >= since
+    def firing(self, alertname: str, since: float, **labels: str) -> list[dict]:
+        """Alerts named ``alertname`` (with these labels) that a notification received
+        after ``since`` said were firing; each with the receiver it was routed to
+        (``_receiver``)."""
+        return [{**alert, "_receiver": n.body.get("receiver")}
+                for n in list(self.notifications) if n.received >= since
                 for alert in n.body.get("alerts", [])
                 if alert["labels"].get("alertname") == alertname
+                and all(alert["labels"].get(k) == v for k, v in labels.items())
                 and alert.get("status") == "firing"]
 
     def close(self) -> None:

@@ -11,7 +11,9 @@ until Alertmanager's webhook says so, and last a rules file broken by hand on th
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
 import json
 import math
 import os
@@ -24,6 +26,8 @@ import threading
 import time
 import tomllib
 import urllib.request
+import uuid
+import zipfile
 
 import deploy_bed as bed
 import matplotlib.image
@@ -281,6 +285,7 @@ def test_secret_stays_out_of_argv_and_logs(testbed, deployed):
     """The Spark secret and every Kafka password: in no command line, log, rendered
     appliance.toml, unit or play output; the files that hold them are 0600."""
     secrets = {"the Spark secret": testbed.vars["spark_auth_secret"],
+               "the monitoring login": testbed.vars["monitoring_web_password"],
                **{f"{user}'s Kafka password": password
                   for user, password in testbed.vars["kafka_passwords"].items()}}
     for host in testbed.hosts.values():
@@ -319,6 +324,133 @@ def test_services_bind_to_the_cluster_address(testbed, deployed):
             assert local.startswith((host.address + ":", "127.0.0.1:",
                                      "[::ffff:" + host.address + "]:",
                                      "[::ffff:127.0.0.1]:", "[::1]:")), (host.name, line)
+
+
+# -- no control surface without a login ---------------------------------------------------
+
+def test_spark_uis_answer_only_the_sites_token_and_kill_nothing(testbed, deployed):
+    """Master, worker and driver UIs (with their metrics): Spark's JWSFilter turns away a
+    request without the site's token, or with another; the master has no kill links, so a
+    kill request, even with the token, leaves the appliance running."""
+    master, appliance = testbed.one("spark_master"), testbed.one("appliance")
+    worker = testbed.group("spark_workers")[0]
+    urls = [f"http://{master.address}:8080/json/",
+            f"http://{worker.address}:8081/metrics/prometheus/",
+            f"http://{appliance.address}:4040/metrics/prometheus/"]
+    forged = {"Authorization": "Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.e30.forged"}
+    for url in urls:
+        assert bed.http(url)[0] == 403, url
+        assert bed.http(url, forged)[0] == 403, url
+        assert bed.http(url, bed.spark_ui_headers())[0] == 200, url
+    (app,) = [a for a in bed.master_status(master.address)["activeapps"]
+              if a["name"] == "appliance"]
+    kill = bed.http(f"http://{master.address}:8080/app/kill/?id={app['id']}&terminate=true",
+                    bed.spark_ui_headers(), data=b"{}")
+    time.sleep(3)
+    assert app["id"] in {a["id"] for a in bed.master_status(master.address)["activeapps"]}, \
+        f"a kill request ({kill[0]}) ended the appliance's application"
+
+
+def test_prometheus_and_alertmanager_answer_only_their_login(testbed, deployed):
+    """Basic auth from the web config: no login or a wrong one is refused (nobody may read
+    the alerts or add a silence), the vaulted one is let in; the host keeps only a bcrypt
+    hash of it."""
+    monitoring = testbed.one("monitoring")
+    wrong = {"Authorization": "Basic " + base64.b64encode(b"admin:wrong-password").decode()}
+    for url in (f"http://{monitoring.address}:9090/api/v1/status/buildinfo",
+                f"http://{monitoring.address}:9093/api/v2/status"):
+        assert bed.http(url)[0] == 401, url
+        assert bed.http(url, wrong)[0] == 401, url
+        assert bed.http(url, bed.web_headers())[0] == 200, url
+    silence = json.dumps({"matchers": [{"name": "alertname", "value": ".*", "isRegex": True}],
+                          "startsAt": "2030-01-01T00:00:00Z", "endsAt": "2030-01-02T00:00:00Z",
+                          "createdBy": "intruder", "comment": "x"}).encode()
+    assert bed.http(f"http://{monitoring.address}:9093/api/v2/silences", data=silence)[0] == 401
+    web = _host_file(testbed, monitoring, "/etc/prometheus/web.yml")
+    assert "$2b$" in web and testbed.vars["monitoring_web_password"] not in web
+    assert testbed.ssh(monitoring, "stat -c '%a %U %G' /etc/prometheus/web.yml").stdout.strip() \
+        == "640 root prometheus"
+
+
+def test_the_broker_runs_under_its_own_account_with_a_retention(testbed, deployed):
+    """appliance-broker, not the appliance's account: the Spark driver's user can neither
+    read the broker's key nor edit its ACLs. Its retention is set by time (7 days) and by
+    bytes (sized to the disk), and it may hold many connections."""
+    broker = testbed.one("kafka")
+    pid = bed.main_pid(testbed, broker, "appliance-broker")
+    assert testbed.ssh(broker, f"ps -o user= -p {pid}").stdout.strip() == "appliance-broker"
+    for attempt in ("cat /etc/appliance-broker/broker.key",
+                    "cat /etc/appliance-broker/users.toml",
+                    "touch /var/lib/appliance-broker/acls.json"):
+        probe = testbed.ssh(broker, f"runuser -u appliance -- {attempt}", check=False)
+        assert probe.returncode != 0, f"the appliance's account could: {attempt}"
+    argv = testbed.ssh(broker, f"tr '\\0' ' ' < /proc/{pid}/cmdline").stdout.split()
+    assert argv[argv.index("--retention-ms") + 1] == str(168 * 3600 * 1000)
+    assert int(argv[argv.index("--retention-bytes") + 1]) > 1 << 20
+    assert testbed.ssh(broker, "systemctl show -P LimitNOFILE appliance-broker").stdout.strip() \
+        == "65536"
+
+
+# -- alerting: routes, inhibition, the Watchdog -------------------------------------------
+
+def _post_alerts(monitoring, alerts: list[dict]) -> None:
+    status, body = bed.http(f"http://{monitoring.address}:9093/api/v2/alerts",
+                            bed.web_headers(), data=json.dumps(alerts).encode())
+    assert status == 200, body[:500]
+
+
+def test_every_alert_reaches_the_webhook_by_its_severity_route(testbed, deployed, webhook):
+    """Each alert of the rules, as Prometheus would send it, reaches the webhook through
+    the route of its severity (the notification names the receiver); the Watchdog, which
+    the deployed Prometheus really sends, through its own."""
+    monitoring = testbed.one("monitoring")
+    rules = yaml.safe_load((catalog.PROMETHEUS_DIR / "rules.yml").read_text())
+    severities = {r["alert"]: r["labels"]["severity"] for g in rules["groups"]
+                  for r in g["rules"] if "alert" in r}
+    expected = {name: ("watchdog" if name == "Watchdog" else severity)
+                for name, severity in severities.items()}
+    tag = bed.unique("routed")
+    since = time.time()
+    injected = [{"labels": {"alertname": name, "severity": severity,
+                            "instance": f"{tag}-{name}", "injected": tag},
+                 "annotations": {"summary": "sent by the deploy test"}}
+                for name, severity in severities.items() if name != "BrokerDown"]
+    _post_alerts(monitoring, injected)
+    try:
+        def arrived() -> dict[str, str]:
+            return {a["labels"]["alertname"]: a["_receiver"]
+                    for name in severities
+                    for a in webhook.firing(name, since, injected=tag)}
+        got = bed.wait_for(lambda: len(arrived()) == len(injected) and arrived(), 90, 2)
+        assert got, (f"arrived: {arrived()}; expected "
+                     f"{sorted(a['labels']['alertname'] for a in injected)}")
+        assert got == {name: expected[name] for name in got}, got
+        real = [a for a in webhook.firing("Watchdog", 0) if "injected" not in a["labels"]]
+        assert real and {a["_receiver"] for a in real} == {"watchdog"}, real[:2]
+    finally:
+        _post_alerts(monitoring, [{**a, "endsAt": "2000-01-01T00:00:00Z"} for a in injected])
+
+
+def test_broker_down_holds_back_query_down_and_events_waiting(testbed, deployed, webhook):
+    """Inhibition: while BrokerDown fires, the query-down and events-waiting alerts it
+    explains are not sent; BrokerDown is."""
+    monitoring = testbed.one("monitoring")
+    tag = bed.unique("inhibit")
+    since = time.time()
+    severity = {"BrokerDown": "critical", "ApplianceQueryDown": "critical",
+                "ApplianceEventsWaiting": "warning"}
+    alerts = [{"labels": {"alertname": name, "severity": level,
+                          "instance": f"{tag}-{name}", "injected": tag},
+               "annotations": {"summary": "sent by the deploy test"}}
+              for name, level in severity.items()]
+    _post_alerts(monitoring, alerts)
+    try:
+        assert bed.wait_for(lambda: webhook.firing("BrokerDown", since, injected=tag), 60, 1)
+        time.sleep(15)  # past group_wait (10 s): the others would have been sent by now
+        for name in ("ApplianceQueryDown", "ApplianceEventsWaiting"):
+            assert not webhook.firing(name, since, injected=tag), f"{name} was not held back"
+    finally:
+        _post_alerts(monitoring, [{**a, "endsAt": "2000-01-01T00:00:00Z"} for a in alerts])
 
 
 # -- traffic ----------------------------------------------------------------------------
@@ -616,10 +748,19 @@ def test_every_dashboard_panel_has_data_from_the_deployed_prometheus(testbed, co
     print(f"deployed dashboards: {checked} panel queries, {len(empty)} without data")
     assert checked >= 40
     assert not empty, "queries without data on the deployed site:\n" + "\n".join(empty)
-    # The same data as pictures (the README shows the latency dashboard's).
-    code = appliance_main(["dashboards", "render", "--prometheus", prometheus,
-                           "--out", str(DASHBOARD_PNGS), "--range",
-                           f"{int(end - start)}s", "--step", "5s"])
+    # The same data as pictures (the README shows the latency dashboard's). The deployed
+    # Prometheus asks for its login, which `dashboards render` does not send: this
+    # process's urllib does, for that URL only.
+    logins = urllib.request.HTTPPasswordMgrWithDefaultRealm()
+    logins.add_password(None, prometheus, bed.WEB_USER, testbed.vars["monitoring_web_password"])
+    urllib.request.install_opener(urllib.request.build_opener(
+        urllib.request.HTTPBasicAuthHandler(logins)))
+    try:
+        code = appliance_main(["dashboards", "render", "--prometheus", prometheus,
+                               "--out", str(DASHBOARD_PNGS), "--range",
+                               f"{int(end - start)}s", "--step", "5s"])
+    finally:
+        urllib.request.install_opener(None)
     assert code == 0
     for board in catalog.load():
         image = matplotlib.image.imread(DASHBOARD_PNGS / f"{board.uid}.png")
@@ -669,6 +810,166 @@ def test_worker_only_change_restarts_one_worker_at_a_time(testbed, deployed):
             for w in workers]
     back = next(i for i in range(gone[0], len(seen)) if workers[0].address in seen[i])
     assert gone[0] < back <= gone[1], (gone, back)
+
+
+# -- an upgrade rolls: a new wheel, new spark-defaults, a Java option, under load ---------
+
+ROLLING_REPORT = bed.REPO / "build" / "testbed" / "rolling_upgrade.json"
+#: Events a second during the upgrade, every one alerting (cpu.util 99).
+ROLLING_RATE = 50
+
+
+def _rebuild_wheel(path) -> None:
+    """The same version rebuilt with one file more, its RECORD updated: a new build, as a
+    release brings (a new wheel file, same name)."""
+    marker = "appliance/_deploy_test_build.txt"
+    content = f"{uuid.uuid4()}\n".encode()
+    digest = base64.urlsafe_b64encode(hashlib.sha256(content).digest()).rstrip(b"=").decode()
+    rebuilt = path.with_suffix(".rebuilt")
+    with zipfile.ZipFile(path) as old, zipfile.ZipFile(rebuilt, "w", zipfile.ZIP_DEFLATED) as new:
+        for item in old.infolist():
+            data = old.read(item.filename)
+            if item.filename.endswith(".dist-info/RECORD"):
+                data += f"{marker},sha256={digest},{len(content)}\n".encode()
+            new.writestr(item, data)
+        new.writestr(marker, content)
+    rebuilt.replace(path)
+
+
+def _since_boot_to_wall(testbed, host, unit: str) -> float:
+    """When ``unit`` last became active on ``host``, as wall-clock seconds."""
+    out = testbed.ssh(host, f"date -d \"$(systemctl show -P ActiveEnterTimestamp {unit})\" "
+                      "+%s.%N").stdout
+    return float(out)
+
+
+class _Load:
+    """Alerting events at ROLLING_RATE from the controller (a producer that retries while
+    the broker restarts), and when each one's alert came back."""
+
+    def __init__(self, bootstrap: str) -> None:
+        auth = bed.site_client_security().kafka_python()
+        self.producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", retries=30,
+                                      retry_backoff_ms=500, request_timeout_ms=10000,
+                                      value_serializer=lambda v: json.dumps(v).encode(),
+                                      key_serializer=lambda k: k.encode(), **auth)
+        self.reader = bed.Kafka(bootstrap, bed.site_client_security())
+        self.sent: dict[str, float] = {}
+        self.seen: dict[str, float] = {}
+        self.failed: list[str] = []
+        self.stop = threading.Event()
+        self.prefix = bed.unique("rolling")
+        self.threads = [threading.Thread(target=self._produce),
+                        threading.Thread(target=self._read)]
+
+    def _produce(self) -> None:
+        n = 0
+        for _ in range(ROLLING_RATE * 1800):  # bounded: 30 minutes of events
+            if self.stop.is_set():
+                return
+            (event,) = bed.make_events(f"{self.prefix}-{n}", 1)
+            n += 1
+            self.sent[event["event_id"]] = time.time()
+            future = self.producer.send("events", key=event["event_id"], value=event)
+            future.add_errback(lambda _exc, eid=event["event_id"]: self.failed.append(eid))
+            time.sleep(1.0 / ROLLING_RATE)
+
+    def _read(self) -> None:
+        while not self.stop.is_set():  # bounded by stop(), set after the run
+            now = time.time()
+            for alert_id in list(self.reader.poll_alerts()):
+                if alert_id.startswith(self.prefix):
+                    self.seen.setdefault(alert_id, now)
+
+    def __enter__(self):
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(timeout=60)
+        self.producer.close(timeout=30)
+        self.reader.close()
+
+
+def test_an_upgrade_rolls_through_the_workers_one_at_a_time_then_the_appliance(
+        testbed, deployed, wheel):
+    """A new wheel, a new spark-defaults entry and a Java option change (the GC log
+    option, in spark-defaults and spark-env) in one run, under load: the master first
+    (it recovers its workers and the application), then the workers one at a time, each
+    back ALIVE under a new registration before the next goes down, then the appliance;
+    every event's alert arrives; the longest wait is written to rolling_upgrade.json. The
+    same run again in --check --diff reports no change."""
+    master, appliance, broker = (testbed.one(g) for g in ("spark_master", "appliance", "kafka"))
+    workers = testbed.group("spark_workers")
+    units = [(master, "spark-master"), *((w, "spark-worker") for w in workers),
+             (broker, "appliance-broker"), (appliance, "appliance")]
+    before = {(h.name, u): bed.main_pid(testbed, h, u) for h, u in units}
+    _rebuild_wheel(wheel)
+    change = ["-e", json.dumps({"spark_common_extra_conf": {"spark.appliance.rolled": "yes"},
+                                "spark_gc_log_files": 6})]
+    samples: list[tuple[float, dict[str, str] | None]] = []
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():  # bounded by the playbook run below
+            try:
+                status = bed.master_status(master.address)
+                alive = {w["host"]: w["id"] for w in status["workers"] if w["state"] == "ALIVE"}
+                samples.append((time.time(), alive if status["status"] == "ALIVE" else None))
+            except OSError:
+                samples.append((time.time(), None))  # the master itself restarting
+            time.sleep(0.5)
+
+    watcher = threading.Thread(target=watch)
+    with _Load(f"{broker.address}:9092") as load:
+        time.sleep(10)  # steady before the upgrade
+        watcher.start()
+        try:
+            run = bed.run_playbook(*change, label="rolling-upgrade", timeout=1800)
+        finally:
+            done.set()
+            watcher.join(timeout=30)
+        time.sleep(10)  # steady after it
+    assert run.rc == 0, f"the upgrade failed, see {run.log}"
+    after = {key: bed.main_pid(testbed, testbed.hosts[key[0]], key[1]) for key in before}
+    assert all(after[k] not in (0, before[k]) for k in before), (before, after)
+    # Every worker's old registration went, and a new one came back before the next went.
+    known = [(at, alive) for at, alive in samples if alive is not None]
+    old = {w.address: known[0][1][w.address] for w in workers}
+    gone = [next(at for at, alive in known if alive.get(w.address) != old[w.address])
+            for w in workers]
+    back = [next(at for at, alive in known if at >= gone[i]
+                 and alive.get(w.address) not in (None, old[w.address]))
+            for i, w in enumerate(workers)]
+    assert gone[0] < back[0] <= gone[1] < back[1], (gone, back)
+    assert all(alive for _, alive in known), "every worker was down at once"
+    assert _since_boot_to_wall(testbed, appliance, "appliance") > back[-1]
+    # Nothing lost under load; the longest an event waited for its alert.
+    missing = set(load.sent) - set(load.seen)
+    if missing:
+        checker = bed.Kafka(f"{broker.address}:9092", bed.site_client_security())
+        try:
+            missing = checker.wait_alerts(missing, ALERT_TIMEOUT_S)
+            load.seen.update({i: time.time() for i in set(load.sent) - missing - set(load.seen)})
+        finally:
+            checker.close()
+    assert not missing, \
+        f"{len(missing)} of {len(load.sent)} alerts lost, e.g. {sorted(missing)[:5]}"
+    waits = sorted(load.seen[i] - load.sent[i] for i in load.sent)
+    figures = {"events": len(load.sent), "lost": 0, "producer_retried_out": len(load.failed),
+               "longest_wait_s": round(waits[-1], 1),
+               "p99_wait_s": round(waits[int(len(waits) * 0.99)], 2),
+               "play_s": round(run.seconds, 1),
+               "worker_down_s": [round(b - g, 1) for g, b in zip(gone, back, strict=True)]}
+    ROLLING_REPORT.write_text(json.dumps(figures, indent=2) + "\n")
+    print(f"rolling upgrade: {json.dumps(figures)}")
+    assert not load.failed, f"{len(load.failed)} events the producer could not send"
+    # Converged: the same change again, previewed, changes nothing.
+    check = bed.run_playbook(*change, "--check", "--diff", label="rolling-check", timeout=900)
+    assert check.rc == 0 and check.changed() == {h: 0 for h in testbed.hosts}, check.log
 
 
 # -- rules updates ----------------------------------------------------------------------
@@ -754,8 +1055,15 @@ def test_alertmanager_delivers_a_firing_alert_when_the_appliance_is_stopped(
         alert = firing[0]
         assert alert["labels"]["instance"] == f"{appliance.address}:9464"
         assert alert["labels"]["severity"] == "critical"
+        assert alert["_receiver"] == "critical"  # routed by its severity
         assert alert["annotations"]["summary"]
-        assert alert["annotations"]["runbook_url"] == "docs/runbooks.md#appliancequerydown"
+        # An absolute link: the runbook as the monitoring host's Prometheus serves it.
+        monitoring = testbed.one("monitoring")
+        runbook = alert["annotations"]["runbook_url"]
+        assert runbook == (f"http://{monitoring.address}:9090/consoles/runbooks.html"
+                           "#appliancequerydown"), runbook
+        status, page = bed.http(runbook, bed.web_headers())
+        assert status == 200 and b'id="appliancequerydown"' in page, status
         print(f"alert delivered {firing and round(time.time() - stopped)} s after the stop")
     finally:
         testbed.ssh(appliance, "systemctl start appliance", check=False)
