@@ -86,7 +86,7 @@ def test_readme_commands_run_load_watch_and_stop(tmp_path):
         assert "events in events, alerts out alerts, dead letters events.dlq" in ready
         assert "metrics http://127.0.0.1:9464/metrics" in ready
         assert f"full log {log_file}" in ready
-        assert "Load it: loadgen run --bootstrap 127.0.0.1:9092 " in ready
+        assert "Load it: loadgen run --bootstrap-server 127.0.0.1:9092 " in ready
         assert last_event(log_file, "appliance.ready")["bootstrap"] == "127.0.0.1:9092"
 
         # A second appliance on the same config finds the port taken: one line, exit 2,
