@@ -197,7 +197,7 @@ def _cmd_config_check(args: argparse.Namespace) -> int:
         try:
             rules = f", rules {config.rules.path} ({len(load_rules(config.rules.path))})"
         except RulesError as exc:
-            problems = [Problem(label, "rules.path", line, env="APPLIANCE_RULES_PATH")
+            problems = [Problem(label, "rules.path", line)
                         for line in str(exc).splitlines()]
     if problems:
         print(f"  FAILED: {len(problems)} problem{'s' if len(problems) > 1 else ''}")

@@ -88,10 +88,9 @@ class Parser(argparse.ArgumentParser):
         self.register("action", "parsers", LazySubcommands)
 
     def error(self, message: str):
-        """argparse's convention (exit 2, ``prog: error: argument --rate: ...``), with a
-        pointer to the help instead of a usage summary that can bury the one line."""
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n"
-                              f"(see {self.prog} --help)\n")
+        """argparse's convention (exit 2, ``prog: error: argument --rate: ...``), in one
+        line with a pointer to the help instead of a usage summary that can bury it."""
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 class LazySubcommands(argparse._SubParsersAction):

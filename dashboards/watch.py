@@ -269,3 +269,4 @@ def run_watch(settings: WatchSettings, say=_print) -> int:
         stack.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        say(f"watch: stopped {settings.prometheus.name} and {settings.alertmanager.name}")
