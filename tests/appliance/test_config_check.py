@@ -1,7 +1,7 @@
 """``appliance config check FILE``: the whole config as ``appliance run`` reads it (file,
 ``APPLIANCE_<SECTION>_<KEY>`` variables, ``--conf``), every problem on its own line with
-the file, the key and the variable that sets it, exit 0 or 2, and no JVM started (it
-answers in well under the few seconds a JVM takes here; ``spark.ready`` never appears)."""
+the file, the key and the variable that sets it, exit 0 or 2, and neither a JVM nor
+pyspark involved."""
 
 from __future__ import annotations
 
@@ -130,3 +130,14 @@ def test_each_key_names_the_variable_that_reads_back_to_it():
         assert env_name(section, key, passthrough) == name
         if passthrough:
             assert env_key(name.split("_", 2)[2]) == key
+
+
+def test_no_jvm_and_no_spark_module_is_involved():
+    code = ("import sys\nfrom appliance.cli import main\n"
+            "code = main(['config', 'check', 'examples/appliance.toml'])\n"
+            "print('pyspark' in sys.modules or 'py4j' in sys.modules, code)\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("APPLIANCE_")}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=60, env={**env, "PYTHONPATH": str(ROOT)}, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "False 0"
