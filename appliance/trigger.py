@@ -58,7 +58,8 @@ BATCH_BOUNDARY_WAIT_S = 30.0
 
 
 class QueryProbe(Protocol):
-    """What ``TriggerMode.is_processing`` may ask of a started query (the runner answers)."""
+    """What ``TriggerMode.is_processing`` may ask of a started query
+    (``appliance.process.query_probes`` answers)."""
 
     def epochs_committed(self) -> int:
         """Epochs or batches committed since this query started."""

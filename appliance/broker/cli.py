@@ -9,7 +9,9 @@ import sys
 
 from appliance.broker.acl.model import AclError, check_principal
 from appliance.broker.acl.store import AclStoreError
-from appliance.broker.config import (
+from appliance.broker.connections.rate import THROTTLED_CLOSE_S
+from appliance.broker.security.listener import PROTOCOLS, ListenerError
+from appliance.broker.settings import (
     AUTHORIZERS,
     DEFAULT_MAX_CONNECTIONS_PER_IP,
     DEFAULT_MAX_PARTITIONS_PER_TOPIC,
@@ -19,8 +21,6 @@ from appliance.broker.config import (
     Flush,
     parse_topics,
 )
-from appliance.broker.connection_rate import THROTTLED_CLOSE_S
-from appliance.broker.listener import PROTOCOLS, ListenerError
 from appliance.logs import configure, get_logger
 
 READY_PREFIX = "broker ready bootstrap="
@@ -222,12 +222,12 @@ def run_from_args(args: argparse.Namespace) -> int:
 
 
 async def _serve(config: BrokerConfig, loop_name: str, metrics_port: int | None = None) -> int:
-    from appliance.broker.metrics import BrokerMetrics
-    from appliance.broker.metrics import serve as serve_metrics
+    from appliance.broker.broker_metrics import BrokerMetrics
+    from appliance.broker.broker_metrics import serve as serve_metrics
     from appliance.broker.server import BrokerServer
 
     log = get_logger("appliance.broker")
-    from appliance.broker.topics import TopicError
+    from appliance.broker.storage.topic_registry import TopicError
 
     try:
         server = BrokerServer(config, BrokerMetrics() if metrics_port is not None else None)

@@ -1,5 +1,5 @@
 """``appliance broker-user add --file users.toml --user NAME``: add or replace a broker user
-(and ``broker-user acl ...``: the broker's ACLs, ``acl_cli``).
+(and ``broker-user acl ...``: the broker's ACLs, ``acl.cli``).
 
 The password is read from stdin (``--password-stdin``, for scripts and Ansible), else from
 the environment variable ``APPLIANCE_BROKER_USER_PASSWORD``, else prompted for without
@@ -16,9 +16,9 @@ import getpass
 import os
 import sys
 
-from appliance.broker import acl_cli
-from appliance.broker.credentials import CredentialsError, add_user
-from appliance.broker.scram import DEFAULT_ITERATIONS, MECHANISMS, MIN_ITERATIONS
+from appliance.broker.acl import cli as acl_cli
+from appliance.broker.security.credentials import CredentialsError, add_user
+from appliance.broker.security.scram import DEFAULT_ITERATIONS, MECHANISMS, MIN_ITERATIONS
 
 PASSWORD_ENV = "APPLIANCE_BROKER_USER_PASSWORD"
 

@@ -9,7 +9,7 @@ is truncated back to its last whole frame, nothing is kept in memory, and the pr
 fails with a retriable storage error. The next append simply tries again, so produces
 succeed as soon as space returns, and no torn frame is ever left between good ones.
 
-When an acknowledged batch is on stable storage is the flush policy's (``config.Flush``):
+When an acknowledged batch is on stable storage is the flush policy's (``settings.Flush``):
 ``write`` leaves it to the kernel, ``fsync`` syncs the data and any new segment's
 directory entry before the ack, ``interval`` syncs both on a timer. Topic metadata and
 the retention checkpoint are always written durably (``durable_io``).
@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from appliance.broker.config import BrokerConfig, Flush
-from appliance.broker.durable_io import (
+from appliance.broker.settings import BrokerConfig, Flush
+from appliance.broker.storage.durable_io import (
     TMP_SUFFIX,
     StorageError,
     fsync_dir,
@@ -40,8 +40,8 @@ from appliance.broker.durable_io import (
     make_dirs,
     replace_file,
 )
-from appliance.broker.records import BatchHeader
-from appliance.broker.segment_scan import SegmentScan, frame_head, scan
+from appliance.broker.storage.segment_scan import SegmentScan, frame_head, scan
+from appliance.broker.wire.records import BatchHeader
 from appliance.logs import get_logger
 
 log = get_logger("appliance.broker")

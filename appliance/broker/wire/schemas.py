@@ -9,7 +9,7 @@ name, and Produce starts at v3 so every batch is a magic v2 record batch.
 
 from __future__ import annotations
 
-from appliance.broker.codec import Array, Field, Schema
+from appliance.broker.wire.codec import Array, Field, Schema
 
 F = Field
 
@@ -325,7 +325,7 @@ def response_header_flexible(api_key: int, api_version: int) -> bool:
 
 # -- consumer groups ------------------------------------------------------------------------
 # The classic group protocol (JoinGroup/SyncGroup/Heartbeat/LeaveGroup) and the committed
-# offsets; ``group_apis`` serves them. Versions stop before the ones that only carry the
+# offsets; ``groups.apis`` serves them. Versions stop before the ones that only carry the
 # KIP-848 consumer protocol (member epochs: OffsetCommit 9, OffsetFetch 9) or change what
 # an unknown group answers (DescribeGroups 6).
 
@@ -728,7 +728,7 @@ BY_KEY.update({s.key: s for s in GROUP_APIS + ADMIN_APIS})
 
 
 # -- ACLs -----------------------------------------------------------------------------------
-# Kafka's ACL admin APIs (``acl_apis``): v1 added the pattern type (PREFIXED), v2 made them
+# Kafka's ACL admin APIs (``acl.apis``): v1 added the pattern type (PREFIXED), v2 made them
 # flexible. They need ALTER (create, delete) or DESCRIBE (describe) on the cluster, and
 # answer SECURITY_DISABLED when the broker runs without an authorizer.
 

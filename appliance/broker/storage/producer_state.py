@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from appliance.broker import errors
+from appliance.broker.wire import errors
 
 REMEMBERED_BATCHES = 5
 _SEQ_WRAP = 1 << 31

@@ -8,11 +8,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from appliance.broker import errors, topic_configs
-from appliance.broker.codec import new_uuid
-from appliance.broker.config import BrokerConfig
-from appliance.broker.partition import PartitionLog
-from appliance.broker.segments import Storage
+from appliance.broker.settings import BrokerConfig
+from appliance.broker.storage import topic_configs
+from appliance.broker.storage.partition import PartitionLog
+from appliance.broker.storage.segments import Storage
+from appliance.broker.wire import errors
+from appliance.broker.wire.codec import new_uuid
 from appliance.logs import get_logger
 
 log = get_logger("appliance.broker")

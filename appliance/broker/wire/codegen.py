@@ -24,7 +24,7 @@ import os
 import struct
 from typing import Any
 
-from appliance.broker.codec import PRIM_DEFAULTS, Array, DecodeError, Field, Reader, Writer
+from appliance.broker.wire.codec import PRIM_DEFAULTS, Array, DecodeError, Field, Reader, Writer
 
 STRICT_ENV = "APPLIANCE_BROKER_STRICT_ENCODING"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from appliance.broker.partition import PartitionLog
+from appliance.broker.storage.partition import PartitionLog
 
 
 class FetchWait:

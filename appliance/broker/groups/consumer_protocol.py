@@ -10,8 +10,8 @@ error: they are the client's business.
 
 from __future__ import annotations
 
-from appliance.broker.codec import Array, DecodeError, Field, Reader
-from appliance.broker.codegen import decode_struct
+from appliance.broker.wire.codec import Array, DecodeError, Field, Reader
+from appliance.broker.wire.codegen import decode_struct
 
 PROTOCOL_TYPE = "consumer"
 _KNOWN_VERSION = 3  # newer versions only append fields: read the ones we know

@@ -15,9 +15,9 @@ from __future__ import annotations
 import ssl
 from dataclasses import dataclass
 
-from appliance.broker.credentials import CredentialsError, load_users
-from appliance.broker.sasl import ALL_MECHANISMS, PLAIN, SaslSession, SaslSettings
-from appliance.broker.tls import TlsError, server_context
+from appliance.broker.security.credentials import CredentialsError, load_users
+from appliance.broker.security.sasl import ALL_MECHANISMS, PLAIN, SaslSession, SaslSettings
+from appliance.broker.security.tls import TlsError, server_context
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ssl
 from pathlib import Path
 
-from appliance.broker.credentials import CredentialsError, check_mode
+from appliance.broker.security.credentials import CredentialsError, check_mode
 
 
 class TlsError(Exception):

@@ -35,9 +35,9 @@ from enum import Enum
 from functools import partial
 from typing import NamedTuple
 
-from appliance.broker import errors, schemas
-from appliance.broker.credentials import Users
-from appliance.broker.scram import MECHANISMS, ScramError, ScramServer, password_matches
+from appliance.broker.security.credentials import Users
+from appliance.broker.security.scram import MECHANISMS, ScramError, ScramServer, password_matches
+from appliance.broker.wire import errors, schemas
 
 PLAIN = "PLAIN"
 ALL_MECHANISMS = (PLAIN, *MECHANISMS)

@@ -14,7 +14,7 @@ import struct
 import zlib
 from typing import NamedTuple
 
-from appliance.broker.records import BatchError, BatchHeader, read_header
+from appliance.broker.wire.records import BatchError, BatchHeader, read_header
 
 FRAME = struct.Struct(">II")  # length of the batch, crc32 of the batch
 _BASE_AND_LENGTH = struct.Struct(">qi")  # the batch's baseOffset and batchLength fields

@@ -9,9 +9,9 @@ from __future__ import annotations
 import socket
 import struct
 
-from appliance.broker import errors, schemas
-from appliance.broker.codec import Reader, Writer
-from appliance.broker.codegen import decode_struct, encode_struct
+from appliance.broker.wire import errors, schemas
+from appliance.broker.wire.codec import Reader, Writer
+from appliance.broker.wire.codegen import decode_struct, encode_struct
 
 _SIZE = struct.Struct(">i")
 

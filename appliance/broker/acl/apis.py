@@ -1,15 +1,14 @@
 """Wire handlers of CreateAcls, DescribeAcls and DeleteAcls (what ``kafka-acls``,
 ``AdminClient.create_acls`` and friends call).
 
-Changes go through the store first (``acl.store``: the file is the truth, shared with
+Changes go through the store first (``store``: the file is the truth, shared with
 the offline ``appliance broker-user acl`` command) and are in force for the next request
 once answered. Without an authorizer the three answer SECURITY_DISABLED, as Kafka does.
 """
 
 from __future__ import annotations
 
-from appliance.broker import errors
-from appliance.broker.acl import rules
+from appliance.broker.acl import needs
 from appliance.broker.acl.authorizer import Authorizer
 from appliance.broker.acl.model import (
     CLUSTER_NAME,
@@ -20,7 +19,8 @@ from appliance.broker.acl.model import (
     make_filter,
 )
 from appliance.broker.acl.store import AclStore, AclStoreError
-from appliance.broker.group_coordinator import Caller
+from appliance.broker.caller import Caller
+from appliance.broker.wire import errors
 from appliance.logs import get_logger
 
 log = get_logger("appliance.broker")
@@ -45,7 +45,7 @@ class AclApis:
         self.authorizer = authorizer
         self.store = store
 
-    def _refusal(self, caller: Caller, need: rules.Need) -> tuple[int, str] | None:
+    def _refusal(self, caller: Caller, need: needs.Need) -> tuple[int, str] | None:
         """(error, message) when the request may not run at all, else None."""
         if not self.authorizer.enabled:
             return errors.SECURITY_DISABLED, NO_AUTHORIZER
@@ -56,7 +56,7 @@ class AclApis:
 
     def create_acls(self, version: int, req: dict, caller: Caller):
         creations = req["creations"]
-        refused = self._refusal(caller, rules.CREATE_ACLS)
+        refused = self._refusal(caller, needs.CREATE_ACLS)
         if refused is not None:
             code, message = refused
             return {"throttle_time_ms": 0, "results": [
@@ -94,7 +94,7 @@ class AclApis:
     def describe_acls(self, version: int, req: dict, caller: Caller):
         out: dict[str, object] = {"throttle_time_ms": 0, "error_code": errors.NONE,
                                   "error_message": None, "resources": []}
-        refused = self._refusal(caller, rules.DESCRIBE_ACLS)
+        refused = self._refusal(caller, needs.DESCRIBE_ACLS)
         if refused is not None:
             out["error_code"], out["error_message"] = refused
             return out
@@ -116,7 +116,7 @@ class AclApis:
 
     def delete_acls(self, version: int, req: dict, caller: Caller):
         filters = req["filters"]
-        refused = self._refusal(caller, rules.DELETE_ACLS)
+        refused = self._refusal(caller, needs.DELETE_ACLS)
         if refused is not None:
             code, message = refused
             return {"throttle_time_ms": 0, "filter_results": [

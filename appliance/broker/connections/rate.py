@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from appliance.broker.connection_cap import RefusalLog
+from appliance.broker.connections.cap import RefusalLog
 
 THROTTLED_CLOSE_S = 1.0
 # Buckets that have refilled are forgotten every PRUNE_EVERY takes (a full bucket and

@@ -22,7 +22,7 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-from appliance.broker.durable_io import fsync_dir
+from appliance.broker.storage.durable_io import fsync_dir
 
 LOG_NAME = "consumer_offsets.log"
 LEGACY_NAME = "consumer_offsets.json"

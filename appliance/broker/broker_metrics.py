@@ -17,8 +17,8 @@ from bisect import bisect_left
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
-from appliance.broker import errors, schemas
-from appliance.broker.group_coordinator import GroupState
+from appliance.broker.groups.coordinator import GroupState
+from appliance.broker.wire import errors, schemas
 
 # Request latency upper bounds, seconds: a produce on loopback takes well under a ms; a
 # long-polled fetch waits up to its max wait (500 ms by default in the Java client).

@@ -24,7 +24,7 @@ identity across restarts: a rejoin with the same instance id takes over the old 
 (fencing the old one with FENCED_INSTANCE_ID) without a rebalance when nothing changed.
 
 This module knows groups and members only; the wire (versions, response layouts) is
-``group_apis``, the committed offsets ``group_offsets``.
+``apis``, the committed offsets ``offsets``.
 """
 
 from __future__ import annotations
@@ -37,10 +37,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from appliance.broker import errors
-from appliance.broker.config import BrokerConfig
-from appliance.broker.consumer_protocol import PROTOCOL_TYPE, subscribed_topics
-from appliance.broker.group_offsets import OffsetStore
+from appliance.broker.caller import Caller
+from appliance.broker.groups.consumer_protocol import PROTOCOL_TYPE, subscribed_topics
+from appliance.broker.groups.offsets import OffsetStore
+from appliance.broker.settings import BrokerConfig
+from appliance.broker.wire import errors
 from appliance.logs import get_logger
 
 log = get_logger("appliance.broker")
@@ -52,15 +53,6 @@ class GroupState(enum.Enum):
     COMPLETING_REBALANCE = "CompletingRebalance"
     STABLE = "Stable"
     DEAD = "Dead"  # reported for a group that does not exist
-
-
-class Caller(NamedTuple):
-    """Who sent a request: the header's client id, the connection's peer host, and the
-    principal it authenticated as (``User:NAME``; ``User:ANONYMOUS`` without SASL)."""
-
-    client_id: str
-    host: str
-    principal: str = "User:ANONYMOUS"
 
 
 class Protocol(NamedTuple):

@@ -18,7 +18,7 @@ import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from appliance.broker.config import DEFAULT_MAX_MESSAGE_BYTES, BrokerConfig
+from appliance.broker.settings import DEFAULT_MAX_MESSAGE_BYTES, BrokerConfig
 
 
 class ConfigType(enum.IntEnum):

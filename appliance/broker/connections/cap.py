@@ -5,7 +5,7 @@ before any TLS handshake or SASL exchange costs the broker anything.
 A refused client usually retries at once, so refusals are logged once per address and
 then at most every ``LOG_EVERY_S`` with the count since (``broker.connection_refused``),
 and counted for ``broker_connections_refused``. ``RefusalLog`` does that for the
-creation rate's throttled connections too (connection_rate.py).
+creation rate's throttled connections too (``rate``).
 """
 
 from __future__ import annotations

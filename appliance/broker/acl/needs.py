@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from appliance.broker import errors, schemas
 from appliance.broker.acl.model import Operation, ResourceType
-from appliance.broker.codec import Schema
+from appliance.broker.wire import errors, schemas
+from appliance.broker.wire.codec import Schema
 
 R, Op = ResourceType, Operation
 

@@ -30,7 +30,12 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from appliance.broker.scram import DEFAULT_ITERATIONS, MECHANISMS, MIN_ITERATIONS, ScramCredential
+from appliance.broker.security.scram import (
+    DEFAULT_ITERATIONS,
+    MECHANISMS,
+    MIN_ITERATIONS,
+    ScramCredential,
+)
 from appliance.broker.toml_file import read_toml
 
 _CREDENTIAL_KEYS = ("salt", "iterations", "stored_key", "server_key")

@@ -10,14 +10,14 @@ from __future__ import annotations
 import bisect
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-from appliance.broker import errors
-from appliance.broker.durable_io import StorageError
-from appliance.broker.producer_state import ProducerStates, last_sequence
-from appliance.broker.records import BatchHeader, first_offset_at_or_after, with_base_offset
+from appliance.broker.storage.durable_io import StorageError
+from appliance.broker.storage.producer_state import ProducerStates, last_sequence
+from appliance.broker.wire import errors
+from appliance.broker.wire.records import BatchHeader, first_offset_at_or_after, with_base_offset
 from appliance.logs import get_logger
 
 if TYPE_CHECKING:
-    from appliance.broker.segments import PartitionSegments
+    from appliance.broker.storage.segments import PartitionSegments
 
 LEADER_EPOCH = 0
 log = get_logger("appliance.broker")

@@ -13,12 +13,11 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from appliance.broker import errors
-from appliance.broker.acl import rules
+from appliance.broker.acl import needs
 from appliance.broker.acl.authorizer import Authorizer
 from appliance.broker.acl.model import CLUSTER_NAME, Operation, ResourceType
-from appliance.broker.group_coordinator import (
-    Caller,
+from appliance.broker.caller import Caller
+from appliance.broker.groups.coordinator import (
     GroupCoordinator,
     GroupState,
     JoinRequest,
@@ -26,8 +25,9 @@ from appliance.broker.group_coordinator import (
     Protocol,
     SyncResult,
 )
-from appliance.broker.group_offsets import Committed, OffsetKey, OffsetStore
-from appliance.broker.topics import TopicRegistry
+from appliance.broker.groups.offsets import Committed, OffsetKey, OffsetStore
+from appliance.broker.storage.topic_registry import TopicRegistry
+from appliance.broker.wire import errors
 
 # Kafka's offset.metadata.max.bytes: longer commit metadata is refused.
 MAX_METADATA_CHARS = 4096
@@ -75,7 +75,7 @@ class GroupApis:
     # -- membership -----------------------------------------------------------------------
 
     def join_group(self, version: int, req: dict, caller: Caller):
-        if not self.authorizer.allows(caller, rules.JOIN_GROUP, req["group_id"]):
+        if not self.authorizer.allows(caller, needs.JOIN_GROUP, req["group_id"]):
             return {"throttle_time_ms": 0, "error_code": errors.GROUP_AUTHORIZATION_FAILED,
                     "generation_id": -1, "protocol_type": None,
                     "protocol_name": None if version >= 7 else "", "leader": "",
@@ -105,7 +105,7 @@ class GroupApis:
         return _respond(self.coordinator.join(request, caller), render)
 
     def sync_group(self, version: int, req: dict, caller: Caller):
-        if not self.authorizer.allows(caller, rules.SYNC_GROUP, req["group_id"]):
+        if not self.authorizer.allows(caller, needs.SYNC_GROUP, req["group_id"]):
             return {"throttle_time_ms": 0, "error_code": errors.GROUP_AUTHORIZATION_FAILED,
                     "protocol_type": None, "protocol_name": None, "assignment": b""}
         assignments = {a["member_id"]: bytes(a["assignment"]) for a in req["assignments"]}
@@ -121,14 +121,14 @@ class GroupApis:
         return _respond(result, render)
 
     def heartbeat(self, version: int, req: dict, caller: Caller):
-        if not self.authorizer.allows(caller, rules.HEARTBEAT, req["group_id"]):
+        if not self.authorizer.allows(caller, needs.HEARTBEAT, req["group_id"]):
             return {"throttle_time_ms": 0, "error_code": errors.GROUP_AUTHORIZATION_FAILED}
         return {"throttle_time_ms": 0, "error_code": self.coordinator.heartbeat(
             req["group_id"], req["generation_id"], req["member_id"],
             req["group_instance_id"])}
 
     def leave_group(self, version: int, req: dict, caller: Caller):
-        if not self.authorizer.allows(caller, rules.LEAVE_GROUP, req["group_id"]):
+        if not self.authorizer.allows(caller, needs.LEAVE_GROUP, req["group_id"]):
             return {"throttle_time_ms": 0, "error_code": errors.GROUP_AUTHORIZATION_FAILED,
                     "members": []}
         identities: list[tuple[str, str | None]]
@@ -148,7 +148,7 @@ class GroupApis:
     def offset_commit(self, version: int, req: dict, caller: Caller):
         group = req["group_id"]
         authz = self.authorizer
-        if not authz.allows(caller, rules.OFFSET_COMMIT_GROUP, group):
+        if not authz.allows(caller, needs.OFFSET_COMMIT_GROUP, group):
             error = errors.GROUP_AUTHORIZATION_FAILED
         else:
             error = self.coordinator.check_commit(
@@ -164,7 +164,7 @@ class GroupApis:
                 metadata = p["committed_metadata"]
                 if error:
                     code = error
-                elif not authz.allows(caller, rules.OFFSET_COMMIT_TOPIC, t["name"]):
+                elif not authz.allows(caller, needs.OFFSET_COMMIT_TOPIC, t["name"]):
                     code = errors.TOPIC_AUTHORIZATION_FAILED
                 elif self.registry.partition(t["name"], index) is None:
                     code = errors.UNKNOWN_TOPIC_OR_PARTITION
@@ -184,16 +184,16 @@ class GroupApis:
         if not group:
             return [], errors.INVALID_GROUP_ID
         authz = self.authorizer
-        if not authz.allows(caller, rules.OFFSET_FETCH_GROUP, group):
+        if not authz.allows(caller, needs.OFFSET_FETCH_GROUP, group):
             return [], errors.GROUP_AUTHORIZATION_FAILED
         if wanted is None:  # every partition with a committed offset it may describe
             wanted = [{"name": t, "partition_indexes": parts}
                       for t, parts in self.offsets.committed_topics(group).items()
-                      if authz.allows(caller, rules.OFFSET_FETCH_ALL_TOPICS, t)]
+                      if authz.allows(caller, needs.OFFSET_FETCH_ALL_TOPICS, t)]
         topics = []
         for t in wanted:
             parts = []
-            allowed = authz.allows(caller, rules.OFFSET_FETCH_TOPIC, t["name"])
+            allowed = authz.allows(caller, needs.OFFSET_FETCH_TOPIC, t["name"])
             for index in t["partition_indexes"]:
                 c = self.offsets.fetch(group, t["name"], index) if allowed else None
                 parts.append({"partition_index": index,
@@ -218,7 +218,7 @@ class GroupApis:
 
     def offset_delete(self, version: int, req: dict, caller: Caller):
         group = req["group_id"]
-        if not self.authorizer.allows(caller, rules.OFFSET_DELETE_GROUP, group):
+        if not self.authorizer.allows(caller, needs.OFFSET_DELETE_GROUP, group):
             return {"error_code": errors.GROUP_AUTHORIZATION_FAILED, "throttle_time_ms": 0,
                     "topics": []}
         if not group or not self.coordinator.has_group(group):
@@ -231,7 +231,7 @@ class GroupApis:
             parts = []
             for p in t["partitions"]:
                 index = p["partition_index"]
-                if not self.authorizer.allows(caller, rules.OFFSET_DELETE_TOPIC, t["name"]):
+                if not self.authorizer.allows(caller, needs.OFFSET_DELETE_TOPIC, t["name"]):
                     code = errors.TOPIC_AUTHORIZATION_FAILED
                 elif subscribed:
                     code = errors.GROUP_SUBSCRIBED_TO_TOPIC
@@ -251,7 +251,7 @@ class GroupApis:
         authz = self.authorizer
         out = []
         for group_id in req["groups"]:
-            if not authz.allows(caller, rules.DESCRIBE_GROUPS, group_id):
+            if not authz.allows(caller, needs.DESCRIBE_GROUPS, group_id):
                 out.append({"error_code": errors.GROUP_AUTHORIZATION_FAILED,
                             "group_id": group_id, "group_state": "", "protocol_type": "",
                             "protocol_data": "", "members": [],
@@ -279,17 +279,17 @@ class GroupApis:
         if types and GROUP_TYPE not in types:
             return {"throttle_time_ms": 0, "error_code": errors.NONE, "groups": []}
         authz = self.authorizer
-        every = authz.allows(caller, rules.LIST_GROUPS_CLUSTER, CLUSTER_NAME)
+        every = authz.allows(caller, needs.LIST_GROUPS_CLUSTER, CLUSTER_NAME)
         groups = [{"group_id": s.group_id, "protocol_type": s.protocol_type,
                    "group_state": s.state.value, "group_type": GROUP_TYPE}
                   for s in self.coordinator.listed()
                   if (not states or s.state.value.lower() in states)
-                  and (every or authz.allows(caller, rules.LIST_GROUPS_GROUP, s.group_id))]
+                  and (every or authz.allows(caller, needs.LIST_GROUPS_GROUP, s.group_id))]
         return {"throttle_time_ms": 0, "error_code": errors.NONE, "groups": groups}
 
     def delete_groups(self, version: int, req: dict, caller: Caller):
         return {"throttle_time_ms": 0, "results": [
             {"group_id": g, "error_code": self.coordinator.delete(g)
-             if self.authorizer.allows(caller, rules.DELETE_GROUPS, g)
+             if self.authorizer.allows(caller, needs.DELETE_GROUPS, g)
              else errors.GROUP_AUTHORIZATION_FAILED}
             for g in req["groups_names"]]}

@@ -62,10 +62,10 @@ class BrokerConfig:
     max_partitions_per_topic: int = DEFAULT_MAX_PARTITIONS_PER_TOPIC
     max_connections_per_ip: int = DEFAULT_MAX_CONNECTIONS_PER_IP  # 0: no cap
     # New connections a second per client IP (Kafka's connection_creation_rate IP quota,
-    # unlimited by default there as here; connection_rate.py). 0: no limit.
+    # unlimited by default there as here; connections/rate.py). 0: no limit.
     max_connection_creation_rate_per_ip: float = 0.0
     # Processes that check SASL/PLAIN passwords (PBKDF2, milliseconds each) so a login
-    # flood never runs them on the event loop every client shares (password_pool.py).
+    # flood never runs them on the event loop every client shares (security/password_pool.py).
     password_check_workers: int = 1
     initial_topics: dict[str, int] = field(default_factory=dict)
     # The listener's security (see listener.py): paths only, never secrets themselves.
@@ -82,7 +82,7 @@ class BrokerConfig:
     # clients need it: kafka-python drops bytes that arrive together with the close, so
     # an immediate close hid the error answer from it on a busy machine.
     failed_auth_close_delay_ms: int = 100
-    # The group coordinator (group_coordinator.py), with Kafka's defaults and names:
+    # The group coordinator (groups/coordinator.py), with Kafka's defaults and names:
     # group.min/max.session.timeout.ms bound what a member may ask for, and
     # group.initial.rebalance.delay.ms lets the members of a new group arrive together.
     group_min_session_timeout_ms: int = 6_000
