@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from appliance.trigger import trigger_mode
 from appliance.tuning import JIT_BELOW_TASKS
 from bench._sched import GC_CONCURRENT_THREADS, JIT_THREADS, Affinity, Priority, ThreadPolicy
 
@@ -38,6 +39,14 @@ class Cell:
 
 
 RATE = 10_000
+
+
+def short_run_interval(trigger: str) -> str:
+    """The interval a bench run of seconds to minutes uses for ``trigger``: the mode's
+    default, but the shortest batch Spark accepts where the default batch (real-time's 5
+    minutes) would not end inside the run (``appliance.trigger`` holds both)."""
+    mode = trigger_mode(trigger)
+    return mode.min_interval or mode.default_interval
 
 CELLS: tuple[Cell, ...] = (
     Cell("passthrough", "passthrough", RATE, why="JVM consume->produce floor, no Spark"),

@@ -23,9 +23,9 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 
-from appliance.broker import errors, schemas
-from appliance.broker.scram import MECHANISMS, Mechanism
-from appliance.broker.wire_client import WireClient, decode_response, encode_request
+from appliance.broker.security.scram import MECHANISMS, Mechanism
+from appliance.broker.wire import errors, schemas
+from appliance.broker.wire.client import WireClient, decode_response, encode_request
 
 PASSWORD_ENV = "LOGIN_FLOOD_PASSWORD"
 _SIZE = struct.Struct(">i")

@@ -39,12 +39,13 @@ from appliance.broker import EmbeddedBroker
 from appliance.observability.alert_latency import bucket_counts, observer_cpu_s, quantile_ms
 from appliance.process import process_group
 from appliance.process.cpu_affinity import tree
+from appliance.trigger import TRIGGERS
+from bench._cells import short_run_interval
 from bench._machine import process_cpu_s, wait_for_quiet
 
 OUT = Path("reports/bench/alert_latency_cost.json")
 ROOT = Path(__file__).resolve().parents[1]
 RULES = ROOT / "examples" / "rules.yml"
-INTERVAL = {"continuous": "1 second", "realtime": "5 seconds", "microbatch": "0 seconds"}
 START_TIMEOUT_S = 600.0
 
 
@@ -65,7 +66,7 @@ def run_one(trigger: str, alert_latency: bool, rate: float, seconds: float,
         config = tmp / "appliance.toml"
         config.write_text(
             f'[kafka]\nbootstrap_servers = "{broker.bootstrap}"\n'
-            f'[query]\ntrigger = "{trigger}"\ninterval = "{INTERVAL[trigger]}"\n'
+            f'[query]\ntrigger = "{trigger}"\ninterval = "{short_run_interval(trigger)}"\n'
             f'checkpoint_dir = "{tmp / "checkpoint"}"\n[rules]\npath = "{RULES}"\n'
             f'[spark]\nmaster = "local[2]"\n'
             f'[metrics]\nport = 0\nalert_latency = {str(alert_latency).lower()}\n')
@@ -82,9 +83,10 @@ def run_one(trigger: str, alert_latency: bool, rate: float, seconds: float,
             # last send; loadgen's default 10 s grace would count those late alerts as
             # lost. The grace ends as soon as every expected alert arrived, so a long one
             # costs nothing on a run that keeps up.
-            load = subprocess.Popen([sys.executable, "-m", "loadgen", "run", "--bootstrap",
-                                     broker.bootstrap, "--rate", f"{rate:g}", "--duration",
-                                     f"{seconds:g}", "--grace", f"{_grace_s(seconds):g}",
+            load = subprocess.Popen([sys.executable, "-m", "loadgen", "run",
+                                     "--bootstrap-server", broker.bootstrap,
+                                     "--rate", f"{rate:g}", "--duration", f"{seconds:g}",
+                                     "--grace", f"{_grace_s(seconds):g}",
                                      "--quiet", "--report", str(report)],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             # Steady part only: skip loadgen's floor phase and the first fifth of the load.
@@ -141,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--triggers", nargs="+",
-                        default=["continuous", "realtime", "microbatch"],
+                        choices=TRIGGERS, default=list(TRIGGERS),
                         help="the cost runs in the first; agreement in each")
     parser.add_argument("--out", default=str(OUT))
     args = parser.parse_args([] if argv is None else argv)

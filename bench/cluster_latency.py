@@ -45,6 +45,7 @@ from appliance.process.local_cluster import LocalCluster
 from appliance.process.logwatch import log_events, wait_for_event
 from appliance.query.rules import EXAMPLE_RULES
 from appliance.trigger import TRIGGERS
+from bench._cells import short_run_interval
 from bench._machine import wait_for_quiet
 from loadgen.arrivals import ArrivalClock
 from loadgen.config import LoadConfig
@@ -52,7 +53,6 @@ from loadgen.run import run_load
 
 OUT = Path("reports/bench/cluster_latency.json")
 
-INTERVALS = {"continuous": "1 second", "realtime": "5 seconds", "microbatch": "0 seconds"}
 PERCENTILES = ("p50", "p99", "p999")
 
 
@@ -98,7 +98,7 @@ def _config(directory: Path, bootstrap: str, topics: dict[str, str], trigger: st
     return write_config(Config.model_validate({
         "kafka": {"bootstrap_servers": bootstrap},
         "topics": topics,
-        "query": {"trigger": trigger, "interval": INTERVALS[trigger],
+        "query": {"trigger": trigger, "interval": short_run_interval(trigger),
                   "checkpoint_dir": "checkpoint", **(query or {})},
         "rules": {"path": str(EXAMPLE_RULES)},
         "spark": {"master": master, "driver_host": "127.0.0.1",

@@ -22,15 +22,13 @@ import time
 import uuid
 from pathlib import Path
 
+from appliance.trigger import TRIGGERS, trigger_mode
+from bench._cells import short_run_interval
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "reports" / "bench" / "connector_latency.json"
 PARTITIONS = 2
 
-TRIGGERS = {
-    "microbatch": lambda w: w.trigger(processingTime="0 seconds"),
-    "continuous": lambda w: w.trigger(continuous="1 second"),
-    "realtime": lambda w: w.trigger(realTime="5 seconds").outputMode("update"),
-}
 
 
 class Arrivals(threading.Thread):
@@ -100,11 +98,13 @@ def start_query(spark, bootstrap: str, src: str, dst: str, trigger: str):
     w = (df.select("key", "value").writeStream.format("appliance-kafka")
          .option("kafka.bootstrap.servers", bootstrap).option("topic", dst)
          .option("checkpointLocation", tempfile.mkdtemp(prefix="bench-ckpt-")))
-    q = TRIGGERS[trigger](w).start()
+    mode = trigger_mode(trigger)
+    q = (w.trigger(**mode.trigger_kwargs(short_run_interval(trigger)))
+         .outputMode(mode.output_mode).start())
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and q.isActive and not q.recentProgress:
-        if trigger != "microbatch":
-            time.sleep(5)  # continuous/real-time report progress late; give tasks time to start
+        if not mode.reports_idle_progress:
+            time.sleep(5)  # no progress before data (or ever): give the tasks time to start
             break
         time.sleep(0.2)
     return q

@@ -39,9 +39,10 @@ from pathlib import Path
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from appliance.broker import EmbeddedBroker, errors, schemas
-from appliance.broker.credentials import add_user
-from appliance.broker.wire_client import WireClient
+from appliance.broker import EmbeddedBroker
+from appliance.broker.security.credentials import add_user
+from appliance.broker.wire import errors, schemas
+from appliance.broker.wire.client import WireClient
 from bench import _machine as machine
 from bench._login_flood import PASSWORD_ENV, login
 

@@ -27,6 +27,8 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 
+from appliance.trigger import MICROBATCH  # noqa: E402
+
 SAMPLE_S = 0.5
 _PACE_S = 0.002
 _PAGE = 4096
@@ -466,4 +468,4 @@ def start_costly_relay(spark, bootstrap: str, src: str, out: str, checkpoint: st
             .writeStream.format("appliance-kafka")
             .option("kafka.bootstrap.servers", bootstrap).option("topic", out)
             .option("checkpointLocation", checkpoint)
-            .trigger(processingTime="0 seconds").start())
+            .trigger(**MICROBATCH.eager_trigger_kwargs()).start())

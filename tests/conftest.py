@@ -13,7 +13,7 @@ import uuid
 import pytest
 
 from appliance.broker import EmbeddedBroker
-from appliance.broker.codegen import STRICT_ENV
+from appliance.broker.wire.codegen import STRICT_ENV
 
 # Every broker the suite starts (in-process or as a subprocess, which inherits this) encodes
 # responses strictly: a handler's misspelt or missing response key fails the test instead of

@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from appliance.broker.credentials import add_user
+from appliance.broker.security.credentials import add_user
 from appliance.process.cpu_affinity import tree
 
 # The user the clients log in as. The password is random per session and distinctive, so

@@ -21,17 +21,28 @@ manage Kafka ACLs, enforced with ``--authorizer acl``. Transactions are refused 
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED (FindCoordinator for a transactional id,
 InitProducerId with one, and the transaction APIs, which are not advertised).
 
-Modules: ``server`` (TCP, ordering), ``apis`` (log, topic and cluster handlers; dispatch),
-``group_apis`` + ``group_coordinator`` (consumer groups: the wire, and the state machine),
-``consumer_protocol`` (the subscription inside JoinGroup), ``group_offsets`` (committed
-offsets, durable), ``admin_apis`` + ``topic_configs`` (configs, DeleteRecords),
-``schemas``/``codec``/``codegen`` (wire format), ``partition``/``records``/
-``producer_state`` (the log), ``segments`` (durability), ``topics``, ``fetch_wait``,
-``embedded`` (subprocess helper for Python), ``wire_client`` (tiny protocol client), ``cli``;
-security: ``listener`` (what each security protocol demands), ``tls``, ``sasl``
-(per-connection gate), ``scram``, ``credentials`` (the users file), ``users_cli``
-(``broker-user add``); authorization: ``acl`` (model, rules table, store, authorizer),
-``acl_apis`` (the ACL admin APIs), ``acl_cli`` (``broker-user acl``).
+Rooms, top to bottom (each a layer of the ``broker`` import contract in pyproject.toml,
+and each sub-package under a contract of its own):
+
+- ``embedded`` (run the broker as a child process from Python; ``EmbeddedBroker``) and
+  ``users_cli`` (``appliance broker-user``: the users file, and ``broker-user acl``);
+- ``cli`` (``appliance broker``: flags, start-up, signals);
+- ``server`` (TCP: framing, header parsing, dispatch, in-order responses per connection);
+- ``apis`` (the log's, topics' and cluster's handlers, and the dispatch table) and
+  ``broker_metrics`` (``broker_*`` for Prometheus, ``--metrics-port``);
+- ``admin_apis`` (configs and DeleteRecords) and ``groups/`` (consumer groups: ``apis``,
+  ``coordinator``, ``consumer_protocol``, ``offsets``);
+- ``acl/`` (authorization: ``apis``, ``cli``, ``authorizer``, ``needs``, ``store``,
+  ``model``), ``security/`` (authentication: ``listener``, ``sasl``, ``tls``,
+  ``credentials``, ``password_pool``, ``scram``) and ``connections/`` (per-IP ``cap`` and
+  ``rate``, the ``preauth_queue``);
+- ``storage/`` (the log: ``topic_registry``, ``fetch_wait``, ``partition``,
+  ``segments``, ``producer_state``, ``topic_configs``, ``segment_scan``, ``durable_io``);
+- ``wire/`` (Kafka's wire format: ``client``, ``schemas``, ``codegen``, ``codec``,
+  ``errors``, ``records``);
+- at the bottom, what every room may use: ``settings`` (``BrokerConfig``), ``caller``
+  (who sent a request), ``toml_file`` (reading an operator's TOML file) and
+  ``ready_line`` (waiting for a child's ready line).
 """
 
 from __future__ import annotations

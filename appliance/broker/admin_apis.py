@@ -13,14 +13,15 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 
-from appliance.broker import errors, topic_configs
-from appliance.broker.acl import rules
+from appliance.broker.acl import needs
 from appliance.broker.acl.authorizer import Authorizer
 from appliance.broker.acl.model import CLUSTER_NAME
-from appliance.broker.config import BrokerConfig
-from appliance.broker.group_coordinator import Caller
-from appliance.broker.topic_configs import ConfigError, ConfigSource, ResourceType
-from appliance.broker.topics import TopicError, TopicRegistry
+from appliance.broker.caller import Caller
+from appliance.broker.settings import BrokerConfig
+from appliance.broker.storage import topic_configs
+from appliance.broker.storage.topic_configs import ConfigError, ConfigSource, ResourceType
+from appliance.broker.storage.topic_registry import TopicError, TopicRegistry
+from appliance.broker.wire import errors
 
 
 class AlterOp(enum.IntEnum):
@@ -50,8 +51,8 @@ class AdminApis:
         self.registry = registry
         self.authorizer = authorizer
 
-    def _denied(self, caller: Caller, rtype: int, name: str, topic_need: rules.Need,
-                broker_need: rules.Need) -> dict | None:
+    def _denied(self, caller: Caller, rtype: int, name: str, topic_need: needs.Need,
+                broker_need: needs.Need) -> dict | None:
         """The error fields of a resource the caller may not touch, else None (types
         other than topics and the broker are refused later, as unserved)."""
         if rtype == ResourceType.TOPIC:
@@ -115,8 +116,8 @@ class AdminApis:
             keys = set(r["configuration_keys"]) if r["configuration_keys"] is not None else None
             res = {"error_code": errors.NONE, "error_message": None, "resource_type": rtype,
                    "resource_name": name, "configs": []}
-            denied = self._denied(caller, rtype, name, rules.DESCRIBE_CONFIGS_TOPIC,
-                                  rules.DESCRIBE_CONFIGS_BROKER)
+            denied = self._denied(caller, rtype, name, needs.DESCRIBE_CONFIGS_TOPIC,
+                                  needs.DESCRIBE_CONFIGS_BROKER)
             if denied is not None:
                 res.update(denied)
             elif rtype == ResourceType.TOPIC:
@@ -201,8 +202,8 @@ class AdminApis:
             out.append(self._alter(r["resource_type"], r["resource_name"], compute,
                                    req["validate_only"], self._denied(
                                        caller, r["resource_type"], r["resource_name"],
-                                       rules.INCREMENTAL_ALTER_CONFIGS_TOPIC,
-                                       rules.INCREMENTAL_ALTER_CONFIGS_BROKER)))
+                                       needs.INCREMENTAL_ALTER_CONFIGS_TOPIC,
+                                       needs.INCREMENTAL_ALTER_CONFIGS_BROKER)))
         return {"throttle_time_ms": 0, "responses": out}
 
     def alter_configs(self, version: int, req: dict, caller: Caller):
@@ -213,7 +214,7 @@ class AdminApis:
             out.append(self._alter(r["resource_type"], r["resource_name"], compute,
                                    req["validate_only"], self._denied(
                                        caller, r["resource_type"], r["resource_name"],
-                                       rules.ALTER_CONFIGS_TOPIC, rules.ALTER_CONFIGS_BROKER)))
+                                       needs.ALTER_CONFIGS_TOPIC, needs.ALTER_CONFIGS_BROKER)))
         return {"throttle_time_ms": 0, "responses": out}
 
     # -- DeleteRecords --------------------------------------------------------------------
@@ -222,7 +223,7 @@ class AdminApis:
         topics = []
         for t in req["topics"]:
             parts = []
-            allowed = self.authorizer.allows(caller, rules.DELETE_RECORDS, t["name"])
+            allowed = self.authorizer.allows(caller, needs.DELETE_RECORDS, t["name"])
             for p in t["partitions"]:
                 index, offset = p["partition_index"], p["offset"]
                 partition = self.registry.partition(t["name"], index)

@@ -1,6 +1,6 @@
 """Request handlers: one per Kafka API, ``(version, request dict, caller)`` in, response
 dict out. This module holds the log's APIs (produce, fetch, offsets, metadata, topics) and
-the dispatch table; consumer groups are ``group_apis``, configs and DeleteRecords
+the dispatch table; consumer groups are ``groups.apis``, configs and DeleteRecords
 ``admin_apis``.
 
 Fetch may instead return a future (a long-poll), and so may JoinGroup and SyncGroup (a
@@ -13,21 +13,22 @@ from __future__ import annotations
 import asyncio
 import time
 
-from appliance.broker import errors, schemas
-from appliance.broker.acl import rules
+from appliance.broker.acl import needs
+from appliance.broker.acl.apis import AclApis
 from appliance.broker.acl.authorizer import Authorizer
 from appliance.broker.acl.model import CLUSTER_NAME, Operation, ResourceType
 from appliance.broker.acl.store import AclStore
-from appliance.broker.acl_apis import AclApis
 from appliance.broker.admin_apis import AdminApis
-from appliance.broker.config import BrokerConfig
-from appliance.broker.fetch_wait import FetchWait
-from appliance.broker.group_apis import GroupApis
-from appliance.broker.group_coordinator import Caller, GroupCoordinator
-from appliance.broker.group_offsets import OffsetStore
-from appliance.broker.partition import LEADER_EPOCH
-from appliance.broker.records import BatchError, split_batches
-from appliance.broker.topics import TopicError, TopicRegistry
+from appliance.broker.caller import Caller
+from appliance.broker.groups.apis import GroupApis
+from appliance.broker.groups.coordinator import GroupCoordinator
+from appliance.broker.groups.offsets import OffsetStore
+from appliance.broker.settings import BrokerConfig
+from appliance.broker.storage.fetch_wait import FetchWait
+from appliance.broker.storage.partition import LEADER_EPOCH
+from appliance.broker.storage.topic_registry import TopicError, TopicRegistry
+from appliance.broker.wire import errors, schemas
+from appliance.broker.wire.records import BatchError, split_batches
 
 # Transactions are refused the way Kafka refuses a transactional id the caller may not use:
 # TRANSACTIONAL_ID_AUTHORIZATION_FAILED is fatal in every client, so a transactional
@@ -151,8 +152,8 @@ class Apis:
 
     def _may_create(self, caller: Caller, name: str) -> bool:
         authz = self.authorizer
-        return (authz.allows(caller, rules.METADATA_CREATE_CLUSTER, CLUSTER_NAME)
-                or authz.allows(caller, rules.METADATA_CREATE_TOPIC, name))
+        return (authz.allows(caller, needs.METADATA_CREATE_CLUSTER, CLUSTER_NAME)
+                or authz.allows(caller, needs.METADATA_CREATE_TOPIC, name))
 
     def metadata(self, version: int, req: dict, caller: Caller):
         reg = self.registry
@@ -162,7 +163,7 @@ class Apis:
         out = []
         if wanted is None:
             out = [self._topic_meta(t, caller, ops) for t in reg.topics.values()
-                   if authz.allows(caller, rules.METADATA_ALL_TOPICS, t.name)]
+                   if authz.allows(caller, needs.METADATA_ALL_TOPICS, t.name)]
         else:
             by_id = {t.topic_id: t for t in reg.topics.values()}
             for item in wanted:
@@ -173,7 +174,7 @@ class Apis:
                 else:
                     topic = reg.topics.get(name)
                 if name is not None and (
-                        not authz.allows(caller, rules.METADATA_TOPIC, name)
+                        not authz.allows(caller, needs.METADATA_TOPIC, name)
                         or (topic is None and req["allow_auto_topic_creation"]
                             and self.config.auto_create_topics
                             and not self._may_create(caller, name))):
@@ -210,7 +211,7 @@ class Apis:
         authz = self.authorizer
         for t in req["topic_data"]:
             name = t["name"]
-            if not authz.allows(caller, rules.PRODUCE_TOPIC, name):
+            if not authz.allows(caller, needs.PRODUCE_TOPIC, name):
                 responses.append({"name": name, "partition_responses": [
                     {"index": pd["index"], "error_code": errors.TOPIC_AUTHORIZATION_FAILED,
                      "base_offset": -1, "log_append_time_ms": -1, "log_start_offset": -1,
@@ -305,7 +306,7 @@ class Apis:
         partitions: list = []
         authz = self.authorizer
         denied = frozenset(t["topic"] for t in req["topics"]
-                           if not authz.allows(caller, rules.FETCH_TOPIC, t["topic"])
+                           if not authz.allows(caller, needs.FETCH_TOPIC, t["topic"])
                            ) if authz.enabled else frozenset()
         resp, total, failed = self._fetch_now(req, partitions, denied)
         wait_ms = req["max_wait_ms"]
@@ -321,7 +322,7 @@ class Apis:
         topics = []
         for t in req["topics"]:
             parts = []
-            allowed = self.authorizer.allows(caller, rules.LIST_OFFSETS_TOPIC, t["name"])
+            allowed = self.authorizer.allows(caller, needs.LIST_OFFSETS_TOPIC, t["name"])
             for p in t["partitions"]:
                 partition = self.registry.partition(t["name"], p["partition_index"])
                 out = {"partition_index": p["partition_index"], "error_code": 0,
@@ -349,11 +350,11 @@ class Apis:
     def create_topics(self, version: int, req: dict, caller: Caller):
         out = []
         authz = self.authorizer
-        cluster_create = authz.allows(caller, rules.CREATE_TOPICS_CLUSTER, CLUSTER_NAME)
+        cluster_create = authz.allows(caller, needs.CREATE_TOPICS_CLUSTER, CLUSTER_NAME)
         for t in req["topics"]:
             res = {"name": t["name"], "error_code": 0, "error_message": None,
                    "num_partitions": -1, "replication_factor": -1, "configs": []}
-            if not cluster_create and not authz.allows(caller, rules.CREATE_TOPICS_TOPIC,
+            if not cluster_create and not authz.allows(caller, needs.CREATE_TOPICS_TOPIC,
                                                        t["name"]):
                 res.update(error_code=errors.TOPIC_AUTHORIZATION_FAILED,
                            error_message=f"{caller.principal} may not create {t['name']!r}")
@@ -387,7 +388,7 @@ class Apis:
         out = []
         for name in req["topic_names"]:
             res = {"name": name, "error_code": 0, "error_message": None}
-            if not self.authorizer.allows(caller, rules.DELETE_TOPICS, name):
+            if not self.authorizer.allows(caller, needs.DELETE_TOPICS, name):
                 res.update(error_code=errors.TOPIC_AUTHORIZATION_FAILED,
                            error_message=f"{caller.principal} may not delete {name!r}")
                 out.append(res)
@@ -404,7 +405,7 @@ class Apis:
         out = []
         for t in req["topics"]:
             res = {"name": t["name"], "error_code": 0, "error_message": None}
-            if not self.authorizer.allows(caller, rules.CREATE_PARTITIONS, t["name"]):
+            if not self.authorizer.allows(caller, needs.CREATE_PARTITIONS, t["name"]):
                 res.update(error_code=errors.TOPIC_AUTHORIZATION_FAILED,
                            error_message=f"{caller.principal} may not alter {t['name']!r}")
                 out.append(res)
@@ -437,8 +438,8 @@ class Apis:
         if req["transactional_id"] is not None:
             return {"throttle_time_ms": 0, "error_code": TXN_REFUSED}
         authz = self.authorizer
-        if not (authz.allows(caller, rules.INIT_PRODUCER_ID_CLUSTER, CLUSTER_NAME)
-                or authz.allows_any(caller, rules.INIT_PRODUCER_ID_ANY_TOPIC)):
+        if not (authz.allows(caller, needs.INIT_PRODUCER_ID_CLUSTER, CLUSTER_NAME)
+                or authz.allows_any(caller, needs.INIT_PRODUCER_ID_ANY_TOPIC)):
             return {"throttle_time_ms": 0, "error_code": errors.CLUSTER_AUTHORIZATION_FAILED}
         pid, epoch = req["producer_id"], req["producer_epoch"]
         if pid >= 0 and self._pid_epochs.get(pid) == epoch and epoch < 32766:
@@ -476,7 +477,7 @@ class Apis:
         denied = {"error_code": errors.GROUP_AUTHORIZATION_FAILED, "error_message": None,
                   "node_id": -1, "host": "", "port": -1}
         answers = [{"key": g, **(found if self.authorizer.allows(
-            caller, rules.FIND_COORDINATOR_GROUP, g) else denied)} for g in groups]
+            caller, needs.FIND_COORDINATOR_GROUP, g) else denied)} for g in groups]
         first = answers[0] if answers else {"key": "", **found}
         return {"throttle_time_ms": 0, **{k: v for k, v in first.items() if k != "key"},
                 "coordinators": answers}

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from appliance.broker.cli import METRICS_PREFIX, READY_PREFIX
 from appliance.broker.ready_line import read_until_line
-from appliance.broker.wire_client import create_topics as _create_topics
+from appliance.broker.wire.client import create_topics as _create_topics
 
 _PROJECT_ROOT = str(Path(__file__).resolve().parents[2])
 

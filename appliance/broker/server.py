@@ -8,8 +8,8 @@ Nothing one client does may stall the others on the one event loop: a connection
 per-IP cap is closed when accepted, before its TLS handshake (the listener accepts plain
 TCP and starts TLS itself, for that reason); requests of connections that have not
 authenticated wait in a queue worked on for a bounded time per loop iteration
-(``preauth_queue``); SASL/PLAIN passwords are checked in worker processes
-(``password_pool``).
+(``connections.preauth_queue``); SASL/PLAIN passwords are checked in worker processes
+(``security.password_pool``).
 """
 
 from __future__ import annotations
@@ -24,19 +24,20 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, cast
 
-from appliance.broker import errors, listener, sasl, schemas
 from appliance.broker.apis import Apis
-from appliance.broker.codec import DecodeError, Reader, Schema, Writer
-from appliance.broker.codegen import decode_struct, encode_struct, strict_from_env
-from appliance.broker.config import BrokerConfig
-from appliance.broker.connection_cap import ConnectionCap
-from appliance.broker.connection_rate import THROTTLED_CLOSE_S, ConnectionRate
-from appliance.broker.group_coordinator import Caller
-from appliance.broker.metrics import BrokerMetrics
-from appliance.broker.password_pool import PasswordWorkers
-from appliance.broker.preauth_queue import PreAuthQueue
-from appliance.broker.segments import Storage
-from appliance.broker.topics import TopicRegistry
+from appliance.broker.broker_metrics import BrokerMetrics
+from appliance.broker.caller import Caller
+from appliance.broker.connections.cap import ConnectionCap
+from appliance.broker.connections.preauth_queue import PreAuthQueue
+from appliance.broker.connections.rate import THROTTLED_CLOSE_S, ConnectionRate
+from appliance.broker.security import listener, sasl
+from appliance.broker.security.password_pool import PasswordWorkers
+from appliance.broker.settings import BrokerConfig
+from appliance.broker.storage.segments import Storage
+from appliance.broker.storage.topic_registry import TopicRegistry
+from appliance.broker.wire import errors, schemas
+from appliance.broker.wire.codec import DecodeError, Reader, Schema, Writer
+from appliance.broker.wire.codegen import decode_struct, encode_struct, strict_from_env
 from appliance.logs import get_logger
 
 log = get_logger("appliance.broker")
@@ -133,7 +134,7 @@ class BrokerServer:
                 sock.close()
                 continue
             if not self.connection_rate.take(ip):
-                self._held.add(sock)  # unread, no handshake: see connection_rate.py
+                self._held.add(sock)  # unread, no handshake: see connections/rate.py
                 loop.call_later(THROTTLED_CLOSE_S, self._close_held, sock, ip)
                 continue
             task = loop.create_task(self._handshake(sock, addr, ip, context))
@@ -244,7 +245,7 @@ class Connection(asyncio.Protocol):
             return
         self.ip = ip
         if self.admitted_ip is None and not self.server.connection_rate.take(ip):
-            # over its IP's creation rate: unread, closed later (see connection_rate.py);
+            # over its IP's creation rate: unread, closed later (see connections/rate.py);
             # uvloop starts reading after this returns, so data_received checks ``closed``
             self.closed = True
             self._stop_reading()

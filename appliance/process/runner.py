@@ -5,13 +5,9 @@ task slots for a local master) is checked before Spark starts, so a typo costs a
 not a JVM start. ``Appliance`` is used in-process by ``demo`` and the benchmark;
 ``run`` adds signal handling and exit codes for ``appliance run``.
 
-Rules change without a restart (SIGHUP, ``appliance rules reload``): the new file is
-checked with the same analysis as ``appliance rules check`` inside the running driver, its
-query built while the old query still runs; then the old query is brought to a
-committed epoch or batch and stopped, and the new one starts from the same checkpoint in
-the same session. Every event after the old query's last commit is evaluated by the new
-rules (some by both: duplicates are allowed, ``alert_id`` is the dedup key), so none is
-evaluated by neither. A file that fails validation changes nothing.
+Two jobs live next door: what the runner knows of its started query (processing yet,
+committed, failed) is ``appliance.process.query_probes``; changing the rules without a
+restart (SIGHUP, ``appliance rules reload``) is ``appliance.process.rules_swap``.
 
 The modules that pull in pyspark or prometheus_client (session, warmup, pipeline, metrics,
 alert_latency) are imported by the methods that start those parts, not above: there is no
@@ -27,21 +23,20 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass, replace
-from datetime import datetime
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from appliance import logs
 from appliance.config import Config, ConfigError
-from appliance.connector import driver_jvm
 from appliance.process.class_archive import resolve as resolve_class_archive
 from appliance.process.cpu_affinity import ReadyCpus, allowed_problem
 from appliance.process.embedded_kafka import EmbeddedPortInUse, start_embedded
-from appliance.process.reload_status import ReloadLog, ReloadOutcome, ReloadResult
+from appliance.process.query_probes import READY_TIMEOUT_S, QueryProbes
+from appliance.process.reload_status import ReloadOutcome, ReloadResult
 from appliance.process.restarts import RestartBudget, in_place_cause
+from appliance.process.rules_swap import PlannedQuery, RulesSwap
 from appliance.process.slots import wait_for_slots
-from appliance.query.checkpoint import batch_ids
 from appliance.query.checkpoint import repair as repair_checkpoint
 from appliance.query.epoch_watch import EpochWatch
 from appliance.query.rules import Rule, RulesError, RuleSet, analyze_rules, load_rule_set
@@ -52,7 +47,7 @@ from appliance.topics import (
     ensure_topics,
     partition_counts,
 )
-from appliance.trigger import BoundaryStop, TriggerMode
+from appliance.trigger import TriggerMode
 from appliance.tuning import IDLE_PROGRESS_INTERVAL_MS, tuning_for
 
 if TYPE_CHECKING:  # imported for real by the methods that start these parts (docstring)
@@ -60,49 +55,13 @@ if TYPE_CHECKING:  # imported for real by the methods that start these parts (do
 
     from prometheus_client.registry import Collector
     from pyspark.sql import SparkSession
-    from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
+    from pyspark.sql.streaming import StreamingQuery
 
     from appliance.broker import EmbeddedBroker
     from appliance.observability.alert_latency import AlertObserver
     from appliance.observability.metrics import ApplianceCollector, MetricsPoller
     from appliance.observability.rules_metrics import RulesCollector
     from appliance.query.warmup import WarmupResult
-
-# How long ``start()`` waits for the query to really run before it gives up (exit 1): a
-# bound, not an expectation (a fresh query runs within seconds; a machine shared with much
-# other work has been seen to need minutes).
-READY_TIMEOUT_S = 600.0
-PROGRESS_LOG_S = 10.0
-# After the old query's stop, how long a swap waits for its tasks to give back their slots.
-SLOTS_FREED_WAIT_S = 10.0
-
-
-@dataclass(frozen=True)
-class SwapPhases:
-    """Where a rules swap's time went (seconds), logged with ``rules.reloaded``."""
-
-    plan_s: float           # building the new query, while the old one runs
-    boundary_s: float       # waiting for the old query's committed epoch or batch
-    stop_s: float           # its stop, until its tasks gave back their slots
-    start_s: float          # planning and starting the new query
-    first_commit_s: float   # until the new query processes (TriggerMode.ready)
-    query_new_classes: int  # classes the new query generated after all
-
-    @property
-    def gap_s(self) -> float:
-        """The time alerting waited: the old query stopped to the new one processing."""
-        return self.stop_s + self.start_s + self.first_commit_s
-
-    def as_log(self) -> dict[str, float | int]:
-        return {k: round(v, 3) if isinstance(v, float) else v for k, v in asdict(self).items()}
-
-
-@dataclass(frozen=True)
-class PlannedQuery:
-    """A query built for its rules and ready to ``start()`` (``Appliance.plan_query``)."""
-
-    rule_set: RuleSet
-    writer: DataStreamWriter  # configured
 
 
 class PreflightError(Exception):
@@ -166,25 +125,24 @@ class Appliance:
         self.broker: EmbeddedBroker | None = None
         self.bootstrap: str | None = config.kafka.bootstrap_servers
         self.spark: SparkSession | None = spark
-        self.query: StreamingQuery | None = None
+        self.probes = QueryProbes(self.mode, config.query.checkpoint_dir)
         self.metrics_port: int | None = None
         self._metrics_server: WSGIServer | None = None
         self._poller: MetricsPoller | None = None
         self._observer: AlertObserver | None = None
-        self._processing = False
         self.recovered = False  # the query resumed from an existing checkpoint
-        self._partitions = 0
-        self._next_progress_log = 0.0
-        self._commits_at_start: set[int] = set()
         self.warmup: WarmupResult | None = None  # once warmed
         self._classes_before_query = 0  # see query_new_classes
         self._collector: ApplianceCollector | None = None  # once serving
         self._restarts = RestartBudget(config.query.executor_loss_restarts)
-        self._failed_at: float | None = None  # monotonic time of the failure being restarted
-        self.reloads = ReloadLog()
-        self._reload_requested = threading.Event()
-        self._rules_metrics: RulesCollector | None = None  # once serving
+        self.rules_swap = RulesSwap(self, config)
+        self.rules_metrics: RulesCollector | None = None  # once serving
         self._cpus: ReadyCpus | None = None  # once ready, with [cpus] after_ready
+
+    @property
+    def query(self) -> StreamingQuery | None:
+        """The streaming query started last (``start_query``)."""
+        return self.probes.query
 
     @property
     def rules(self) -> tuple[Rule, ...]:
@@ -193,20 +151,15 @@ class Appliance:
 
     # The parts each step of ``start`` brings up, for the steps after it: asking for one
     # before its step ran is a programming error, said as such.
-    def _running_rules(self) -> RuleSet:
+    def running_rules(self) -> RuleSet:
         if self.rule_set is None:
             raise RuntimeError("no rules loaded: load_rules() comes first")
         return self.rule_set
 
-    def _session(self) -> SparkSession:
+    def session(self) -> SparkSession:
         if self.spark is None:
             raise RuntimeError("no SparkSession: start_spark() comes first")
         return self.spark
-
-    def _started_query(self) -> StreamingQuery:
-        if self.query is None:
-            raise RuntimeError("no query started: start_query() comes first")
-        return self.query
 
     def _bootstrap_servers(self) -> str:
         if self.bootstrap is None:
@@ -298,7 +251,7 @@ class Appliance:
             plan = replace(START, budget_s=0.0, stream=StreamWarmup(
                 self.mode.eager_trigger_kwargs(), self.mode.output_mode, tuning.query_options,
                 batches=cfg.warmup_batches))
-        self.warmup = warm_up(self._session(), self._running_rules(), self.warmup_topic(),
+        self.warmup = warm_up(self.session(), self.running_rules(), self.warmup_topic(),
                               self.client_config(), source, sink,
                               latency_headers=self.config.metrics.alert_latency, plan=plan)
 
@@ -320,7 +273,7 @@ class Appliance:
             checkpoint=cfg.query.checkpoint_dir, output_mode=self.mode.output_mode,
             trigger=self.mode.trigger_kwargs(cfg.query.trigger_interval),
             topics=cfg.topics, latency_headers=cfg.metrics.alert_latency)
-        writer = stream_writer(self._session(), rule_set, spec)
+        writer = stream_writer(self.session(), rule_set, spec)
         return PlannedQuery(rule_set, writer)
 
     def start_query(self, planned: RuleSet | PlannedQuery | None = None) -> None:
@@ -328,13 +281,12 @@ class Appliance:
         ones once it started."""
         cfg = self.config
         if not isinstance(planned, PlannedQuery):
-            planned = self.plan_query(planned or self._running_rules())
+            planned = self.plan_query(planned or self.running_rules())
         self.repair_checkpoint()
         Path(cfg.query.checkpoint_dir).mkdir(parents=True, exist_ok=True)
-        self._commits_at_start = self._commits()
-        self.recovered = bool(self._commits_at_start)
-        self._processing = False
-        query = self.query = planned.writer.start()
+        self.recovered = self.probes.starting()
+        query = planned.writer.start()
+        self.probes.started(query, self.session())
         rule_set = self.rule_set = planned.rule_set
         log.info("query.started", id=str(query.id), trigger=self.mode.name,
                  interval=cfg.query.interval, checkpoint=cfg.query.checkpoint_dir,
@@ -358,12 +310,12 @@ class Appliance:
             self.mode.name, recovered=self.recovered,
             progress_interval_s=self.mode.progress_interval_s(query.trigger_interval,
                                                               IDLE_PROGRESS_INTERVAL_MS))
-        rule_set = self._running_rules()
-        rules_metrics = self._rules_metrics = RulesCollector(rule_set.version, len(rule_set))
+        rule_set = self.running_rules()
+        rules_metrics = self.rules_metrics = RulesCollector(rule_set.version, len(rule_set))
         poller = self._poller = MetricsPoller(
             collector, self.client_config(), self.config.topics,
             self.config.query.checkpoint_dir, self.query_active,
-            last_progress=self.last_progress_time)
+            last_progress=self.probes.last_progress_time)
         poller.start()
         collectors: list[Collector] = [collector, rules_metrics]
         if self.config.metrics.alert_latency:
@@ -374,23 +326,10 @@ class Appliance:
             collectors.extend((histogram, observer))
         self._metrics_server, self.metrics_port = serve(
             collectors, self.config.metrics.host, self.config.metrics.port,
-            pages={STATUS_PATH: self.rules_status})
-
-    def last_progress_time(self) -> float | None:
-        """Unix time of the query's last progress report (None in continuous mode)."""
-        try:
-            progress = self.query.lastProgress if self.query is not None else None
-        except Exception:
-            return None
-        if not progress or not progress.get("timestamp"):
-            return None
-        return datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00")).timestamp()
+            pages={STATUS_PATH: self.rules_swap.status})
 
     def query_active(self) -> bool:
-        try:
-            return self.query is not None and self.query.isActive
-        except Exception:
-            return False
+        return self.probes.active()
 
     # -- whole lifecycle ---------------------------------------------------------------
     def start(self) -> None:
@@ -400,30 +339,30 @@ class Appliance:
         self.load_rules()
         started = time.monotonic()
         counts = self.start_kafka()
-        partitions = self._partitions = counts[cfg.topics.events]
+        partitions = self.probes.partitions = counts[cfg.topics.events]
         master = spark_master(self.spark) if self.spark is not None else cfg.spark.master
         slots = local_slots(master)
         if slots is not None:
             check_slots(self.mode, partitions, slots, f"spark.master={master}")
         self.start_spark()
-        analyze_rules(self._session(), self.rules, cfg.rules.path)
+        analyze_rules(self.session(), self.rules, cfg.rules.path)
         if slots is None:
-            check_cluster_slots(self._session(), self.mode, partitions)
+            check_cluster_slots(self.session(), self.mode, partitions)
         if cfg.query.warmup:
             self.warm_up()
-        self._classes_before_query = self._generated_classes()
+        self._classes_before_query = self.generated_classes()
         self.start_query()
         self.start_metrics()
         # ``ready`` means "able to meet the latency targets", not "Spark accepted the
         # query": a continuous query's tasks start seconds after start() returns, and events
         # sent before that waited for them (a 60 s run counted from the old ``ready`` had a
-        # p99 of 6.6 s). So wait until the tasks run (see _running).
+        # p99 of 6.6 s). So wait until the tasks run (QueryProbes.running).
         if not self.wait_until_processing(READY_TIMEOUT_S):
             raise RuntimeError("query did not start processing within "
                                f"{READY_TIMEOUT_S:.0f} s: {self.failure() or 'timeout'}")
         self.keep_cpus()
         log.info("appliance.ready", bootstrap=self.bootstrap, trigger=self.mode.name,
-                 rules=len(self.rules), rules_version=self._running_rules().version,
+                 rules=len(self.rules), rules_version=self.running_rules().version,
                  metrics_port=self.metrics_port,
                  topics=cfg.topics.model_dump(), startup_s=round(time.monotonic() - started, 2),
                  warmup_s=self.warmup.seconds if self.warmup else 0.0,
@@ -449,105 +388,25 @@ class Appliance:
         proc = self.broker.proc if self.broker is not None else None
         return [proc.pid] if proc is not None else []
 
-    def _generated_classes(self) -> int:
+    def generated_classes(self) -> int:
         from appliance.process.session import generated_classes
 
-        return generated_classes(self._session())
+        return generated_classes(self.session())
 
     def query_new_classes(self) -> int:
         """Classes Spark has generated since the query was planned, warm-up excluded: 0
         while the query runs the classes the warm-up compiled and JIT-warmed (the warm-up's
         own first round, with its extra rule, generates classes of its own before that)."""
-        return self._generated_classes() - self._classes_before_query
+        return self.generated_classes() - self._classes_before_query
 
     def wait_until_processing(self, timeout: float = 60.0) -> bool:
-        """True once the query's tasks really run (see ``_running``); False if it ended or
-        ``timeout`` passed first."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._log_processing():
-                return True
-            if self._terminated(0.1):
-                return False
-        return False
-
-    def _commits(self) -> set[int]:
-        return set(batch_ids(Path(self.config.query.checkpoint_dir) / "commits"))
-
-    def tasks_launched(self) -> int:
-        """Tasks the driver's task scheduler has launched and not yet seen end, over all
-        executors. The scheduler counts a task as it launches it; the status tracker hears
-        of it later, through the listener bus, which at start-up lagged up to 6-8 s (see
-        ``_running``). ``taskScheduler`` is Spark-internal, reached through py4j. The count
-        is not per query: the appliance's session runs no other job while its query runs."""
-        per_executor = self._session().sparkContext._jsc.sc().taskScheduler() \
-            .runningTasksByExecutors().values().iterator()
-        launched = 0
-        while per_executor.hasNext():
-            launched += per_executor.next()
-        return launched
-
-    # -- what TriggerMode.is_processing asks (appliance.trigger.QueryProbe) -------------
-    def epochs_committed(self) -> int:
-        """Epochs or batches committed since the current query started."""
-        return len(self._commits() - self._commits_at_start)
-
-    def progress_reported(self) -> bool:
-        return self._started_query().lastProgress is not None
-
-    def _running(self) -> bool:
-        """Whether the query processes events as they come (``TriggerMode.ready``)."""
-        return self.mode.is_processing(self, self._partitions)
-
-    def _log_processing(self) -> bool:
-        """Log ``query.processing`` once, when the query is running (``_running``)."""
-        if not self._processing and self.query is not None:
-            try:
-                self._processing = self._running()
-            except Exception:  # noqa: BLE001 - the JVM went away: not running
-                self._processing = False
-            if self._processing:
-                log.info("query.processing", trigger=self.mode.name)
-                if self._failed_at is not None:
-                    log.info("query.recovered", restarts=self._restarts.used,
-                             seconds=round(time.monotonic() - self._failed_at, 2))
-                    self._failed_at = None
-        return self._processing
-
-    def _terminated(self, timeout: float) -> bool:
-        """Wait up to ``timeout`` s; True if the query ended (awaitTermination raises then)."""
-        try:
-            # pyspark annotates the timeout as int, but takes (and documents) seconds as
-            # any number: a float is what it converts to milliseconds.
-            return bool(self._started_query().awaitTermination(timeout))  # type: ignore[arg-type]
-        except Exception:
-            return True
+        """True once the query's tasks really run; False if it ended or ``timeout`` passed
+        first (``QueryProbes.wait_until_processing``)."""
+        return self.probes.wait_until_processing(timeout)
 
     def failure(self) -> str | None:
         """The query's cause of death, or None while it runs or after a clean stop."""
-        if self.query is None:
-            return None
-        error = self.query.exception()
-        if error is None:
-            return None
-        cause = str(error).split("=== Streaming Query ===")[0]  # drop the plan dump
-        return " ".join(cause.split())[:2000]
-
-    def _log_progress(self) -> None:
-        """Log where a micro-batch/real-time batch spent its time (``durationMs`` per
-        phase of Spark's last progress), at most every PROGRESS_LOG_S: the bench reads it."""
-        now = time.monotonic()
-        if not self.mode.reports_progress or now < self._next_progress_log:
-            return
-        self._next_progress_log = now + PROGRESS_LOG_S
-        try:
-            progress = self._started_query().lastProgress
-        except Exception:  # noqa: BLE001 - the JVM went away; serve() reports that
-            return
-        if progress:
-            log.info("query.progress", batch_id=progress.get("batchId"),
-                     input_rows=progress.get("numInputRows"),
-                     durationMs=progress.get("durationMs"))
+        return self.probes.failure()
 
     def epoch_watch(self) -> EpochWatch | None:
         """Where epochs commit every interval: Spark keeps a continuous query active when
@@ -563,20 +422,19 @@ class Appliance:
         session while its budget lasts."""
         watch = self.epoch_watch()
         while not stop.is_set():
-            if self._reload_requested.is_set():
-                self._reload_requested.clear()
+            if self.rules_swap.take_request():
                 outcome = self.reload_rules()
                 if outcome.result is ReloadResult.FAILED and not self.query_active():
                     log.error("query.failed", cause=f"rules swap failed: {outcome.error}")
                     return 1
                 watch = self.epoch_watch()
-            self._log_processing()
-            self._log_progress()
+            self.probes.log_processing()
+            self.probes.log_progress()
             stuck = watch.stalled() if watch is not None else None
             if stuck is not None:
                 log.error("query.failed", cause=stuck)
                 return 1
-            if self._terminated(0.5):
+            if self.probes.terminated(0.5):
                 if stop.is_set():
                     # SIGTERM to the whole process group (``timeout``, systemd) also stops
                     # Spark's JVM; the query ending under us is then the asked-for stop.
@@ -606,15 +464,14 @@ class Appliance:
                         window_s=self._restarts.window_s,
                         reason="in-place restarts spent: a fresh process is next")
             return False
-        self._failed_at = time.monotonic()
+        self.probes.restarting(self._restarts.used)
         log.warning("query.restarting", cause=cause, reason=known.reason,
                     restart=self._restarts.used, limit=limit)
         try:
-            self._processing = False
-            spark = self._session()
+            spark = self.session()
             if local_slots(spark_master(spark)) is None:
                 # The lost executor's slots come back with its replacement, seconds later.
-                check_cluster_slots(spark, self.mode, self._partitions)
+                check_cluster_slots(spark, self.mode, self.probes.partitions)
             self.start_query()
         except Exception as exc:  # noqa: BLE001 - any reason: exit 1 for the supervisor
             log.error("query.restart_failed", error=" ".join(str(exc).split())[:2000],
@@ -627,136 +484,11 @@ class Appliance:
     # -- rules reload ------------------------------------------------------------------
     def request_reload(self) -> None:
         """Ask ``serve`` to reload the rules file (safe from a signal handler)."""
-        self._reload_requested.set()
-
-    def rules_status(self) -> dict[str, object]:
-        """The ``/-/rules`` page: this process, the running rules, the last reload."""
-        seq, last = self.reloads.snapshot()
-        rule_set = self.rule_set
-        return {
-            "pid": os.getpid(),
-            "path": str(self.config.rules.path),
-            "version": rule_set.version if rule_set is not None else None,
-            "rules": len(rule_set) if rule_set is not None else 0,
-            "reloads": seq,
-            "last_reload": last.as_dict() if last is not None else None,
-        }
+        self.rules_swap.request()
 
     def reload_rules(self) -> ReloadOutcome:
-        """Re-read ``[rules] path``; swap the query onto the new rules if they pass the same
-        analysis as ``appliance rules check``. Never raises: the outcome says what happened
-        (and is logged, counted and kept for ``appliance rules reload``)."""
-        started, started_at = time.monotonic(), time.time()
-        seq, source = self.reloads.next_seq(), str(self.config.rules.path)
-        previous = self._running_rules()
-
-        def outcome(result: ReloadResult, **fields) -> ReloadOutcome:
-            running = self._running_rules()
-            done = ReloadOutcome(seq=seq, result=result, source=source,
-                                 version=running.version,
-                                 previous_version=previous.version, started_at=started_at,
-                                 seconds=round(time.monotonic() - started, 3), **fields)
-            self.reloads.record(done)
-            if self._rules_metrics is not None:
-                self._rules_metrics.reloaded(result.value)
-                self._rules_metrics.running(running.version, len(running))
-            return done
-
-        try:
-            candidate = load_rule_set(source)
-            analyze_rules(self._session(), candidate.rules, source)
-            analysed_s = time.monotonic() - started
-        except RulesError as exc:
-            log.warning("rules.rejected", path=source, problems=exc.problems,
-                        version=previous.version)
-            return outcome(ReloadResult.REJECTED, error=exc.problems[0],
-                           problems=tuple(exc.problems))
-        if candidate.version == previous.version:
-            log.info("rules.unchanged", path=source, version=previous.version)
-            return outcome(ReloadResult.UNCHANGED)
-        try:
-            phases = self._swap(candidate, previous)
-        except Exception as exc:  # noqa: BLE001 - reported; the old rules run if they can
-            error = " ".join(str(exc).split())[:2000]
-            log.error("rules.swap_failed", path=source, version=candidate.version,
-                      running_version=self._running_rules().version, error=error,
-                      kind=type(exc).__name__)
-            return outcome(ReloadResult.FAILED, error=error)
-        if self._rules_metrics is not None:
-            self._rules_metrics.swapped(phases.gap_s)
-        done = outcome(ReloadResult.APPLIED, swap_s=round(phases.gap_s, 3))
-        log.info("rules.reloaded", path=source, version=candidate.version,
-                 previous_version=previous.version, rules=len(candidate),
-                 gap_s=round(phases.gap_s, 3), seconds=done.seconds,
-                 analyse_s=round(analysed_s, 3), **phases.as_log())
-        return done
-
-    def _swap(self, new: RuleSet, old: RuleSet) -> SwapPhases:
-        """Stop the running query at a committed boundary and start it on ``new``; returns
-        where the time went. If the new query cannot start, the old rules are started
-        again and the error raised."""
-        mark = time.monotonic()
-        planned = self.plan_query(new)
-        classes_before = self._generated_classes()
-        built = time.monotonic()
-        self._to_boundary()
-        stopping = time.monotonic()
-        self._started_query().stop()
-        self._wait_slots_freed()
-        stopped = time.monotonic()
-        try:
-            self.start_query(planned)
-            started = time.monotonic()
-            if not self.wait_until_processing(READY_TIMEOUT_S):
-                raise RuntimeError(f"the new query did not start processing: "
-                                   f"{self.failure() or 'timeout'}")
-        except Exception:
-            if self.query_active():
-                self._started_query().stop()
-                self._wait_slots_freed()
-            self.start_query(old)
-            raise
-        processing = time.monotonic()
-        return SwapPhases(plan_s=built - mark, boundary_s=stopping - built,
-                          stop_s=stopped - stopping, start_s=started - stopped,
-                          first_commit_s=processing - started,
-                          query_new_classes=self._generated_classes() - classes_before)
-
-    def _to_boundary(self) -> None:
-        """Let the running query reach a committed epoch or batch (``TriggerMode.boundary``):
-        stopped there, its successor replays nothing it has committed. Bounded: past
-        ``boundary_wait_s`` the query is stopped anyway (its successor replays more)."""
-        cfg = self.config.query
-        before = max(self._commits(), default=-1)
-        if self.mode.boundary is BoundaryStop.END_BATCH:
-            asked = driver_jvm(self._session()).io.appliance.kafka.BatchEnd.request(
-                os.path.abspath(cfg.checkpoint_dir))
-            if not asked:
-                log.warning("rules.boundary_unavailable", trigger=self.mode.name,
-                            reason="the source runs no batch it could end early: the new "
-                                   "query replays the running batch")
-                return
-        waited = time.monotonic()
-        deadline = waited + self.mode.boundary_wait_s(cfg.trigger_interval)
-        while time.monotonic() < deadline:
-            if max(self._commits(), default=-1) > before:
-                log.info("rules.boundary", trigger=self.mode.name, batch=before + 1,
-                         waited_s=round(time.monotonic() - waited, 3))
-                return
-            if self._terminated(0.01):
-                return
-        log.warning("rules.boundary_timeout", trigger=self.mode.name,
-                    waited_s=round(time.monotonic() - waited, 1),
-                    reason="no commit in time: stopping anyway, the new query replays more")
-
-    def _wait_slots_freed(self) -> None:
-        """After a stop, until the old query's long-running tasks have given back the task
-        slots its successor needs (bounded; its successor then waits in the scheduler)."""
-        if not self.mode.slot_per_partition:
-            return
-        deadline = time.monotonic() + SLOTS_FREED_WAIT_S
-        while self.tasks_launched() > 0 and time.monotonic() < deadline:
-            time.sleep(0.005)
+        """Re-read ``[rules] path`` and swap the query onto it (``RulesSwap.reload``)."""
+        return self.rules_swap.reload()
 
     def stop(self) -> None:
         """Stop query, metrics, Spark and embedded broker; safe to call more than once.

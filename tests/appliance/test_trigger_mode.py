@@ -1,13 +1,16 @@
 """The trigger modes' one home (appliance.trigger): the table's rules, what is derived from
-it, and that no other module of the appliance compares a trigger's name."""
+it, and that nothing else (the appliance's other modules, the load generator, the bench,
+the Ansible deploy) writes a trigger fact again."""
 
 from __future__ import annotations
 
 import ast
 import json
+import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from appliance.config import Config, ConfigError, load_config
 from appliance.trigger import (
@@ -115,28 +118,80 @@ def test_progress_interval_and_boundary_wait_follow_the_mode():
     assert REALTIME.boundary_wait_s("5 minutes") < 60  # never waits out a long batch
 
 
-def _trigger_name_comparisons(path: Path) -> list[int]:
-    """Lines of ``x == "continuous"``, ``x in ("realtime", ...)`` and the like."""
+#: Where the trigger facts must not be written again: Python packages (every module but the
+#: table itself) and the deploy's YAML and templates.
+GUARDED_PACKAGES = ("appliance", "loadgen", "bench")
+SPARK_KEYWORDS = frozenset(m.spark_keyword for m in MODES.values())
+
+
+def _trigger_facts(path: Path) -> list[int]:
+    """Lines that re-encode a trigger fact: a comparison with a trigger's name
+    (``x == "continuous"``, ``x in ("realtime", ...)``), a table keyed by trigger names
+    (``{"continuous": "1 second", "realtime": ...}``), or Spark's trigger keyword spelled out
+    (``.trigger(processingTime=...)``)."""
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
-        if not isinstance(node, ast.Compare):
-            continue
-        for side in (node.left, *node.comparators):
-            values = side.elts if isinstance(side, ast.Tuple | ast.List | ast.Set) else [side]
-            if any(isinstance(v, ast.Constant) and v.value in TRIGGERS for v in values):
+        if isinstance(node, ast.Compare):
+            for side in (node.left, *node.comparators):
+                values = side.elts if isinstance(side, ast.Tuple | ast.List | ast.Set) else [side]
+                if any(isinstance(v, ast.Constant) and v.value in TRIGGERS for v in values):
+                    found.append(node.lineno)
+        elif isinstance(node, ast.Dict) and node.keys:
+            # keyed by trigger names only (a table keyed by bench cells, say, is not)
+            if all(isinstance(k, ast.Constant) and k.value in TRIGGERS for k in node.keys):
                 found.append(node.lineno)
-    return found
+        elif isinstance(node, ast.Call):
+            if any(k.arg in SPARK_KEYWORDS for k in node.keywords):
+                found.append(node.lineno)
+    return sorted(found)
 
 
-def test_no_module_but_the_trigger_table_compares_a_triggers_name():
-    modules = [p for p in (ROOT / "appliance").rglob("*.py") if p.name != "trigger.py"]
-    assert len(modules) > 20
-    hits = [f"{p.relative_to(ROOT)}:{line}" for p in modules
-            for line in _trigger_name_comparisons(p)]
+_NAMES = "|".join(TRIGGERS)
+_JINJA_COMPARISON = re.compile(
+    rf"(==|!=|\bin\b)\s*[\[(]?\s*['\"]?({_NAMES})\b|\b({_NAMES})['\"]?\s*(==|!=)")
+
+
+def _ansible_trigger_comparisons(path: Path) -> list[int]:
+    """Lines of a playbook or template that compare a trigger's name (Jinja ``==``,
+    ``!=``, ``in``): the deploy asks ``python -m appliance.tuning`` instead."""
+    return [n for n, line in enumerate(path.read_text().splitlines(), 1)
+            if _JINJA_COMPARISON.search(line)]
+
+
+def test_no_module_but_the_trigger_table_encodes_a_trigger_fact():
+    modules = [p for package in GUARDED_PACKAGES for p in (ROOT / package).rglob("*.py")
+               if p != ROOT / "appliance" / "trigger.py"]
+    assert {p.relative_to(ROOT).parts[0] for p in modules} == set(GUARDED_PACKAGES)
+    hits = [f"{p.relative_to(ROOT)}:{line}" for p in modules for line in _trigger_facts(p)]
     assert hits == []
 
 
-def test_the_check_finds_a_comparison(tmp_path):
+def test_the_check_finds_each_kind_of_fact(tmp_path):
     module = tmp_path / "bad.py"
-    module.write_text('def f(t):\n    return t.name == "realtime" or t in ("microbatch",)\n')
-    assert _trigger_name_comparisons(module) == [2, 2]
+    module.write_text('def f(t, w):\n'
+                      '    return t.name == "realtime" or t in ("microbatch",)\n'
+                      'INTERVALS = {"continuous": "1 second", "realtime": "5 s"}\n'
+                      'CELLS = {"continuous": 1, "continuous-50k": 2}\n'
+                      'def g(w):\n'
+                      '    return w.trigger(processingTime="0 seconds")\n')
+    assert _trigger_facts(module) == [2, 2, 3, 6]
+
+
+def test_the_deploy_compares_no_trigger_name_and_offers_the_tables_choices():
+    files = [p for p in (ROOT / "ansible").rglob("*") if p.suffix in (".yml", ".j2")]
+    assert len(files) > 10
+    hits = [f"{p.relative_to(ROOT)}:{line}" for p in files
+            for line in _ansible_trigger_comparisons(p)]
+    assert hits == []
+    spec = yaml.safe_load((ROOT / "ansible/roles/appliance/meta/argument_specs.yml").read_text())
+    option = spec["argument_specs"]["main"]["options"]["appliance_trigger"]
+    assert tuple(option["choices"]) == TRIGGERS
+
+
+def test_the_deploy_check_finds_a_comparison(tmp_path):
+    task = tmp_path / "bad.yml"
+    task.write_text("- when: appliance_trigger == 'realtime'\n"
+                    "- when: appliance_trigger in ['continuous', 'realtime']\n"
+                    "- when: \"'microbatch' != appliance_trigger\"\n"
+                    "- name: a continuous query\n")
+    assert _ansible_trigger_comparisons(task) == [1, 2, 3]

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from appliance.broker import schemas
-from appliance.broker.wire_client import WireClient
+from appliance.broker.wire import schemas
+from appliance.broker.wire.client import WireClient
 from appliance.connector import KAFKA_CLIENTS_JAR
 
 PRODUCE_V = 8

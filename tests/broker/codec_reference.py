@@ -1,6 +1,6 @@
 """A field-by-field interpreter of the broker's schema tables: the reference semantics.
 
-The broker runs code that ``appliance.broker.codegen`` generates from the same tables; this
+The broker runs code that ``appliance.broker.wire.codegen`` generates from the same tables; this
 slow, obvious interpreter exists only so the tests can check the generated code against it
 byte for byte. It lives with the tests because nothing in the product uses it.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from appliance.broker.codec import PRIM_DEFAULTS, Array, DecodeError, Field, Reader, Writer
+from appliance.broker.wire.codec import PRIM_DEFAULTS, Array, DecodeError, Field, Reader, Writer
 
 _U32 = struct.Struct(">I")
 

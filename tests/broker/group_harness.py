@@ -25,8 +25,9 @@ from pathlib import Path
 
 from broker_helpers import batch, produce
 
-from appliance.broker import EmbeddedBroker, errors, schemas
-from appliance.broker.wire_client import WireClient
+from appliance.broker import EmbeddedBroker
+from appliance.broker.wire import errors, schemas
+from appliance.broker.wire.client import WireClient
 
 HERE = Path(__file__).resolve().parent
 PARTITIONS = 6

@@ -39,7 +39,7 @@ from kafka.admin import ResourceType as KpResourceType
 from secure_helpers import broker_args, new_password
 
 from appliance.broker import EmbeddedBroker
-from appliance.broker.credentials import add_user
+from appliance.broker.security.credentials import add_user
 
 MECHANISM = "SCRAM-SHA-512"
 USERS = ("admin", "alice", "bob")

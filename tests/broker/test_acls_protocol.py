@@ -20,8 +20,9 @@ import urllib.request
 import pytest
 from broker_helpers import batch, fetch, produce
 
-from appliance.broker import EmbeddedBroker, errors, schemas
-from appliance.broker.wire_client import WireClient
+from appliance.broker import EmbeddedBroker
+from appliance.broker.wire import errors, schemas
+from appliance.broker.wire.client import WireClient
 from appliance.process.logwatch import log_events
 
 ANON = "User:ANONYMOUS"
@@ -309,7 +310,7 @@ def test_the_cli_refuses_bad_input_with_one_line(tmp_path):
 def test_the_docs_table_of_what_each_api_needs_is_the_enforced_one():
     from pathlib import Path
 
-    from appliance.broker.acl import rules
+    from appliance.broker.acl import needs
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "broker.md").read_text()
     table = doc.split("| API | resource | operation | denied: | why |", 1)[1].split("\n\n")[0]
@@ -317,7 +318,7 @@ def test_the_docs_table_of_what_each_api_needs_is_the_enforced_one():
                   for row in table.strip().splitlines()[1:]]
     names = {v: k for k, v in vars(errors).items() if k.isupper() and isinstance(v, int)}
     assert documented == [(n.api.name, n.resource_type.name, n.operation.name,
-                           f"`{names[n.error]}`") for n in rules.TABLE]
+                           f"`{names[n.error]}`") for n in needs.TABLE]
 
 
 @pytest.mark.parametrize(("flags", "named"), [

@@ -9,9 +9,10 @@ import time
 import pytest
 from broker_helpers import batch, fetch, list_offset, produce, record_values
 
-from appliance.broker import EmbeddedBroker, errors, schemas
-from appliance.broker.topic_configs import ConfigSource
-from appliance.broker.wire_client import WireClient
+from appliance.broker import EmbeddedBroker
+from appliance.broker.storage.topic_configs import ConfigSource
+from appliance.broker.wire import errors, schemas
+from appliance.broker.wire.client import WireClient
 
 TOPIC, BROKER = 2, 4  # resource types
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3

@@ -8,8 +8,9 @@ import urllib.request
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
-from appliance.broker import EmbeddedBroker, schemas
-from appliance.broker.wire_client import WireClient
+from appliance.broker import EmbeddedBroker
+from appliance.broker.wire import schemas
+from appliance.broker.wire.client import WireClient
 
 
 def _samples(url: str) -> dict[tuple[str, tuple], float]:

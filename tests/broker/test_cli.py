@@ -12,8 +12,9 @@ import sys
 import pytest
 from broker_helpers import batch, produce
 
-from appliance.broker import EmbeddedBroker, schemas
-from appliance.broker.wire_client import WireClient
+from appliance.broker import EmbeddedBroker
+from appliance.broker.wire import schemas
+from appliance.broker.wire.client import WireClient
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 

@@ -25,9 +25,10 @@ from broker_helpers import ROOT, batch, produce
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from secure_helpers import broker_args, make_tls, new_password
 
-from appliance.broker import EmbeddedBroker, errors, schemas
-from appliance.broker.credentials import add_user
-from appliance.broker.wire_client import WireClient
+from appliance.broker import EmbeddedBroker
+from appliance.broker.security.credentials import add_user
+from appliance.broker.wire import errors, schemas
+from appliance.broker.wire.client import WireClient
 from bench._login_flood import PASSWORD_ENV, LoginRefused, login
 
 OTHER_IP = "127.0.0.2"

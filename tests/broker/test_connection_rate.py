@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from fake_clock import FakeClock
 
-from appliance.broker import connection_rate
-from appliance.broker.connection_rate import ConnectionRate
+from appliance.broker.connections import rate as connection_rate
+from appliance.broker.connections.rate import ConnectionRate
 
 
 def test_a_burst_of_one_seconds_worth_then_the_rate():

@@ -22,8 +22,9 @@ from broker_helpers import (
     record_values,
 )
 
-from appliance.broker import EmbeddedBroker, errors, schemas
-from appliance.broker.wire_client import WireClient
+from appliance.broker import EmbeddedBroker
+from appliance.broker.wire import errors, schemas
+from appliance.broker.wire.client import WireClient
 
 
 def _all_values(bootstrap: str, topic: str, partition: int) -> list[bytes]:

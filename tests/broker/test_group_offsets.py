@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 
-from appliance.broker import group_offsets
-from appliance.broker.group_offsets import Committed, OffsetKey, OffsetStore
+from appliance.broker.groups import offsets as group_offsets
+from appliance.broker.groups.offsets import Committed, OffsetKey, OffsetStore
 
 
 def _c(offset: int) -> Committed:

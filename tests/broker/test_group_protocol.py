@@ -13,11 +13,12 @@ import time
 
 import pytest
 
-from appliance.broker import EmbeddedBroker, errors, schemas
-from appliance.broker.codec import Writer
-from appliance.broker.codegen import encode_struct
-from appliance.broker.consumer_protocol import SUBSCRIPTION
-from appliance.broker.wire_client import WireClient
+from appliance.broker import EmbeddedBroker
+from appliance.broker.groups.consumer_protocol import SUBSCRIPTION
+from appliance.broker.wire import errors, schemas
+from appliance.broker.wire.client import WireClient
+from appliance.broker.wire.codec import Writer
+from appliance.broker.wire.codegen import encode_struct
 
 SESSION_MS = 1500  # the fixture broker allows sessions from 500 ms
 

@@ -19,8 +19,8 @@ from broker_helpers import (
     record_values,
 )
 
-from appliance.broker import errors, schemas
-from appliance.broker.wire_client import WireClient
+from appliance.broker.wire import errors, schemas
+from appliance.broker.wire.client import WireClient
 
 
 def _metadata(client: WireClient, topics, version: int = 9) -> dict:

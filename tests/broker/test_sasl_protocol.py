@@ -18,9 +18,11 @@ import time
 import pytest
 from secure_helpers import USER, broker_args, make_users, new_password
 
-from appliance.broker import EmbeddedBroker, errors, schemas, scram
-from appliance.broker.credentials import CredentialsError, add_user, load_users
-from appliance.broker.wire_client import WireClient
+from appliance.broker import EmbeddedBroker
+from appliance.broker.security import scram
+from appliance.broker.security.credentials import CredentialsError, add_user, load_users
+from appliance.broker.wire import errors, schemas
+from appliance.broker.wire.client import WireClient
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 

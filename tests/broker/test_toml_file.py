@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from appliance.broker.credentials import CredentialsError, load_users
+from appliance.broker.security.credentials import CredentialsError, load_users
 from appliance.broker.toml_file import read_toml
 from appliance.config import ConfigError, load_config
 

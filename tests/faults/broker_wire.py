@@ -9,8 +9,8 @@ import urllib.request
 from kafka.record import MemoryRecords
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from appliance.broker import schemas
-from appliance.broker.wire_client import WireClient
+from appliance.broker.wire import schemas
+from appliance.broker.wire.client import WireClient
 
 PRODUCE_V = 8
 FETCH_V = 11

@@ -25,8 +25,9 @@ import pytest
 from broker_wire import metric_sum, produce, read_partition
 from preload import build_library
 
-from appliance.broker import EmbeddedBroker, errors
-from appliance.broker.wire_client import WireClient
+from appliance.broker import EmbeddedBroker
+from appliance.broker.wire import errors
+from appliance.broker.wire.client import WireClient
 
 TOPIC = "full"
 PARTITIONS = 2

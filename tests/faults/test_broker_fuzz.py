@@ -16,9 +16,10 @@ from fault_knobs import LONG, knob
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from appliance.broker import EmbeddedBroker, schemas
-from appliance.broker.codec import Array, Field
-from appliance.broker.wire_client import WireClient
+from appliance.broker import EmbeddedBroker
+from appliance.broker.wire import schemas
+from appliance.broker.wire.client import WireClient
+from appliance.broker.wire.codec import Array, Field
 
 PAIRS = sorted((s.key, v, s.flexible(v)) for s in schemas.BY_KEY.values()
                for v in range(s.min_version, s.max_version + 1))

@@ -23,8 +23,9 @@ import pytest
 from broker_wire import create_topic, produce, read_partition, topic_partitions
 from fault_knobs import knob
 
-from appliance.broker import EmbeddedBroker, errors
-from appliance.broker.wire_client import WireClient
+from appliance.broker import EmbeddedBroker
+from appliance.broker.wire import errors
+from appliance.broker.wire.client import WireClient
 
 CUTS = knob(6, 25)
 SEGMENT_BYTES = 16 * 1024

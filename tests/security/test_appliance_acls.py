@@ -22,7 +22,7 @@ import pytest
 from secure_helpers import broker_args, new_password
 
 from appliance.broker import EmbeddedBroker
-from appliance.broker.credentials import add_user
+from appliance.broker.security.credentials import add_user
 from appliance.process.logwatch import log_events, wait_for_event
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(1800)]

@@ -17,7 +17,6 @@ until the bindings change: a produce then costs one dict lookup per topic.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Protocol
 
 from appliance.broker.acl.model import (
     IMPLIED_BY,
@@ -30,22 +29,13 @@ from appliance.broker.acl.model import (
     ResourceType,
     resource_matches,
 )
-from appliance.broker.acl.rules import Need
-from appliance.broker.config import AuthorizerKind
+from appliance.broker.acl.needs import Need
+from appliance.broker.caller import Caller
+from appliance.broker.settings import AuthorizerKind
 from appliance.logs import get_logger
 
 log = get_logger("appliance.broker")
 _CACHE_LIMIT = 50_000  # decisions kept; cleared when full (a new one costs microseconds)
-
-
-class Who(Protocol):
-    """The caller, as the authorizer sees it (``group_coordinator.Caller``)."""
-
-    @property
-    def principal(self) -> str: ...
-
-    @property
-    def host(self) -> str: ...
 
 
 class Authorizer:
@@ -71,7 +61,7 @@ class Authorizer:
 
     # -- decisions ------------------------------------------------------------------------
 
-    def allows(self, caller: Who, need: Need, name: str) -> bool:
+    def allows(self, caller: Caller, need: Need, name: str) -> bool:
         """Does ``caller`` meet ``need`` on the resource ``name``? A denial of an audited
         need is logged (``broker.authorization_denied``) and counted."""
         if not self.enabled:
@@ -88,7 +78,7 @@ class Authorizer:
             self._denied(caller, need, need.resource_type, name)
         return allowed
 
-    def allows_any(self, caller: Who, need: Need) -> bool:
+    def allows_any(self, caller: Caller, need: Need) -> bool:
         """Does some binding allow ``need``'s operation on some resource of its type, not
         cancelled by a DENY (Kafka's authorizeByResourceType, KIP-679: an idempotent
         producer needs WRITE on some topic, not IDEMPOTENT_WRITE on the cluster)?"""
@@ -109,7 +99,7 @@ class Authorizer:
             self._denied(caller, need, need.resource_type, "*")
         return allowed
 
-    def authorized_operations(self, caller: Who, resource_type: ResourceType, name: str,
+    def authorized_operations(self, caller: Caller, resource_type: ResourceType, name: str,
                               candidates: tuple[Operation, ...]) -> int:
         """The bit set of ``candidates`` the caller may do (Kafka's *authorized_operations*
         fields); nothing is logged."""
@@ -137,7 +127,7 @@ class Authorizer:
         return (b.principal == principal or b.principal == WILDCARD_PRINCIPAL) and (
             b.host == host or b.host == WILDCARD)
 
-    def _denied(self, caller: Who, need: Need, rtype: ResourceType, name: str) -> None:
+    def _denied(self, caller: Caller, need: Need, rtype: ResourceType, name: str) -> None:
         key = (need.api.name, rtype.name)
         self.denials[key] = self.denials.get(key, 0) + 1
         log.info("broker.authorization_denied", principal=caller.principal, host=caller.host,

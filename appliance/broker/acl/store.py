@@ -5,7 +5,7 @@ broker-user acl add|remove`` (offline, like the users file). Each change is a
 read-modify-write of the file under an exclusive ``flock`` on ``acls.lock`` beside it, so
 neither overwrites the other's change; the broker reads what the CLI wrote on SIGHUP or
 at its next start, and its own changes start from the file, never from an older copy.
-Writes are atomic and durable (``durable_io.replace_file``: temporary file, fsync,
+Writes are atomic and durable (``storage.durable_io.replace_file``: temporary file, fsync,
 rename, directory fsync), as the broker's other metadata: an acknowledged CreateAcls
 survives a power cut, and a crash never leaves half a file.
 
@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from appliance.broker.acl.model import AclBinding, AclError, make_binding
-from appliance.broker.durable_io import replace_file
+from appliance.broker.storage.durable_io import replace_file
 
 FILE_NAME = "acls.json"
 LOCK_NAME = "acls.lock"

@@ -1,0 +1,119 @@
+"""What each API needs: one row per (API, resource type, operation), with the reason.
+
+The handlers never spell an operation themselves: they ask the authorizer about a row of
+this table (``authorizer.allows(caller, PRODUCE_TOPIC, name)``), so this table is the
+whole of what the broker enforces, and the docs' table is generated from the same facts.
+The rows follow Kafka's own (the operations and resources its brokers check, and the
+error each denial answers).
+
+``audit`` is False where a denial only narrows a listing (Metadata of all topics,
+ListGroups, OffsetFetch of all committed topics): Kafka filters those silently, so they
+are neither logged nor counted.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from appliance.broker.acl.model import Operation, ResourceType
+from appliance.broker.wire import errors, schemas
+from appliance.broker.wire.codec import Schema
+
+R, Op = ResourceType, Operation
+
+
+class Need(NamedTuple):
+    api: Schema
+    resource_type: ResourceType
+    operation: Operation
+    error: int  # what the denied resource answers
+    why: str
+    audit: bool = True  # a denial is logged and counted
+
+
+TOPIC_DENIED = errors.TOPIC_AUTHORIZATION_FAILED
+GROUP_DENIED = errors.GROUP_AUTHORIZATION_FAILED
+CLUSTER_DENIED = errors.CLUSTER_AUTHORIZATION_FAILED
+
+PRODUCE_TOPIC = Need(schemas.PRODUCE, R.TOPIC, Op.WRITE, TOPIC_DENIED,
+                     "appending records; each partition of a denied topic answers the error")
+FETCH_TOPIC = Need(schemas.FETCH, R.TOPIC, Op.READ, TOPIC_DENIED, "reading records")
+LIST_OFFSETS_TOPIC = Need(schemas.LIST_OFFSETS, R.TOPIC, Op.DESCRIBE, TOPIC_DENIED,
+                          "a partition's offsets describe the topic")
+METADATA_TOPIC = Need(schemas.METADATA, R.TOPIC, Op.DESCRIBE, TOPIC_DENIED,
+                      "a topic asked for by name; denied names answer the error")
+METADATA_ALL_TOPICS = Need(schemas.METADATA, R.TOPIC, Op.DESCRIBE, TOPIC_DENIED,
+                           "all topics asked for: the denied ones are left out", audit=False)
+METADATA_CREATE_CLUSTER = Need(schemas.METADATA, R.CLUSTER, Op.CREATE, TOPIC_DENIED,
+                               "auto-creating a missing topic: CREATE on the cluster, ...",
+                               audit=False)
+METADATA_CREATE_TOPIC = Need(schemas.METADATA, R.TOPIC, Op.CREATE, TOPIC_DENIED,
+                             "... or on the topic")
+FIND_COORDINATOR_GROUP = Need(schemas.FIND_COORDINATOR, R.GROUP, Op.DESCRIBE, GROUP_DENIED,
+                              "finding a group's coordinator")
+OFFSET_COMMIT_GROUP = Need(schemas.OFFSET_COMMIT, R.GROUP, Op.READ, GROUP_DENIED,
+                           "committing offsets is a group member's read progress")
+OFFSET_COMMIT_TOPIC = Need(schemas.OFFSET_COMMIT, R.TOPIC, Op.READ, TOPIC_DENIED,
+                           "... of a topic it may read")
+OFFSET_FETCH_GROUP = Need(schemas.OFFSET_FETCH, R.GROUP, Op.DESCRIBE, GROUP_DENIED,
+                          "reading a group's committed offsets")
+OFFSET_FETCH_TOPIC = Need(schemas.OFFSET_FETCH, R.TOPIC, Op.DESCRIBE, TOPIC_DENIED,
+                          "... of topics named in the request")
+OFFSET_FETCH_ALL_TOPICS = Need(schemas.OFFSET_FETCH, R.TOPIC, Op.DESCRIBE, TOPIC_DENIED,
+                               "all committed topics asked for: denied ones are left out",
+                               audit=False)
+JOIN_GROUP = Need(schemas.JOIN_GROUP, R.GROUP, Op.READ, GROUP_DENIED, "group membership")
+SYNC_GROUP = Need(schemas.SYNC_GROUP, R.GROUP, Op.READ, GROUP_DENIED, "group membership")
+HEARTBEAT = Need(schemas.HEARTBEAT, R.GROUP, Op.READ, GROUP_DENIED, "group membership")
+LEAVE_GROUP = Need(schemas.LEAVE_GROUP, R.GROUP, Op.READ, GROUP_DENIED, "group membership")
+DESCRIBE_GROUPS = Need(schemas.DESCRIBE_GROUPS, R.GROUP, Op.DESCRIBE, GROUP_DENIED,
+                       "a group's members and assignments")
+LIST_GROUPS_CLUSTER = Need(schemas.LIST_GROUPS, R.CLUSTER, Op.DESCRIBE, CLUSTER_DENIED,
+                           "every group is listed with DESCRIBE on the cluster, ...",
+                           audit=False)
+LIST_GROUPS_GROUP = Need(schemas.LIST_GROUPS, R.GROUP, Op.DESCRIBE, GROUP_DENIED,
+                         "... else only the groups it may describe", audit=False)
+DELETE_GROUPS = Need(schemas.DELETE_GROUPS, R.GROUP, Op.DELETE, GROUP_DENIED,
+                     "deleting a group")
+OFFSET_DELETE_GROUP = Need(schemas.OFFSET_DELETE, R.GROUP, Op.DELETE, GROUP_DENIED,
+                           "deleting a group's committed offsets")
+OFFSET_DELETE_TOPIC = Need(schemas.OFFSET_DELETE, R.TOPIC, Op.READ, TOPIC_DENIED,
+                           "... of a topic it may read")
+CREATE_TOPICS_CLUSTER = Need(schemas.CREATE_TOPICS, R.CLUSTER, Op.CREATE, TOPIC_DENIED,
+                             "creating any topic: CREATE on the cluster, ...", audit=False)
+CREATE_TOPICS_TOPIC = Need(schemas.CREATE_TOPICS, R.TOPIC, Op.CREATE, TOPIC_DENIED,
+                           "... or on the topic")
+DELETE_TOPICS = Need(schemas.DELETE_TOPICS, R.TOPIC, Op.DELETE, TOPIC_DENIED,
+                     "deleting a topic")
+CREATE_PARTITIONS = Need(schemas.CREATE_PARTITIONS, R.TOPIC, Op.ALTER, TOPIC_DENIED,
+                         "adding partitions alters the topic")
+DELETE_RECORDS = Need(schemas.DELETE_RECORDS, R.TOPIC, Op.DELETE, TOPIC_DENIED,
+                      "deleting records")
+DESCRIBE_CONFIGS_TOPIC = Need(schemas.DESCRIBE_CONFIGS, R.TOPIC, Op.DESCRIBE_CONFIGS,
+                              TOPIC_DENIED, "a topic's configs")
+DESCRIBE_CONFIGS_BROKER = Need(schemas.DESCRIBE_CONFIGS, R.CLUSTER, Op.DESCRIBE_CONFIGS,
+                               CLUSTER_DENIED, "the broker's configs")
+ALTER_CONFIGS_TOPIC = Need(schemas.ALTER_CONFIGS, R.TOPIC, Op.ALTER_CONFIGS, TOPIC_DENIED,
+                           "a topic's configs")
+ALTER_CONFIGS_BROKER = Need(schemas.ALTER_CONFIGS, R.CLUSTER, Op.ALTER_CONFIGS,
+                            CLUSTER_DENIED, "the broker's configs")
+INCREMENTAL_ALTER_CONFIGS_TOPIC = Need(schemas.INCREMENTAL_ALTER_CONFIGS, R.TOPIC,
+                                       Op.ALTER_CONFIGS, TOPIC_DENIED, "a topic's configs")
+INCREMENTAL_ALTER_CONFIGS_BROKER = Need(schemas.INCREMENTAL_ALTER_CONFIGS, R.CLUSTER,
+                                        Op.ALTER_CONFIGS, CLUSTER_DENIED,
+                                        "the broker's configs")
+INIT_PRODUCER_ID_CLUSTER = Need(schemas.INIT_PRODUCER_ID, R.CLUSTER, Op.IDEMPOTENT_WRITE,
+                                CLUSTER_DENIED,
+                                "an idempotent producer id: IDEMPOTENT_WRITE on the "
+                                "cluster, ...", audit=False)
+INIT_PRODUCER_ID_ANY_TOPIC = Need(schemas.INIT_PRODUCER_ID, R.TOPIC, Op.WRITE,
+                                  CLUSTER_DENIED,
+                                  "... or WRITE on some topic (Kafka 2.8+, KIP-679)")
+CREATE_ACLS = Need(schemas.CREATE_ACLS, R.CLUSTER, Op.ALTER, CLUSTER_DENIED,
+                   "changing who may do what")
+DELETE_ACLS = Need(schemas.DELETE_ACLS, R.CLUSTER, Op.ALTER, CLUSTER_DENIED,
+                   "changing who may do what")
+DESCRIBE_ACLS = Need(schemas.DESCRIBE_ACLS, R.CLUSTER, Op.DESCRIBE, CLUSTER_DENIED,
+                     "reading who may do what")
+
+TABLE: tuple[Need, ...] = tuple(v for v in list(globals().values()) if isinstance(v, Need))

@@ -1,0 +1,227 @@
+"""The broker's Prometheus metrics (``broker_*``), served by ``appliance broker --metrics-port``.
+
+The event loop only bumps plain integers (a dict entry per API and error, a bucket count
+per produce/fetch, two byte counters); everything else (summing buckets, reading every
+partition's log end offset, connection count, every consumer group's members, state and
+committed offsets) happens when Prometheus scrapes, on the HTTP server's thread. No locks:
+the loop is the only writer and the scrape copies what it reads, so a scrape racing a
+request may be one request behind, never wrong afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from bisect import bisect_left
+
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+
+from appliance.broker.groups.coordinator import GroupState
+from appliance.broker.wire import errors, schemas
+
+# Request latency upper bounds, seconds: a produce on loopback takes well under a ms; a
+# long-polled fetch waits up to its max wait (500 ms by default in the Java client).
+LATENCY_BUCKETS_S = (0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1,
+                     0.25, 0.5, 1.0, 5.0)
+TIMED_APIS = {schemas.PRODUCE.key: "Produce", schemas.FETCH.key: "Fetch"}
+ERROR_NAMES = {value: name for name, value in vars(errors).items()
+               if name.isupper() and isinstance(value, int)}
+
+
+def response_error(body) -> int:
+    """The response's top-level error code, else the first non-zero per-topic/partition one
+    (Produce and Fetch report errors per partition), else 0."""
+    if not isinstance(body, dict):
+        return errors.NONE
+    code = body.get("error_code")
+    if code:
+        return code
+    for value in body.values():
+        if isinstance(value, list):
+            for item in value:
+                if isinstance(item, dict):
+                    code = item.get("error_code") or _nested_error(item)
+                    if code:
+                        return code
+    return errors.NONE
+
+
+def _nested_error(item: dict) -> int:
+    for value in item.values():
+        if isinstance(value, list):
+            for part in value:
+                if isinstance(part, dict) and part.get("error_code"):
+                    return part["error_code"]
+    return errors.NONE
+
+
+class BrokerMetrics:
+    """Counters bumped by ``BrokerServer``/``Connection``; read by ``BrokerCollector``."""
+
+    def __init__(self) -> None:
+        self.requests: dict[tuple[int, int], int] = {}  # (api key, error code) -> count
+        self.latency_counts = {key: [0] * (len(LATENCY_BUCKETS_S) + 1) for key in TIMED_APIS}
+        self.latency_sums = dict.fromkeys(TIMED_APIS, 0.0)
+        self.bytes_in = 0
+        self.bytes_out = 0
+        self.connections_opened = 0
+
+    # -- called on the event loop ---------------------------------------------------------
+    def request_done(self, api_key: int, started: float, result) -> None:
+        """Count one request; ``result`` is the response body or a Future of it."""
+        if isinstance(result, asyncio.Future):
+            result.add_done_callback(
+                lambda fut: self._finish(api_key, started,
+                                         None if fut.cancelled() or fut.exception()
+                                         else fut.result()))
+        else:
+            self._finish(api_key, started, result)
+
+    def _finish(self, api_key: int, started: float, body) -> None:
+        code = errors.UNKNOWN_SERVER_ERROR if body is None else response_error(body)
+        key = (api_key, code)
+        self.requests[key] = self.requests.get(key, 0) + 1
+        counts = self.latency_counts.get(api_key)
+        if counts is not None:
+            elapsed = time.perf_counter() - started
+            counts[bisect_left(LATENCY_BUCKETS_S, elapsed)] += 1
+            self.latency_sums[api_key] += elapsed
+
+
+class BrokerCollector:
+    """prometheus-client collector over a running ``BrokerServer``."""
+
+    def __init__(self, server) -> None:
+        self.server = server
+        self.metrics: BrokerMetrics = server.metrics
+
+    def collect(self):
+        m = self.metrics
+        requests = CounterMetricFamily("broker_requests", "requests answered, by API and error",
+                                       labels=["api", "error"])
+        for (api_key, code), count in sorted(m.requests.copy().items()):
+            schema = schemas.BY_KEY.get(api_key)
+            requests.add_metric([schema.name if schema else str(api_key),
+                                 ERROR_NAMES.get(code, str(code))], float(count))
+        yield requests
+        latency = HistogramMetricFamily(
+            "broker_request_latency_seconds",
+            "request received to response ready (a long-polled fetch includes its wait)",
+            labels=["api"])
+        for api_key, name in TIMED_APIS.items():
+            cumulative, buckets = 0, []
+            for bound, count in zip((*LATENCY_BUCKETS_S, float("inf")),
+                                    list(m.latency_counts[api_key]), strict=True):
+                cumulative += count
+                buckets.append(("+Inf" if bound == float("inf") else repr(bound),
+                                float(cumulative)))
+            latency.add_metric([name], buckets, m.latency_sums[api_key])
+        yield latency
+        for name, value, text in (
+                ("broker_bytes_in", m.bytes_in, "request bytes received"),
+                ("broker_bytes_out", m.bytes_out, "response bytes sent"),
+                ("broker_connections_opened", m.connections_opened, "connections accepted"),
+                ("broker_connections_refused", self.server.connection_cap.refused,
+                 "connections closed at once: their IP already had --max-connections-per-ip"),
+                ("broker_connections_throttled", self.server.connection_rate.throttled,
+                 "connections held unread and closed: their IP was over "
+                 "--max-connection-creation-rate-per-ip")):
+            counter = CounterMetricFamily(name, text)
+            counter.add_metric([], float(value))
+            yield counter
+        denials = CounterMetricFamily(
+            "broker_authorization_denials",
+            "requests (or parts: a topic, a group) an ACL refused, by API and resource type",
+            labels=["api", "resource_type"])
+        for (api, rtype), count in sorted(self.server.apis.authorizer.denials.copy().items()):
+            denials.add_metric([api, rtype], float(count))
+        yield denials
+        if self.server.storage is not None:
+            yield from self._storage(self.server.storage.stats)
+        connections = GaugeMetricFamily("broker_connections", "open client connections")
+        connections.add_metric([], float(len(self.server.connections)))
+        yield connections
+        end = GaugeMetricFamily("broker_log_end_offset", "next offset to be written",
+                                labels=["topic", "partition"])
+        start = GaugeMetricFamily("broker_log_start_offset", "oldest offset still stored",
+                                  labels=["topic", "partition"])
+        for topic_name, topic in sorted(self.server.registry.topics.copy().items()):
+            for part in list(topic.partitions):
+                labels = [topic_name, str(part.index)]
+                end.add_metric(labels, float(part.high_watermark))
+                start.add_metric(labels, float(part.log_start_offset))
+        yield end
+        yield start
+        yield from self._groups()
+
+    def _groups(self):
+        """Per consumer group: members, state, generation, rebalances; per partition with a
+        committed offset: that offset and the lag behind the log end (records)."""
+        coordinator = self.server.apis.coordinator
+        offsets = self.server.apis.offsets
+        topics = self.server.registry.topics.copy()
+        members = GaugeMetricFamily("broker_group_members", "members of the consumer group",
+                                    labels=["group"])
+        state = GaugeMetricFamily("broker_group_state",
+                                  "1 for the group's current state, 0 for the others",
+                                  labels=["group", "state"])
+        generation = GaugeMetricFamily("broker_group_generation",
+                                       "the group's generation (one per completed join)",
+                                       labels=["group"])
+        rebalances = CounterMetricFamily("broker_group_rebalances",
+                                         "rebalances completed (the group reached Stable) "
+                                         "since the broker started", labels=["group"])
+        committed = GaugeMetricFamily("broker_group_committed_offset",
+                                      "the group's committed offset (next record to read)",
+                                      labels=["group", "topic", "partition"])
+        lag = GaugeMetricFamily("broker_group_lag",
+                                "records between the committed offset and the log end",
+                                labels=["group", "topic", "partition"])
+        for group in sorted(list(coordinator.groups.values()), key=lambda g: g.group_id):
+            gid = group.group_id
+            members.add_metric([gid], float(len(group.members)))
+            current = group.state
+            for s in GroupState:
+                if s is not GroupState.DEAD:
+                    state.add_metric([gid, s.value], 1.0 if s is current else 0.0)
+            generation.add_metric([gid], float(group.generation))
+            rebalances.add_metric([gid], float(group.rebalances))
+            for key, c in sorted(offsets.committed(gid).items()):
+                labels = [gid, key.topic, str(key.partition)]
+                committed.add_metric(labels, float(c.offset))
+                topic = topics.get(key.topic)
+                if topic is not None and key.partition < len(topic.partitions):
+                    end = topic.partitions[key.partition].high_watermark
+                    lag.add_metric(labels, float(max(end - c.offset, 0)))
+        yield from (members, state, generation, rebalances, committed, lag)
+
+
+    @staticmethod
+    def _storage(stats):
+        for name, value, text in (
+                ("broker_recovery_quarantined_bytes", stats.quarantined_bytes,
+                 "bytes the last recovery found not to be valid frames (skipped, copied "
+                 "to quarantine files)"),
+                ("broker_recovery_quarantined_regions", stats.quarantined_regions,
+                 "byte ranges the last recovery found not to be valid frames"),
+                ("broker_flush_errors", stats.flush_errors,
+                 "fsyncs of already acknowledged data that failed (interval policy, close)")):
+            counter = CounterMetricFamily(name, text)
+            counter.add_metric([], float(value))
+            yield counter
+        refused = CounterMetricFamily(
+            "broker_storage_append_errors",
+            "produces refused because the data directory failed a write (undone), by errno",
+            labels=["errno"])
+        for errno_name, count in sorted(stats.append_errors.copy().items()):
+            refused.add_metric([errno_name], float(count))
+        yield refused
+
+
+def serve(server, host: str, port: int):
+    """Start the HTTP endpoint for ``server``; returns (http server, bound port)."""
+    registry = CollectorRegistry()
+    registry.register(BrokerCollector(server))
+    http, _thread = start_http_server(port, addr=host, registry=registry)
+    return http, http.server_port

@@ -1,0 +1,227 @@
+"""Committed consumer offsets, and the generation each group reached.
+
+Kept in memory, and with ``--data-dir`` in an append-only log,
+``DATA_DIR/consumer_offsets.log``: one JSON line per change, all lines of one request in
+one ``write()`` before the response leaves, so an acknowledged commit survives kill -9
+(as produce does under ``--flush write``; ``--flush fsync``/``interval`` also fsync each
+commit). Rewriting a whole file per commit, as before, cost O(every offset of every
+group) per commit; appending costs the commit itself. When the log holds several times
+more lines than live entries it is rewritten, atomically, with only the live ones.
+Recovery replays the log and drops a torn last line (the process died mid-write: that
+request was never answered). An older ``consumer_offsets.json`` is read once and carried
+over.
+
+The generation is kept so a group that restarts with the broker continues counting
+instead of starting again at 1 (tools and logs compare generations).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import NamedTuple
+
+from appliance.broker.storage.durable_io import fsync_dir
+
+LOG_NAME = "consumer_offsets.log"
+LEGACY_NAME = "consumer_offsets.json"
+_COMPACT_MIN_LINES = 10_000
+_COMPACT_RATIO = 4
+
+
+class Committed(NamedTuple):
+    offset: int
+    leader_epoch: int
+    metadata: str | None
+    commit_ms: int
+
+
+class OffsetKey(NamedTuple):
+    topic: str
+    partition: int
+
+
+class GroupRecord(NamedTuple):
+    """What survives of a group besides its offsets."""
+
+    generation: int
+    protocol_type: str | None
+
+
+class OffsetStore:
+    def __init__(self, data_dir: str | None = None, fsync: bool = False) -> None:
+        self._path = Path(data_dir) / LOG_NAME if data_dir else None
+        self._fsync = fsync
+        self._offsets: dict[str, dict[OffsetKey, Committed]] = {}
+        self._groups: dict[str, GroupRecord] = {}
+        self._fd: int | None = None
+        self._lines = 0
+        if self._path is not None:
+            self._recover()
+            self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            if self._fsync:
+                fsync_dir(self._path.parent)  # a new log's name is durable from the start
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def fetch(self, group: str, topic: str, partition: int) -> Committed | None:
+        return self._offsets.get(group, {}).get(OffsetKey(topic, partition))
+
+    def committed(self, group: str) -> dict[OffsetKey, Committed]:
+        """A copy of the group's committed offsets (safe to read off the event loop)."""
+        return dict(self._offsets.get(group, {}))
+
+    def committed_topics(self, group: str) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for key in sorted(self._offsets.get(group, {})):
+            out.setdefault(key.topic, []).append(key.partition)
+        return out
+
+    def has_offsets(self, group: str) -> bool:
+        return bool(self._offsets.get(group))
+
+    def groups(self) -> list[str]:
+        """Every group with offsets or a recorded generation."""
+        return sorted(set(self._offsets) | set(self._groups))
+
+    def group_record(self, group: str) -> GroupRecord | None:
+        return self._groups.get(group)
+
+    # -- writes (each call is one durable write) -------------------------------------------
+
+    def commit(self, group: str, entries: list[tuple[OffsetKey, Committed]]) -> None:
+        if not entries:
+            return
+        offsets = self._offsets.setdefault(group, {})
+        for key, value in entries:
+            offsets[key] = value
+        self._append([{"c": [group, k.topic, k.partition, *v]} for k, v in entries])
+
+    def delete_offsets(self, group: str, keys: list[OffsetKey]) -> None:
+        offsets = self._offsets.get(group, {})
+        gone = [k for k in keys if offsets.pop(k, None) is not None]
+        if not offsets:
+            self._offsets.pop(group, None)
+        self._append([{"d": [group, k.topic, k.partition]} for k in gone])
+
+    def delete_group(self, group: str) -> None:
+        if self._offsets.pop(group, None) is not None or self._groups.pop(group, False):
+            self._append([{"dg": group}])
+
+    def forget_topic(self, topic: str) -> None:
+        touched = False
+        for group in list(self._offsets):
+            offsets = self._offsets[group]
+            for key in [k for k in offsets if k.topic == topic]:
+                del offsets[key]
+                touched = True
+            if not offsets:
+                del self._offsets[group]
+        if touched:
+            self._append([{"dt": topic}])
+
+    def record_generation(self, group: str, generation: int, protocol_type: str | None) -> None:
+        self._groups[group] = GroupRecord(generation, protocol_type)
+        self._append([{"g": [group, generation, protocol_type]}])
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    # -- the log --------------------------------------------------------------------------
+
+    def _append(self, records: list[dict]) -> None:
+        if self._fd is None or not records:
+            return
+        data = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records).encode()
+        written = os.write(self._fd, data)
+        if written != len(data):  # disk full: fail loudly (the request is answered an error)
+            raise OSError(f"short write to {self._path}: {written} of {len(data)} bytes")
+        if self._fsync:
+            os.fsync(self._fd)
+        self._lines += len(records)
+        live = sum(map(len, self._offsets.values())) + len(self._groups)
+        if self._lines > _COMPACT_MIN_LINES and self._lines > _COMPACT_RATIO * live:
+            self._compact()
+
+    def _apply(self, r: dict) -> None:
+        if "c" in r:
+            group, topic, partition, offset, epoch, metadata, ts = r["c"]
+            self._offsets.setdefault(group, {})[OffsetKey(topic, partition)] = Committed(
+                offset, epoch, metadata, ts)
+        elif "d" in r:
+            group, topic, partition = r["d"]
+            offsets = self._offsets.get(group, {})
+            offsets.pop(OffsetKey(topic, partition), None)
+            if not offsets:
+                self._offsets.pop(group, None)
+        elif "dg" in r:
+            self._offsets.pop(r["dg"], None)
+            self._groups.pop(r["dg"], None)
+        elif "dt" in r:
+            for group in list(self._offsets):
+                offsets = self._offsets[group]
+                for key in [k for k in offsets if k.topic == r["dt"]]:
+                    del offsets[key]
+                if not offsets:
+                    del self._offsets[group]
+        elif "g" in r:
+            group, generation, protocol_type = r["g"]
+            self._groups[group] = GroupRecord(generation, protocol_type)
+
+    def _recover(self) -> None:
+        assert self._path is not None
+        legacy = self._path.with_name(LEGACY_NAME)
+        if not self._path.exists() and legacy.exists():
+            raw = json.loads(legacy.read_text())
+            for group, topics in raw.items():
+                for topic, parts in topics.items():
+                    for p, (offset, epoch, metadata) in parts.items():
+                        self._offsets.setdefault(group, {})[OffsetKey(topic, int(p))] = (
+                            Committed(offset, epoch, metadata, -1))
+            self._rewrite()
+            legacy.unlink()
+            return
+        if not self._path.exists():
+            return
+        data = self._path.read_bytes()
+        good = 0
+        for line in data.splitlines(keepends=True):
+            if not line.endswith(b"\n"):
+                break  # torn tail: never acknowledged
+            try:
+                self._apply(json.loads(line))
+            except (ValueError, TypeError, KeyError):
+                break
+            good += len(line)
+            self._lines += 1
+        if good < len(data):
+            with open(self._path, "r+b") as f:
+                f.truncate(good)
+
+    def _compact(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        self._rewrite()
+        assert self._path is not None
+        self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
+    def _rewrite(self) -> None:
+        """Write only the live entries to a new file and swap it in atomically."""
+        assert self._path is not None
+        records: list[dict] = [{"g": [g, rec.generation, rec.protocol_type]}
+                               for g, rec in self._groups.items()]
+        records += [{"c": [g, k.topic, k.partition, *v]}
+                    for g, offsets in self._offsets.items() for k, v in offsets.items()]
+        tmp = self._path.with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            f.write("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self._path)
+        if self._fsync:
+            fsync_dir(self._path.parent)  # the swapped-in name survives a power cut too
+        self._lines = len(records)

@@ -1,0 +1,106 @@
+"""The broker's settings: one dataclass, filled from the command line or EmbeddedBroker."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+DEFAULT_MAX_MESSAGE_BYTES = 1_048_588  # Kafka's default max.message.bytes
+DEFAULT_MAX_FRAME_BYTES = 104_857_600  # Kafka's socket.request.max.bytes
+# Kafka has no such limit; this broker keeps every partition's batches in memory and
+# makes a directory per partition (one fsync each with --data-dir), so a topic of 100,000
+# partitions asked by one client would stall every other client while it is created.
+DEFAULT_MAX_PARTITIONS_PER_TOPIC = 1000
+# Kafka's max.connections.per.ip defaults to unlimited; the appliance's own clients (Spark
+# executors, the load generator) open tens from one host, a runaway loop thousands.
+DEFAULT_MAX_CONNECTIONS_PER_IP = 1000
+
+
+class Flush(StrEnum):
+    """When an acknowledged batch is on stable storage (docs/broker.md, "Durability").
+
+    Topic metadata and the retention checkpoint are fsynced (file and directory entry)
+    under every policy: they are small and rare, and without them a power cut could leave
+    a topic the broker cannot read back at all.
+    """
+
+    WRITE = "write"  # write() before the ack: survives kill -9, not a power cut
+    FSYNC = "fsync"  # fdatasync, and fsync of new directory entries, before the ack
+    INTERVAL = "interval"  # fsync of what changed every flush_interval_ms
+
+
+FLUSH_POLICIES = tuple(f.value for f in Flush)
+
+
+class AuthorizerKind(StrEnum):
+    """Who may do what (docs/broker.md, "ACLs")."""
+
+    NONE = "none"  # everything allowed; the ACL APIs answer SECURITY_DISABLED
+    ACL = "acl"  # Kafka's ACL authorizer: deny unless a binding allows (or a super user)
+
+
+AUTHORIZERS = tuple(k.value for k in AuthorizerKind)
+
+
+@dataclass
+class BrokerConfig:
+    host: str = "127.0.0.1"
+    port: int = 9092
+    node_id: int = 0
+    cluster_id: str = "appliance-embedded"
+    data_dir: str | None = None
+    flush: Flush = Flush.WRITE
+    flush_interval_ms: int = 1000  # for Flush.INTERVAL
+    segment_bytes: int = 64 * 1024 * 1024
+    retention_bytes: int | None = None  # per partition
+    retention_ms: int | None = None
+    retention_check_ms: int = 1000
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    auto_create_topics: bool = False
+    default_partitions: int = 1
+    max_partitions_per_topic: int = DEFAULT_MAX_PARTITIONS_PER_TOPIC
+    max_connections_per_ip: int = DEFAULT_MAX_CONNECTIONS_PER_IP  # 0: no cap
+    # New connections a second per client IP (Kafka's connection_creation_rate IP quota,
+    # unlimited by default there as here; connections/rate.py). 0: no limit.
+    max_connection_creation_rate_per_ip: float = 0.0
+    # Processes that check SASL/PLAIN passwords (PBKDF2, milliseconds each) so a login
+    # flood never runs them on the event loop every client shares (security/password_pool.py).
+    password_check_workers: int = 1
+    initial_topics: dict[str, int] = field(default_factory=dict)
+    # The listener's security (see listener.py): paths only, never secrets themselves.
+    security_protocol: str = "PLAINTEXT"  # PLAINTEXT | SSL | SASL_PLAINTEXT | SASL_SSL
+    ssl_certfile: str | None = None  # PEM certificate chain (SSL, SASL_SSL)
+    ssl_keyfile: str | None = None  # PEM private key, mode 0600 (default: in ssl_certfile)
+    ssl_client_ca: str | None = None  # require client certificates signed by this CA
+    sasl_users_file: str | None = None  # users.toml, mode 0600 (credentials.py)
+    sasl_mechanisms: tuple[str, ...] | None = None  # None: the protocol's defaults
+    auth_timeout_ms: int = 60_000  # TLS, then SASL, must each finish within this, or the
+    # connection is closed
+    # Kafka's connection.failed.authentication.delay.ms: after answering a failed
+    # authentication, wait this long before closing. It slows password guessing, and real
+    # clients need it: kafka-python drops bytes that arrive together with the close, so
+    # an immediate close hid the error answer from it on a busy machine.
+    failed_auth_close_delay_ms: int = 100
+    # The group coordinator (groups/coordinator.py), with Kafka's defaults and names:
+    # group.min/max.session.timeout.ms bound what a member may ask for, and
+    # group.initial.rebalance.delay.ms lets the members of a new group arrive together.
+    group_min_session_timeout_ms: int = 6_000
+    group_max_session_timeout_ms: int = 1_800_000
+    group_initial_rebalance_delay_ms: int = 3_000
+    # Authorization (acl/): "none" allows everything; "acl" denies what no ACL binding in
+    # DATA_DIR/acls.json allows, except to the super users (principals, e.g. "User:admin").
+    authorizer: AuthorizerKind = AuthorizerKind.NONE
+    super_users: tuple[str, ...] = ()
+
+
+def parse_topics(spec: str) -> dict[str, int]:
+    """``"events:2,alerts:1"`` -> ``{"events": 2, "alerts": 1}`` (partitions default 1)."""
+    out: dict[str, int] = {}
+    for item in filter(None, (s.strip() for s in spec.split(","))):
+        name, _, count = item.partition(":")
+        n = int(count) if count else 1
+        if not name or n < 1:
+            raise ValueError(f"bad topic spec {item!r}: want NAME[:PARTITIONS>=1]")
+        out[name] = n
+    return out

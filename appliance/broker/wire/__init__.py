@@ -1,0 +1,9 @@
+"""Kafka's wire format, as the broker and its tiny client speak it.
+
+The primitives and schema types (``codec``), the message schema of every API and the
+versions advertised (``schemas``), their compiled (de)serialisers (``codegen``), the
+record batch header (``records``), the protocol's error codes (``errors``), and a small
+blocking client built on the same tables (``client``). Why a room of its own: everything
+above speaks in request and response dicts; only this room knows bytes, and it knows
+nothing of topics, groups or connections.
+"""
