@@ -303,8 +303,8 @@ def test_secret_stays_out_of_argv_and_logs(testbed, deployed):
             assert secret not in run.output, f"{what} is in the play's output"
     appliance, broker = testbed.one("appliance"), testbed.one("kafka")
     modes = {(appliance, "/etc/appliance/appliance.env"): "600 root root",
-             (broker, "/etc/appliance-broker/users.toml"): "600 appliance appliance",
-             (broker, "/etc/appliance-broker/broker.key"): "600 appliance appliance"}
+             (broker, "/etc/appliance-broker/users.toml"): "600 appliance-broker appliance-broker",
+             (broker, "/etc/appliance-broker/broker.key"): "600 appliance-broker appliance-broker"}
     for (host, path), mode in modes.items():
         assert testbed.ssh(host, f"stat -c '%a %U %G' {path}").stdout.strip() == mode, path
     env = _host_file(testbed, appliance, "/etc/appliance/appliance.env")
@@ -751,8 +751,9 @@ def test_every_dashboard_panel_has_data_from_the_deployed_prometheus(testbed, co
     # The same data as pictures (the README shows the latency dashboard's). The deployed
     # Prometheus asks for its login, which `dashboards render` does not send: this
     # process's urllib does, for that URL only.
-    logins = urllib.request.HTTPPasswordMgrWithDefaultRealm()
-    logins.add_password(None, prometheus, bed.WEB_USER, testbed.vars["monitoring_web_password"])
+    logins = urllib.request.HTTPPasswordMgrWithPriorAuth()
+    logins.add_password(None, prometheus, bed.WEB_USER, testbed.vars["monitoring_web_password"],
+                        is_authenticated=True)  # sent with every request, not after a 401
     urllib.request.install_opener(urllib.request.build_opener(
         urllib.request.HTTPBasicAuthHandler(logins)))
     try:
