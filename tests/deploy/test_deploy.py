@@ -6,7 +6,8 @@ hosts), then the deploy and its idempotence (publishing to a Grafana stand-in), 
 mid-stream, a load from the controller after which every dashboard panel's query must
 return data from the deployed Prometheus, a worker-only change rolled out one worker at a
 time, then the rules updates (they change the deployed rules), the appliance stopped
-until Alertmanager's webhook says so, and last a rules file broken by hand on the host.
+until Alertmanager's webhook says so, a rules file broken by hand on the host, and last an
+upgrade rolled under load (its settings stay: test_external_kafka.py, next, redeploys).
 """
 
 from __future__ import annotations
@@ -813,166 +814,6 @@ def test_worker_only_change_restarts_one_worker_at_a_time(testbed, deployed):
     assert gone[0] < back <= gone[1], (gone, back)
 
 
-# -- an upgrade rolls: a new wheel, new spark-defaults, a Java option, under load ---------
-
-ROLLING_REPORT = bed.REPO / "build" / "testbed" / "rolling_upgrade.json"
-#: Events a second during the upgrade, every one alerting (cpu.util 99).
-ROLLING_RATE = 50
-
-
-def _rebuild_wheel(path) -> None:
-    """The same version rebuilt with one file more, its RECORD updated: a new build, as a
-    release brings (a new wheel file, same name)."""
-    marker = "appliance/_deploy_test_build.txt"
-    content = f"{uuid.uuid4()}\n".encode()
-    digest = base64.urlsafe_b64encode(hashlib.sha256(content).digest()).rstrip(b"=").decode()
-    rebuilt = path.with_suffix(".rebuilt")
-    with zipfile.ZipFile(path) as old, zipfile.ZipFile(rebuilt, "w", zipfile.ZIP_DEFLATED) as new:
-        for item in old.infolist():
-            data = old.read(item.filename)
-            if item.filename.endswith(".dist-info/RECORD"):
-                data += f"{marker},sha256={digest},{len(content)}\n".encode()
-            new.writestr(item, data)
-        new.writestr(marker, content)
-    rebuilt.replace(path)
-
-
-def _since_boot_to_wall(testbed, host, unit: str) -> float:
-    """When ``unit`` last became active on ``host``, as wall-clock seconds."""
-    out = testbed.ssh(host, f"date -d \"$(systemctl show -P ActiveEnterTimestamp {unit})\" "
-                      "+%s.%N").stdout
-    return float(out)
-
-
-class _Load:
-    """Alerting events at ROLLING_RATE from the controller (a producer that retries while
-    the broker restarts), and when each one's alert came back."""
-
-    def __init__(self, bootstrap: str) -> None:
-        auth = bed.site_client_security().kafka_python()
-        self.producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", retries=30,
-                                      retry_backoff_ms=500, request_timeout_ms=10000,
-                                      value_serializer=lambda v: json.dumps(v).encode(),
-                                      key_serializer=lambda k: k.encode(), **auth)
-        self.reader = bed.Kafka(bootstrap, bed.site_client_security())
-        self.sent: dict[str, float] = {}
-        self.seen: dict[str, float] = {}
-        self.failed: list[str] = []
-        self.stop = threading.Event()
-        self.prefix = bed.unique("rolling")
-        self.threads = [threading.Thread(target=self._produce),
-                        threading.Thread(target=self._read)]
-
-    def _produce(self) -> None:
-        n = 0
-        for _ in range(ROLLING_RATE * 1800):  # bounded: 30 minutes of events
-            if self.stop.is_set():
-                return
-            (event,) = bed.make_events(f"{self.prefix}-{n}", 1)
-            n += 1
-            self.sent[event["event_id"]] = time.time()
-            future = self.producer.send("events", key=event["event_id"], value=event)
-            future.add_errback(lambda _exc, eid=event["event_id"]: self.failed.append(eid))
-            time.sleep(1.0 / ROLLING_RATE)
-
-    def _read(self) -> None:
-        while not self.stop.is_set():  # bounded by stop(), set after the run
-            now = time.time()
-            for alert_id in list(self.reader.poll_alerts()):
-                if alert_id.startswith(self.prefix):
-                    self.seen.setdefault(alert_id, now)
-
-    def __enter__(self):
-        for thread in self.threads:
-            thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop.set()
-        for thread in self.threads:
-            thread.join(timeout=60)
-        self.producer.close(timeout=30)
-        self.reader.close()
-
-
-def test_an_upgrade_rolls_through_the_workers_one_at_a_time_then_the_appliance(
-        testbed, deployed, wheel):
-    """A new wheel, a new spark-defaults entry and a Java option change (the GC log
-    option, in spark-defaults and spark-env) in one run, under load: the master first
-    (it recovers its workers and the application), then the workers one at a time, each
-    back ALIVE under a new registration before the next goes down, then the appliance;
-    every event's alert arrives; the longest wait is written to rolling_upgrade.json. The
-    same run again in --check --diff reports no change."""
-    master, appliance, broker = (testbed.one(g) for g in ("spark_master", "appliance", "kafka"))
-    workers = testbed.group("spark_workers")
-    units = [(master, "spark-master"), *((w, "spark-worker") for w in workers),
-             (broker, "appliance-broker"), (appliance, "appliance")]
-    before = {(h.name, u): bed.main_pid(testbed, h, u) for h, u in units}
-    _rebuild_wheel(wheel)
-    change = ["-e", json.dumps({"spark_common_extra_conf": {"spark.appliance.rolled": "yes"},
-                                "spark_gc_log_files": 6})]
-    samples: list[tuple[float, dict[str, str] | None]] = []
-    done = threading.Event()
-
-    def watch():
-        while not done.is_set():  # bounded by the playbook run below
-            try:
-                status = bed.master_status(master.address)
-                alive = {w["host"]: w["id"] for w in status["workers"] if w["state"] == "ALIVE"}
-                samples.append((time.time(), alive if status["status"] == "ALIVE" else None))
-            except OSError:
-                samples.append((time.time(), None))  # the master itself restarting
-            time.sleep(0.5)
-
-    watcher = threading.Thread(target=watch)
-    with _Load(f"{broker.address}:9092") as load:
-        time.sleep(10)  # steady before the upgrade
-        watcher.start()
-        try:
-            run = bed.run_playbook(*change, label="rolling-upgrade", timeout=1800)
-        finally:
-            done.set()
-            watcher.join(timeout=30)
-        time.sleep(10)  # steady after it
-    assert run.rc == 0, f"the upgrade failed, see {run.log}"
-    after = {key: bed.main_pid(testbed, testbed.hosts[key[0]], key[1]) for key in before}
-    assert all(after[k] not in (0, before[k]) for k in before), (before, after)
-    # Every worker's old registration went, and a new one came back before the next went.
-    known = [(at, alive) for at, alive in samples if alive is not None]
-    old = {w.address: known[0][1][w.address] for w in workers}
-    gone = [next(at for at, alive in known if alive.get(w.address) != old[w.address])
-            for w in workers]
-    back = [next(at for at, alive in known if at >= gone[i]
-                 and alive.get(w.address) not in (None, old[w.address]))
-            for i, w in enumerate(workers)]
-    assert gone[0] < back[0] <= gone[1] < back[1], (gone, back)
-    assert all(alive for _, alive in known), "every worker was down at once"
-    assert _since_boot_to_wall(testbed, appliance, "appliance") > back[-1]
-    # Nothing lost under load; the longest an event waited for its alert.
-    missing = set(load.sent) - set(load.seen)
-    if missing:
-        checker = bed.Kafka(f"{broker.address}:9092", bed.site_client_security())
-        try:
-            missing = checker.wait_alerts(missing, ALERT_TIMEOUT_S)
-            load.seen.update({i: time.time() for i in set(load.sent) - missing - set(load.seen)})
-        finally:
-            checker.close()
-    assert not missing, \
-        f"{len(missing)} of {len(load.sent)} alerts lost, e.g. {sorted(missing)[:5]}"
-    waits = sorted(load.seen[i] - load.sent[i] for i in load.sent)
-    figures = {"events": len(load.sent), "lost": 0, "producer_retried_out": len(load.failed),
-               "longest_wait_s": round(waits[-1], 1),
-               "p99_wait_s": round(waits[int(len(waits) * 0.99)], 2),
-               "play_s": round(run.seconds, 1),
-               "worker_down_s": [round(b - g, 1) for g, b in zip(gone, back, strict=True)]}
-    ROLLING_REPORT.write_text(json.dumps(figures, indent=2) + "\n")
-    print(f"rolling upgrade: {json.dumps(figures)}")
-    assert not load.failed, f"{len(load.failed)} events the producer could not send"
-    # Converged: the same change again, previewed, changes nothing.
-    check = bed.run_playbook(*change, "--check", "--diff", label="rolling-check", timeout=900)
-    assert check.rc == 0 and check.changed() == {h: 0 for h in testbed.hosts}, check.log
-
-
 # -- rules updates ----------------------------------------------------------------------
 
 def test_bad_rules_fail_before_any_host_changes(testbed, deployed, tmp_path):
@@ -1071,10 +912,12 @@ def test_alertmanager_delivers_a_firing_alert_when_the_appliance_is_stopped(
         _wait_ready(testbed, appliance)  # the next tests edit its rules
 
 
-def test_reload_of_a_file_broken_by_hand_fails_and_changes_nothing(testbed, deployed, kafka):
+def test_reload_of_a_file_broken_by_hand_fails_and_changes_nothing(testbed, deployed, kafka,
+                                                                   webhook):
     """`systemctl reload appliance` with a rules.yml broken on the host: the reload fails
     (ExecReload= waits for the outcome), the same process keeps running the rules it had,
-    and they keep alerting."""
+    and they keep alerting; ApplianceRulesReloadRejected reaches the webhook through the
+    warning route."""
     appliance = testbed.one("appliance")
     rules, backup = "/etc/appliance/rules.yml", "/etc/appliance/rules.yml.before-reload"
     _wait_ready(testbed, appliance)  # a start reads the file: break it only after that
@@ -1082,6 +925,7 @@ def test_reload_of_a_file_broken_by_hand_fails_and_changes_nothing(testbed, depl
     broken = 'rules:\n  - id: Broken-Id\n    severity: info\n    when: "value > 1"\n'
     testbed.ssh(appliance, f"cp -p {rules} {backup} && printf %s {shlex.quote(broken)} "
                 f"> {rules}")
+    since = time.time()
     try:
         reload = testbed.ssh(appliance, "systemctl reload appliance", check=False)
         assert reload.returncode != 0, "a broken rules file was reloaded"
@@ -1094,11 +938,14 @@ def test_reload_of_a_file_broken_by_hand_fails_and_changes_nothing(testbed, depl
         kafka.produce(events)
         missing = kafka.wait_alerts({e["event_id"] for e in events}, ALERT_TIMEOUT_S)
         assert not missing, f"the running rules stopped alerting: {sorted(missing)[:5]}"
+        rejected = bed.wait_for(
+            lambda: webhook.firing("ApplianceRulesReloadRejected", since), 120, 2)
+        assert rejected and rejected[0]["_receiver"] == "warning", rejected
     finally:
         testbed.ssh(appliance, f"mv {backup} {rules}", check=False)
 
 
-# -- last: it leaves the appliance restarting from a fixed rules file -------------------
+# -- it leaves the appliance restarting from a fixed rules file ------------------------
 
 def _unit(testbed, host, *props: str) -> dict[str, str]:
     out = testbed.ssh(host, f"systemctl show -p {','.join(props)} appliance").stdout
@@ -1137,3 +984,163 @@ def test_broken_rules_on_the_host_leave_the_unit_failed_not_restarting(testbed, 
                     check=False)
 
 
+# -- last: an upgrade rolls (a new wheel, new spark-defaults, a Java option) under load ----
+
+ROLLING_REPORT = bed.REPO / "build" / "testbed" / "rolling_upgrade.json"
+#: Events a second during the upgrade, every one alerting (cpu.util 99).
+ROLLING_RATE = 50
+
+
+def _rebuild_wheel(path) -> None:
+    """The same version rebuilt with one file more, its RECORD updated: a new build, as a
+    release brings (a new wheel file, same name)."""
+    marker = "appliance/_deploy_test_build.txt"
+    content = f"{uuid.uuid4()}\n".encode()
+    digest = base64.urlsafe_b64encode(hashlib.sha256(content).digest()).rstrip(b"=").decode()
+    rebuilt = path.with_suffix(".rebuilt")
+    with zipfile.ZipFile(path) as old, zipfile.ZipFile(rebuilt, "w", zipfile.ZIP_DEFLATED) as new:
+        for item in old.infolist():
+            data = old.read(item.filename)
+            if item.filename.endswith(".dist-info/RECORD"):
+                data += f"{marker},sha256={digest},{len(content)}\n".encode()
+            new.writestr(item, data)
+        new.writestr(marker, content)
+    rebuilt.replace(path)
+
+
+def _since_boot_to_wall(testbed, host, unit: str) -> float:
+    """When ``unit`` last became active on ``host``, as wall-clock seconds."""
+    out = testbed.ssh(host, f"date -d \"$(systemctl show -P ActiveEnterTimestamp {unit})\" "
+                      "+%s.%N").stdout
+    return float(out)
+
+
+class _Load:
+    """Alerting events at ROLLING_RATE from the controller (a producer that retries while
+    the broker restarts), and when each one's alert came back."""
+
+    def __init__(self, bootstrap: str) -> None:
+        auth = bed.site_client_security().kafka_python()
+        self.producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", retries=30,
+                                      retry_backoff_ms=500, request_timeout_ms=10000,
+                                      value_serializer=lambda v: json.dumps(v).encode(),
+                                      key_serializer=lambda k: k.encode(), **auth)
+        self.reader = bed.Kafka(bootstrap, bed.site_client_security())
+        self.sent: dict[str, float] = {}
+        self.seen: dict[str, float] = {}
+        self.failed: list[str] = []
+        self.stop = threading.Event()
+        self.prefix = bed.unique("rolling")
+        self.threads = [threading.Thread(target=self._produce),
+                        threading.Thread(target=self._read)]
+
+    def _produce(self) -> None:
+        n = 0
+        for _ in range(ROLLING_RATE * 1800):  # bounded: 30 minutes of events
+            if self.stop.is_set():
+                return
+            (event,) = bed.make_events(f"{self.prefix}-{n}", 1)
+            n += 1
+            self.sent[event["event_id"]] = time.time()
+            future = self.producer.send("events", key=event["event_id"], value=event)
+            future.add_errback(lambda _exc, eid=event["event_id"]: self.failed.append(eid))
+            time.sleep(1.0 / ROLLING_RATE)
+
+    def _read(self) -> None:
+        while not self.stop.is_set():  # bounded by stop(), set after the run
+            now = time.time()
+            for alert_id in list(self.reader.poll_alerts()):
+                if alert_id.startswith(self.prefix):
+                    self.seen.setdefault(alert_id, now)
+
+    def __enter__(self):
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(timeout=60)
+        self.producer.close(timeout=30)
+        self.reader.close()
+
+
+def test_an_upgrade_rolls_through_the_workers_one_at_a_time_then_the_appliance(
+        testbed, deployed, wheel):
+    """A new wheel, a new spark-defaults entry and a Java option change (the GC log
+    option, in spark-defaults and spark-env) in one run, under load: the master first
+    (it recovers its workers and the application), then the workers one at a time, each
+    back ALIVE under a new registration before the next goes down, then the appliance;
+    every event's alert arrives; the longest wait is written to rolling_upgrade.json. The
+    same run again in --check --diff reports no change."""
+    master, appliance, broker = (testbed.one(g) for g in ("spark_master", "appliance", "kafka"))
+    workers = testbed.group("spark_workers")
+    units = [(master, "spark-master"), *((w, "spark-worker") for w in workers),
+             (broker, "appliance-broker"), (appliance, "appliance")]
+    # Last of this file: the broken-rules test before restarted the appliance.
+    _wait_ready(testbed, appliance)
+    before = {(h.name, u): bed.main_pid(testbed, h, u) for h, u in units}
+    _rebuild_wheel(wheel)
+    change = ["-e", json.dumps({"spark_common_extra_conf": {"spark.appliance.rolled": "yes"},
+                                "spark_gc_log_files": 6})]
+    samples: list[tuple[float, dict[str, str] | None]] = []
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():  # bounded by the playbook run below
+            try:
+                status = bed.master_status(master.address)
+                alive = {w["host"]: w["id"] for w in status["workers"] if w["state"] == "ALIVE"}
+                samples.append((time.time(), alive if status["status"] == "ALIVE" else None))
+            except OSError:
+                samples.append((time.time(), None))  # the master itself restarting
+            time.sleep(0.5)
+
+    watcher = threading.Thread(target=watch)
+    with _Load(f"{broker.address}:9092") as load:
+        time.sleep(10)  # steady before the upgrade
+        watcher.start()
+        try:
+            run = bed.run_playbook(*change, label="rolling-upgrade", timeout=1800)
+        finally:
+            done.set()
+            watcher.join(timeout=30)
+        time.sleep(10)  # steady after it
+    assert run.rc == 0, f"the upgrade failed, see {run.log}"
+    after = {key: bed.main_pid(testbed, testbed.hosts[key[0]], key[1]) for key in before}
+    assert all(after[k] not in (0, before[k]) for k in before), (before, after)
+    # Every worker's old registration went, and a new one came back before the next went.
+    known = [(at, alive) for at, alive in samples if alive is not None]
+    old = {w.address: known[0][1][w.address] for w in workers}
+    gone = [next(at for at, alive in known if alive.get(w.address) != old[w.address])
+            for w in workers]
+    back = [next(at for at, alive in known if at >= gone[i]
+                 and alive.get(w.address) not in (None, old[w.address]))
+            for i, w in enumerate(workers)]
+    assert gone[0] < back[0] <= gone[1] < back[1], (gone, back)
+    assert all(alive for _, alive in known), "every worker was down at once"
+    assert _since_boot_to_wall(testbed, appliance, "appliance") > back[-1]
+    # Nothing lost under load; the longest an event waited for its alert.
+    missing = set(load.sent) - set(load.seen)
+    if missing:
+        checker = bed.Kafka(f"{broker.address}:9092", bed.site_client_security())
+        try:
+            missing = checker.wait_alerts(missing, ALERT_TIMEOUT_S)
+            load.seen.update({i: time.time() for i in set(load.sent) - missing - set(load.seen)})
+        finally:
+            checker.close()
+    assert not missing, \
+        f"{len(missing)} of {len(load.sent)} alerts lost, e.g. {sorted(missing)[:5]}"
+    waits = sorted(load.seen[i] - load.sent[i] for i in load.sent)
+    figures = {"events": len(load.sent), "lost": 0, "producer_retried_out": len(load.failed),
+               "longest_wait_s": round(waits[-1], 1),
+               "p99_wait_s": round(waits[int(len(waits) * 0.99)], 2),
+               "play_s": round(run.seconds, 1),
+               "worker_down_s": [round(b - g, 1) for g, b in zip(gone, back, strict=True)]}
+    ROLLING_REPORT.write_text(json.dumps(figures, indent=2) + "\n")
+    print(f"rolling upgrade: {json.dumps(figures)}")
+    assert not load.failed, f"{len(load.failed)} events the producer could not send"
+    # Converged: the same change again, previewed, changes nothing.
+    check = bed.run_playbook(*change, "--check", "--diff", label="rolling-check", timeout=900)
+    assert check.rc == 0 and check.changed() == {h: 0 for h in testbed.hosts}, check.log
