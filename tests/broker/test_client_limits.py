@@ -340,9 +340,11 @@ def test_scram_login_flood_over_the_cap_leaves_a_logged_in_client_producing(tmp_
         assert _metric(b.metrics_url, "broker_connections_refused_total") > 0
 
 
-def test_a_second_authenticate_while_a_password_is_checked_is_refused(tmp_path):
-    """The state machine allows one password check per connection at a time: what bounds
-    the checker's queue."""
+def test_a_second_authenticate_waits_until_the_password_check_is_answered(tmp_path):
+    """One password check per connection at a time, what bounds the checker's queue: a
+    pipelined second SaslAuthenticate is not even read until the first is answered (one
+    request at a time per connection, as Kafka), and is then refused: the connection is
+    authenticated already."""
     password = new_password()
     with _sasl_broker(tmp_path, password, 200_000) as b:
         with WireClient(b.bootstrap, timeout=120) as c:
@@ -354,11 +356,8 @@ def test_a_second_authenticate_while_a_password_is_checked_is_refused(tmp_path):
             c.send_raw(first + second)  # pipelined: the second arrives during the check
             answers = [c.decode_response(schemas.SASL_AUTHENTICATE, 2, c.recv_frame())[1]
                        for _ in range(2)]
-        # the second is refused at once; the connection has failed, so the first, whose
-        # password was right, is refused too when its check ends; then the broker closes
-        assert [a["error_code"] for a in answers] == [errors.SASL_AUTHENTICATION_FAILED,
+        assert [a["error_code"] for a in answers] == [errors.NONE,
                                                       errors.ILLEGAL_SASL_STATE]
-        assert "being checked" in answers[1]["error_message"]
 
 
 def _password_workers(broker_pid: int) -> list[int]:

@@ -60,8 +60,11 @@ def test_full_data_dir_refuses_then_recovers_and_keeps_every_acknowledged_record
     (small_disk / "ballast").write_bytes(b"\0" * BALLAST)
     data_dir = small_disk / "broker"
     acked: dict[tuple[int, int], bytes] = {}  # (partition, offset) -> value
+    # a log budget far beyond the disk: this test is about the disk filling up (the
+    # default budget, sized to the disk, would delete old segments before it did)
     args = ["--topics", f"{TOPIC}:{PARTITIONS}", "--flush", flush,
-            "--segment-bytes", str(1024 * 1024), "--metrics-port", "0"]
+            "--segment-bytes", str(1024 * 1024), "--metrics-port", "0",
+            "--retention-total-bytes", str(1 << 40)]
     b = EmbeddedBroker(data_dir=data_dir, extra_args=args, log_path=tmp_path / "broker.log")
     b.start()
     try:

@@ -83,6 +83,10 @@ CREATE_TOPICS_CLUSTER = Need(schemas.CREATE_TOPICS, R.CLUSTER, Op.CREATE, TOPIC_
                              "creating any topic: CREATE on the cluster, ...", audit=False)
 CREATE_TOPICS_TOPIC = Need(schemas.CREATE_TOPICS, R.TOPIC, Op.CREATE, TOPIC_DENIED,
                            "... or on the topic")
+CREATE_TOPICS_DESCRIBE_CONFIGS = Need(schemas.CREATE_TOPICS, R.TOPIC, Op.DESCRIBE_CONFIGS,
+                                      TOPIC_DENIED,
+                                      "the created topic's configs in the answer (else none)",
+                                      audit=False)
 DELETE_TOPICS = Need(schemas.DELETE_TOPICS, R.TOPIC, Op.DELETE, TOPIC_DENIED,
                      "deleting a topic")
 CREATE_PARTITIONS = Need(schemas.CREATE_PARTITIONS, R.TOPIC, Op.ALTER, TOPIC_DENIED,
@@ -115,5 +119,8 @@ DELETE_ACLS = Need(schemas.DELETE_ACLS, R.CLUSTER, Op.ALTER, CLUSTER_DENIED,
                    "changing who may do what")
 DESCRIBE_ACLS = Need(schemas.DESCRIBE_ACLS, R.CLUSTER, Op.DESCRIBE, CLUSTER_DENIED,
                      "reading who may do what")
+DESCRIBE_CLUSTER_OPERATIONS = Need(schemas.METADATA, R.CLUSTER, Op.DESCRIBE, CLUSTER_DENIED,
+                                   "cluster_authorized_operations (Metadata, DescribeCluster): "
+                                   "0 without it", audit=False)
 
 TABLE: tuple[Need, ...] = tuple(v for v in list(globals().values()) if isinstance(v, Need))
