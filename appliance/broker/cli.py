@@ -84,6 +84,13 @@ def _minus_one_or_more(value: str) -> int:
     return n
 
 
+def _positive_float(value: str) -> float:
+    x = _non_negative_float(value)
+    if x <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {value}")
+    return x
+
+
 def _positive(value: str) -> int:
     n = int(value)
     if n < 1:
@@ -221,7 +228,7 @@ def add_broker_options(parser: argparse.ArgumentParser) -> None:
                      help="smallest session.timeout.ms a member may ask for (default 6000)")
     grp.add_argument("--group-max-session-timeout-ms", type=_non_negative, default=1_800_000,
                      help="largest session.timeout.ms a member may ask for (default 1800000)")
-    grp.add_argument("--offsets-retention-minutes", type=_positive,
+    grp.add_argument("--offsets-retention-minutes", type=_positive_float,
                      default=DEFAULT_OFFSETS_RETENTION_MS // 60_000,
                      help="an empty group, and its committed offsets, go after this long "
                           "(Kafka's offsets.retention.minutes; default 10080, 7 days)")
@@ -314,7 +321,7 @@ def run_from_args(args: argparse.Namespace) -> int:
                "max_producers_per_partition": args.max_producers_per_partition,
                "max_in_flight_requests": args.max_in_flight_requests,
                "verify_produce_crc": not args.unsafe_skip_produce_crc,
-               "offsets_retention_ms": args.offsets_retention_minutes * 60_000,
+               "offsets_retention_ms": int(args.offsets_retention_minutes * 60_000),
                "max_groups": args.max_groups, "group_max_size": args.group_max_size,
                "group_max_metadata_bytes": args.group_max_metadata_bytes,
                "metrics_names": args.metrics_names,

@@ -59,6 +59,7 @@ ACCEPT_RETRY_S = 0.1  # after a failed accept (descriptors exhausted): do not sp
 IDLE_CHECK_MAX_S = 30.0  # idle connections are looked for at least this often
 WRITE_HIGH = 256 * 1024  # unsent response bytes a connection may hold (then: paused)
 WRITE_LOW = 64 * 1024
+STREAM_RUN = 64 * 1024  # small response parts are joined up to this before writing
 
 
 def _family(host: str) -> socket.AddressFamily:
@@ -103,6 +104,8 @@ class BrokerServer:
         self.request_limits = RequestLimits.from_config(config)
         self.request_pool = RequestPool(config.queued_max_request_bytes)
         self._idle_timer: asyncio.TimerHandle | None = None
+        self.idle_closed = 0  # connections closed for connections.max.idle.ms
+        self._next_group_expiry = 0.0  # monotonic: when empty groups are looked at next
         self.connection_rate = ConnectionRate(config.max_connection_creation_rate_per_ip)
         self._held: set[socket.socket] = set()  # TLS sockets over the rate, closed later
         self.preauth = PreAuthQueue()
@@ -194,7 +197,12 @@ class BrokerServer:
             freed = self.registry.enforce_retention()
             if freed:
                 log.info("broker.retention", freed_bytes=freed)
-            self.apis.coordinator.expire_groups()
+            now = time.monotonic()
+            if now >= self._next_group_expiry:
+                self.apis.coordinator.expire_groups()
+                self._next_group_expiry = now + min(
+                    self.config.offsets_retention_check_ms,
+                    self.config.offsets_retention_ms / 2) / 1000.0
         except Exception:
             log.exception("broker.retention_failed")
         self._schedule_retention()
@@ -216,6 +224,7 @@ class BrokerServer:
             if not conn.closed and conn.idle_for(now) > limit_s:
                 conn.close_quietly()
                 closed += 1
+        self.idle_closed += closed
         if closed:
             log.info("broker.idle_connections_closed", connections=closed,
                      idle_ms=self.config.connections_max_idle_ms)
@@ -775,9 +784,10 @@ class Connection(asyncio.Protocol):
             w.uvarint(0)
         encode_struct(schema.response, w, version, schema.flexible(version), body,
                       schema.name + "Response", self.strict)
-        w.parts[0] = _SIZE.pack(sum(map(len, w.parts)) - 4)
-        if any(isinstance(part, FileRange) for part in w.parts):
-            self._stream(w.parts)
+        total = sum(map(len, w.parts))
+        w.parts[0] = _SIZE.pack(total - 4)
+        if total > WRITE_HIGH or any(isinstance(part, FileRange) for part in w.parts):
+            self._stream(w.parts)  # out a piece at a time, never copied whole
         else:
             self._send(b"".join(w.parts))
 
@@ -809,20 +819,27 @@ class Connection(asyncio.Protocol):
         self.transport.write(data)
 
     def _stream(self, parts: list) -> None:
-        """A response with record bytes in segment files: its parts go out one after the
-        other, file ranges a chunk at a time, each when the socket has taken the last."""
+        """A large response: its parts go out one after the other (small ones joined up to
+        ``STREAM_RUN``; record bytes from segment files a chunk at a time), each when the
+        socket has taken the last. The stored batches it sends are referenced, not
+        copied, so a client that does not read costs its connection ``WRITE_HIGH``."""
         if self._corked:  # answers before it leave first
             self._out.append(b"".join(self._corked))
             self._corked.clear()
         run: list = []
+        run_bytes = 0
         for part in parts:
-            if isinstance(part, FileRange):
+            if isinstance(part, FileRange) or len(part) >= STREAM_RUN:
                 if run:
                     self._out.append(b"".join(run))
-                    run = []
+                    run, run_bytes = [], 0
                 self._out.append(part)
-            else:
-                run.append(part)
+                continue
+            run.append(part)
+            run_bytes += len(part)
+            if run_bytes >= STREAM_RUN:
+                self._out.append(b"".join(run))
+                run, run_bytes = [], 0
         if run:
             self._out.append(b"".join(run))
         self._pump()

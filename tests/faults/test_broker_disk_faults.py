@@ -5,7 +5,9 @@
   broker keeps serving; once space is freed produces are acknowledged again at the very
   next offsets (a librdkafka producer that was retrying through the outage delivers too).
 - I/O errors (an LD_PRELOAD library, ``io_error_shim.c``, fails segment writes after
-  writing half, or fails their fsync): the same refusal and the same recovery.
+  writing half, or fails their fsync): the same refusal and the same recovery. The same
+  torn write under the committed-offsets log: the commit is refused (retriable) and cut
+  back, so the commits after it survive a restart.
 
 After kill -9 and a restart on the same directory, every acknowledged record reads back
 byte-identical at its acknowledged offset, nothing that was refused appears, and recovery
@@ -26,7 +28,7 @@ from broker_wire import metric_sum, produce, read_partition
 from preload import build_library
 
 from appliance.broker import EmbeddedBroker
-from appliance.broker.wire import errors
+from appliance.broker.wire import errors, schemas
 from appliance.broker.wire.client import WireClient
 
 TOPIC = "full"
@@ -192,5 +194,49 @@ def test_io_errors_are_undone_refused_and_recovered_from(tmp_path, io_error_shim
         log = b.log_path.read_text()
         assert "broker.append_failed" in log and "broker.append_recovered" in log
         assert "broker.recovery_quarantined" not in log
+    finally:
+        b.stop()
+
+
+def _commit(c: WireClient, group: str, offset: int) -> int:
+    return c.request(schemas.OFFSET_COMMIT, 8, {
+        "group_id": group, "generation_id": -1, "member_id": "", "group_instance_id": None,
+        "topics": [{"name": "eio", "partitions": [{
+            "partition_index": 0, "committed_offset": offset, "committed_leader_epoch": -1,
+            "committed_metadata": None}]}]})["topics"][0]["partitions"][0]["error_code"]
+
+
+def _committed(c: WireClient, group: str) -> int:
+    return c.request(schemas.OFFSET_FETCH, 5, {
+        "group_id": group, "topics": [{"name": "eio", "partition_indexes": [0]}]})[
+        "topics"][0]["partitions"][0]["committed_offset"]
+
+
+def test_a_torn_write_of_the_offsets_log_is_undone(tmp_path, io_error_shim):
+    """A commit whose write tears is refused (COORDINATOR_NOT_AVAILABLE: clients retry)
+    and cut back; commits after it are kept across kill -9 and a restart, and recovery
+    finds no torn line to skip."""
+    trigger = tmp_path / "fail-now"
+    b = EmbeddedBroker(data_dir=tmp_path / "data", extra_args=["--topics", "eio:1"],
+                       log_path=tmp_path / "broker.log",
+                       extra_env={"LD_PRELOAD": str(io_error_shim),
+                                  "IO_ERROR_TRIGGER": str(trigger)})
+    b.start()
+    try:
+        with WireClient(b.bootstrap) as c:
+            assert _commit(c, "before", 1) == errors.NONE
+            trigger.write_text("write")
+            assert _commit(c, "torn", 2) == errors.COORDINATOR_NOT_AVAILABLE
+            trigger.unlink()
+            assert _commit(c, "after", 3) == errors.NONE
+            assert _committed(c, "torn") == -1
+        assert b.kill() == -9
+        b.extra_env = {}
+        b.start()
+        with WireClient(b.bootstrap) as c:
+            assert [_committed(c, g) for g in ("before", "torn", "after")] == [1, -1, 3]
+        log = b.log_path.read_text()
+        assert "broker.offsets_write_failed" in log
+        assert "broker.offsets_log_skipped" not in log
     finally:
         b.stop()

@@ -16,6 +16,16 @@ States, as in Kafka::
                                   partitions added to a subscribed topic--> PreparingRebalance
     PreparingRebalance --nobody left--> Empty
 
+Bounded like Kafka's: at most ``max_groups`` groups (a new one beyond is refused
+GROUP_MAX_SIZE_REACHED), ``group_max_size`` members per group (Kafka's group.max.size,
+same error), and ``group_max_metadata_bytes`` of members' metadata and assignments per
+group (Kafka stores a group as one record of its offsets topic; past its size Kafka
+answers UNKNOWN_SERVER_ERROR, so does this broker, logging
+``broker.group_metadata_too_large``). A group without members expires, with its
+committed offsets, ``offsets_retention_ms`` after it became empty or last committed,
+whichever is later (Kafka's offsets.retention.minutes): an OffsetCommit with no
+membership no longer creates a group for ever.
+
 JoinGroup and SyncGroup answers wait (futures: the server sends them when resolved, in
 order on their connection) until the rebalance reaches them. Members are kept alive by
 their requests within their session timeout; a member waiting for a JoinGroup or SyncGroup
@@ -31,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterable
@@ -155,6 +166,7 @@ class Group:
     pending: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
     static: dict[str, str] = field(default_factory=dict)  # instance id -> member id
     join_timer: asyncio.TimerHandle | None = None
+    empty_since_ms: int = field(default_factory=lambda: int(time.time() * 1000))
     initial_delay: bool = False  # waiting out group.initial.rebalance.delay.ms
     new_member_joined: bool = False  # during that delay
     rebalances: int = 0  # completed (reached Stable), for metrics
@@ -172,6 +184,11 @@ class Group:
             return bool(protocol_type)
         names = {p.name for p in protocols}
         return protocol_type == self.protocol_type and bool(self.candidate_protocols() & names)
+
+    def metadata_bytes(self) -> int:
+        """What the members' metadata and assignments hold (the group's stored size)."""
+        return sum(len(p.metadata) for m in self.members.values() for p in m.protocols) + sum(
+            len(m.assignment) for m in self.members.values())
 
     def subscribed_topics(self) -> frozenset[str]:
         if self.protocol_type != PROTOCOL_TYPE:
@@ -216,9 +233,24 @@ class GroupCoordinator:
         if group is None:
             if req.member_id:
                 return JoinResult(errors.UNKNOWN_MEMBER_ID, member_id=req.member_id)
+            if not self._room_for_group(req.group_id):
+                return JoinResult(errors.GROUP_MAX_SIZE_REACHED, member_id=req.member_id)
             group = self.groups[req.group_id] = Group(req.group_id)
         if not group.supports(req.protocol_type, req.protocols):
             return JoinResult(errors.INCONSISTENT_GROUP_PROTOCOL, member_id=req.member_id)
+        current = group.members.get(req.member_id)
+        joining = sum(len(p.metadata) for p in req.protocols) - (
+            sum(len(p.metadata) for p in current.protocols) if current else 0)
+        if group.metadata_bytes() + joining > c.group_max_metadata_bytes:
+            log.warning("broker.group_metadata_too_large", group=req.group_id,
+                        limit_bytes=c.group_max_metadata_bytes,
+                        setting="--group-max-metadata-bytes")
+            return JoinResult(errors.UNKNOWN_SERVER_ERROR, member_id=req.member_id)
+        if current is None and (len(group.members) + len(group.pending)
+                                >= c.group_max_size) and not (
+                req.member_id in group.pending or (
+                    req.instance_id is not None and req.instance_id in group.static)):
+            return JoinResult(errors.GROUP_MAX_SIZE_REACHED, member_id=req.member_id)
         if not req.member_id:
             return self._join_new(group, req, caller)
         return self._join_known(group, req, caller)
@@ -460,10 +492,38 @@ class GroupCoordinator:
 
     def _forget_if_unused(self, group: Group) -> None:
         """An empty group without committed offsets is gone, as Kafka's cleanup does."""
+        if group.state is GroupState.EMPTY and not group.members:
+            group.empty_since_ms = int(time.time() * 1000)
         if (group.state is GroupState.EMPTY and not group.members and not group.pending
                 and not self.offsets.has_offsets(group.group_id)):
             self.groups.pop(group.group_id, None)
             self.offsets.delete_group(group.group_id)
+
+    def _room_for_group(self, group_id: str) -> bool:
+        if len(self.groups) < self.config.max_groups:
+            return True
+        log.warning("broker.groups_at_max", group=group_id, limit=self.config.max_groups,
+                    setting="--max-groups")
+        return False
+
+    def expire_groups(self, now_ms: int | None = None) -> int:
+        """Kafka's offsets.retention.minutes: an empty group, and its committed offsets,
+        go once it has been empty (and committed nothing) for that long."""
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        horizon = now - self.config.offsets_retention_ms
+        gone = []
+        for group in self.groups.values():
+            if (group.state is GroupState.EMPTY and not group.members and not group.pending
+                    and max(group.empty_since_ms,
+                            self.offsets.newest_commit_ms(group.group_id)) < horizon):
+                gone.append(group.group_id)
+        for group_id in gone:
+            del self.groups[group_id]
+            self.offsets.delete_group(group_id)
+        if gone:
+            log.info("broker.groups_expired", groups=len(gone),
+                     offsets_retention_ms=self.config.offsets_retention_ms)
+        return len(gone)
 
     # -- SyncGroup ------------------------------------------------------------------------
 
@@ -487,6 +547,15 @@ class GroupCoordinator:
         if group.state is GroupState.STABLE:
             return SyncResult(errors.NONE, group.protocol_type, group.protocol_name,
                               member.assignment)
+        if member_id == group.leader_id:
+            assigned = sum(len(assignments.get(m, b"")) for m in group.members)
+            metadata = sum(len(p.metadata) for m in group.members.values()
+                           for p in m.protocols)
+            if assigned + metadata > self.config.group_max_metadata_bytes:
+                log.warning("broker.group_metadata_too_large", group=group_id,
+                            limit_bytes=self.config.group_max_metadata_bytes,
+                            setting="--group-max-metadata-bytes")
+                return SyncResult(errors.UNKNOWN_SERVER_ERROR)
         _answer(member.sync_waiter, SyncResult(errors.REBALANCE_IN_PROGRESS))
         waiter = member.sync_waiter = asyncio.get_running_loop().create_future()
         if member_id == group.leader_id:
@@ -569,6 +638,8 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if group is None:
             if generation < 0:  # offsets only: the group exists from now on, empty
+                if not self._room_for_group(group_id):
+                    return errors.GROUP_MAX_SIZE_REACHED
                 self.groups[group_id] = Group(group_id)
                 return errors.NONE
             return errors.ILLEGAL_GENERATION
@@ -671,9 +742,6 @@ class GroupCoordinator:
         self.offsets.delete_group(group_id)
         log.info("broker.group_deleted", group=group_id)
         return errors.NONE
-
-    def expire_groups(self) -> int:
-        return 0
 
     def has_group(self, group_id: str) -> bool:
         return group_id in self.groups
