@@ -15,7 +15,7 @@ SPARK_JARS         = $(shell $(PY) -c 'import pyspark, os; print(os.path.join(os
 VERSION            = $(shell $(PY) -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])')
 WHEEL              = dist/appliance-$(VERSION)-py3-none-any.whl
 
-.PHONY: setup system-deps class-archive connector dist test test-deploy faults demo watch bench lint clean faults-overload dashboards testbed testbed-down
+.PHONY: setup system-deps class-archive connector dist test test-deploy faults soak demo watch bench lint clean faults-overload dashboards testbed testbed-down
 
 setup: $(VENV)/.installed $(KAFKA_CLIENTS_JAR) connector system-deps class-archive
 
@@ -82,6 +82,15 @@ test-deploy: setup
 # trigger (tests/faults/conftest.py reads FAULTS_LONG). Needs root for the tmpfs disk test.
 faults: setup
 	FAULTS_LONG=1 $(PY) -m pytest tests/faults -s -p no:cacheprovider
+
+# Hours of `appliance run` at a steady rate against a durable broker (issue 46): the
+# broker's memory, open files and the latencies must stay flat. SOAK_SECONDS sets the
+# length (default 4 h; e.g. `make soak SOAK_SECONDS=300` to try it), SOAK_RATE the events/s.
+# Samples: reports/soak/broker_soak.jsonl.
+SOAK_SECONDS ?= 14400
+SOAK_RATE ?= 1000
+soak: setup
+	SOAK_SECONDS=$(SOAK_SECONDS) SOAK_RATE=$(SOAK_RATE) $(PY) -m pytest tests/faults/test_soak.py -m soak -s -p no:cacheprovider
 
 # The long overload variant (issue 12): 60 s at twice the sustainable rate; `make test` runs
 # the same test for 10 s. Figures and plot: reports/overload/connector_overload_60s.{json,png}.

@@ -18,6 +18,7 @@ from appliance.broker.settings import (
     DEFAULT_FETCH_MAX_BYTES,
     DEFAULT_GROUP_MAX_METADATA_BYTES,
     DEFAULT_GROUP_MAX_SIZE,
+    DEFAULT_GROUPS_MAX_METADATA_BYTES,
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_CONNECTIONS_PER_IP,
     DEFAULT_MAX_DECOMPRESSED_BYTES,
@@ -243,6 +244,10 @@ def add_broker_options(parser: argparse.ArgumentParser) -> None:
                      help="the members' metadata and assignments of one group together "
                           f"(default {DEFAULT_GROUP_MAX_METADATA_BYTES}, Kafka's bound: a "
                           "group is one record of its offsets topic)")
+    grp.add_argument("--groups-max-metadata-bytes", type=_positive,
+                     default=DEFAULT_GROUPS_MAX_METADATA_BYTES,
+                     help="... of every group together (default 64 MiB): a join or "
+                          "assignment past it is refused UNKNOWN_SERVER_ERROR")
     sec = parser.add_argument_group(
         "security", "TLS and SASL of the listener (files only: secrets never go on the "
                     "command line; see docs/broker.md)")
@@ -324,6 +329,7 @@ def run_from_args(args: argparse.Namespace) -> int:
                "offsets_retention_ms": int(args.offsets_retention_minutes * 60_000),
                "max_groups": args.max_groups, "group_max_size": args.group_max_size,
                "group_max_metadata_bytes": args.group_max_metadata_bytes,
+               "groups_max_metadata_bytes": args.groups_max_metadata_bytes,
                "metrics_names": args.metrics_names,
                "flush": Flush(args.flush), "flush_interval_ms": args.flush_interval_ms,
                "max_partitions_per_topic": args.max_partitions_per_topic,

@@ -40,6 +40,7 @@ from appliance.broker.connections.cap import ConnectionCap, effective_total
 from appliance.broker.connections.preauth_queue import PreAuthQueue
 from appliance.broker.connections.rate import THROTTLED_CLOSE_S, ConnectionRate
 from appliance.broker.connections.request_pool import SMALL_FRAME, RequestPool
+from appliance.broker.memory_bound import STREAM_RUN, WRITE_HIGH, WRITE_LOW
 from appliance.broker.security import listener, sasl
 from appliance.broker.security.password_pool import PasswordWorkers
 from appliance.broker.settings import BrokerConfig
@@ -57,9 +58,6 @@ _SIZE = struct.Struct(">i")
 _API_KEY = struct.Struct(">h")
 ACCEPT_RETRY_S = 0.1  # after a failed accept (descriptors exhausted): do not spin
 IDLE_CHECK_MAX_S = 30.0  # idle connections are looked for at least this often
-WRITE_HIGH = 256 * 1024  # unsent response bytes a connection may hold (then: paused)
-WRITE_LOW = 64 * 1024
-STREAM_RUN = 64 * 1024  # small response parts are joined up to this before writing
 
 
 def _family(host: str) -> socket.AddressFamily:

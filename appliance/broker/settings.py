@@ -30,6 +30,8 @@ DEFAULT_GROUP_MAX_SIZE = 1000  # members per group (Kafka's group.max.size)
 # The members' metadata and assignments of one group: Kafka stores a group as one record
 # of the offsets topic, so it cannot exceed that topic's max message size.
 DEFAULT_GROUP_MAX_METADATA_BYTES = DEFAULT_MAX_MESSAGE_BYTES
+# ... and of every group together: what groups may cost the broker's memory.
+DEFAULT_GROUPS_MAX_METADATA_BYTES = 64 * 1024 * 1024
 # Kafka has no such limit; this broker keeps every partition's batches in memory and
 # makes a directory per partition (one fsync each with --data-dir), so a topic of 100,000
 # partitions asked by one client would stall every other client while it is created.
@@ -134,6 +136,7 @@ class BrokerConfig:
     max_groups: int = DEFAULT_MAX_GROUPS
     group_max_size: int = DEFAULT_GROUP_MAX_SIZE
     group_max_metadata_bytes: int = DEFAULT_GROUP_MAX_METADATA_BYTES
+    groups_max_metadata_bytes: int = DEFAULT_GROUPS_MAX_METADATA_BYTES
     # Authorization (acl/): "none" allows everything; "acl" denies what no ACL binding in
     # DATA_DIR/acls.json allows, except to the super users (principals, e.g. "User:admin").
     authorizer: AuthorizerKind = AuthorizerKind.NONE

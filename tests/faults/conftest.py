@@ -2,7 +2,8 @@
 
 ``make test`` runs every fault short (few rounds, short outages); ``make faults`` sets
 ``FAULTS_LONG=1`` for the long variants (more rounds, ~30 s broker outage, higher rate)
-and runs the tests marked ``faults_long``, which ``make test`` deselects.
+and runs the tests marked ``faults_long``, which ``make test`` deselects. The ``soak``
+test (hours) runs only under ``make soak``, which sets ``SOAK_SECONDS``.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from fault_knobs import LONG
 
 
 def pytest_collection_modifyitems(config, items):
-    if LONG:
-        return
+    soak = "SOAK_SECONDS" in os.environ
     keep, drop = [], []
     for item in items:
-        (drop if item.get_closest_marker("faults_long") else keep).append(item)
+        unwanted = (not LONG and item.get_closest_marker("faults_long")) or (
+            not soak and item.get_closest_marker("soak"))
+        (drop if unwanted else keep).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep

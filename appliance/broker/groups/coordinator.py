@@ -170,6 +170,7 @@ class Group:
     initial_delay: bool = False  # waiting out group.initial.rebalance.delay.ms
     new_member_joined: bool = False  # during that delay
     rebalances: int = 0  # completed (reached Stable), for metrics
+    counted: int = 0  # metadata_bytes() as last added to the coordinator's total
 
     def rebalance_timeout_ms(self) -> int:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
@@ -212,6 +213,7 @@ class GroupCoordinator:
         self.config = config
         self.offsets = offsets
         self.groups: dict[str, Group] = {}
+        self.metadata_total = 0  # every group's members' metadata and assignments
         for group_id in offsets.groups():  # groups survive a restart with their offsets
             record = offsets.group_record(group_id)
             self.groups[group_id] = Group(
@@ -241,11 +243,10 @@ class GroupCoordinator:
         current = group.members.get(req.member_id)
         joining = sum(len(p.metadata) for p in req.protocols) - (
             sum(len(p.metadata) for p in current.protocols) if current else 0)
-        if group.metadata_bytes() + joining > c.group_max_metadata_bytes:
-            log.warning("broker.group_metadata_too_large", group=req.group_id,
-                        limit_bytes=c.group_max_metadata_bytes,
-                        setting="--group-max-metadata-bytes")
-            return JoinResult(errors.UNKNOWN_SERVER_ERROR, member_id=req.member_id)
+        refused = self._metadata_refusal(req.group_id, group.metadata_bytes() + joining,
+                                         joining)
+        if refused is not None:
+            return JoinResult(refused, member_id=req.member_id)
         if current is None and (len(group.members) + len(group.pending)
                                 >= c.group_max_size) and not (
                 req.member_id in group.pending or (
@@ -307,6 +308,7 @@ class GroupCoordinator:
 
     def _update(self, member: Member, req: JoinRequest, caller: Caller) -> asyncio.Future:
         member.protocols = req.protocols
+        self._account(self.groups[req.group_id])
         member.session_timeout_ms = req.session_timeout_ms
         member.rebalance_timeout_ms = req.rebalance_timeout_ms
         member.client_id, member.client_host = caller.client_id, caller.host
@@ -320,6 +322,7 @@ class GroupCoordinator:
         if not group.members:
             group.protocol_type = req.protocol_type
         group.members[member_id] = member
+        self._account(group)
         if req.instance_id is not None:
             group.static[req.instance_id] = member_id
         if group.leader_id is None:
@@ -352,6 +355,7 @@ class GroupCoordinator:
                                                                  else v)
                          for k, v in group.members.items()}
         group.static[req.instance_id] = new_id
+        self._account(group)
         if group.leader_id == old.member_id:
             group.leader_id = new_id
         self._touch(group, member)
@@ -391,6 +395,7 @@ class GroupCoordinator:
             for m in group.members.values():  # the assignment being handed out is void
                 m.assignment = b""
                 _answer(m.sync_waiter, SyncResult(errors.REBALANCE_IN_PROGRESS))
+            self._account(group)
         loop = asyncio.get_running_loop()
         if group.join_timer is not None:
             group.join_timer.cancel()
@@ -499,6 +504,27 @@ class GroupCoordinator:
             self.groups.pop(group.group_id, None)
             self.offsets.delete_group(group.group_id)
 
+    def _account(self, group: Group) -> None:
+        """Bring the coordinator's metadata total up to date with ``group``."""
+        now = group.metadata_bytes()
+        self.metadata_total += now - group.counted
+        group.counted = now
+
+    def _metadata_refusal(self, group_id: str, group_bytes: int, growth: int) -> int | None:
+        """UNKNOWN_SERVER_ERROR (Kafka's answer when a group's record is too large) if the
+        group would hold more than its cap, or every group together more than theirs."""
+        c = self.config
+        for over, limit, setting in (
+                (group_bytes > c.group_max_metadata_bytes, c.group_max_metadata_bytes,
+                 "--group-max-metadata-bytes"),
+                (growth > 0 and self.metadata_total + growth > c.groups_max_metadata_bytes,
+                 c.groups_max_metadata_bytes, "--groups-max-metadata-bytes")):
+            if over:
+                log.warning("broker.group_metadata_too_large", group=group_id,
+                            limit_bytes=limit, setting=setting)
+                return errors.UNKNOWN_SERVER_ERROR
+        return None
+
     def _room_for_group(self, group_id: str) -> bool:
         if len(self.groups) < self.config.max_groups:
             return True
@@ -518,7 +544,7 @@ class GroupCoordinator:
                             self.offsets.newest_commit_ms(group.group_id)) < horizon):
                 gone.append(group.group_id)
         for group_id in gone:
-            del self.groups[group_id]
+            self.metadata_total -= self.groups.pop(group_id).counted
             self.offsets.delete_group(group_id)
         if gone:
             log.info("broker.groups_expired", groups=len(gone),
@@ -551,16 +577,16 @@ class GroupCoordinator:
             assigned = sum(len(assignments.get(m, b"")) for m in group.members)
             metadata = sum(len(p.metadata) for m in group.members.values()
                            for p in m.protocols)
-            if assigned + metadata > self.config.group_max_metadata_bytes:
-                log.warning("broker.group_metadata_too_large", group=group_id,
-                            limit_bytes=self.config.group_max_metadata_bytes,
-                            setting="--group-max-metadata-bytes")
-                return SyncResult(errors.UNKNOWN_SERVER_ERROR)
+            grows = assigned - sum(len(m.assignment) for m in group.members.values())
+            refused = self._metadata_refusal(group_id, assigned + metadata, grows)
+            if refused is not None:
+                return SyncResult(refused)
         _answer(member.sync_waiter, SyncResult(errors.REBALANCE_IN_PROGRESS))
         waiter = member.sync_waiter = asyncio.get_running_loop().create_future()
         if member_id == group.leader_id:
             for m in group.members.values():
                 m.assignment = assignments.get(m.member_id, b"")
+            self._account(group)
             group.state = GroupState.STABLE
             group.rebalances += 1
             log.info("broker.group_stable", group=group.group_id, generation=group.generation,
@@ -689,6 +715,7 @@ class GroupCoordinator:
                                                member_id=member.member_id))
         _answer(member.sync_waiter, SyncResult(errors.UNKNOWN_MEMBER_ID))
         group.members.pop(member.member_id, None)
+        self._account(group)
         if member.instance_id is not None and group.static.get(
                 member.instance_id) == member.member_id:
             del group.static[member.instance_id]

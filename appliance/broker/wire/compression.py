@@ -50,7 +50,9 @@ class DecompressedTooLarge(CompressionError):
     """The batch decompresses to more than the cap allows."""
 
 
-def _bounded(module, data: bytes | memoryview, limit: int) -> bytes:
+def _bounded(module, data: bytes | memoryview, limit: int) -> memoryview:
+    """Into one buffer of ``limit`` bytes, returned as a view of what was written (no
+    second copy)."""
     out = bytearray(limit)
     try:
         n = module.decompress_into(bytes(data), out)
@@ -58,7 +60,7 @@ def _bounded(module, data: bytes | memoryview, limit: int) -> bytes:
         if "whole buffer" in str(exc) or "smaller than required" in str(exc):
             raise DecompressedTooLarge(f"decompresses to more than {limit} bytes") from None
         raise CompressionError(str(exc)) from None
-    return bytes(memoryview(out)[:n])
+    return memoryview(out)[:n]
 
 
 def _snappy_raw(data: bytes | memoryview, limit: int) -> bytes:
@@ -74,7 +76,7 @@ def _snappy_raw(data: bytes | memoryview, limit: int) -> bytes:
         raise CompressionError(str(exc)) from None
 
 
-def _snappy(data: bytes | memoryview, limit: int) -> bytes:
+def _snappy(data: bytes | memoryview, limit: int) -> bytes | memoryview:
     raw = bytes(data)
     if not raw.startswith(_XERIAL_MAGIC):
         return _snappy_raw(raw, limit)
@@ -93,7 +95,7 @@ def _snappy(data: bytes | memoryview, limit: int) -> bytes:
     return b"".join(out)
 
 
-def decompress(codec: int, data: bytes | memoryview, limit: int) -> bytes:
+def decompress(codec: int, data: bytes | memoryview, limit: int) -> bytes | memoryview:
     """The records section of a compressed batch; at most ``limit`` bytes, else raises
     DecompressedTooLarge (CompressionError for bad bytes or an unknown codec)."""
     if codec == Codec.GZIP:
@@ -107,10 +109,10 @@ def decompress(codec: int, data: bytes | memoryview, limit: int) -> bytes:
     raise CompressionError(f"unknown compression codec {codec}")
 
 
-def compress(codec: Codec, data: bytes) -> bytes:
+def compress(codec: Codec, data: bytes | memoryview) -> bytes:
     """``data`` compressed as Kafka's clients expect for ``codec`` (NONE: unchanged)."""
     if codec is Codec.NONE:
-        return data
+        return bytes(data)
     if codec is Codec.GZIP:
         return bytes(cramjam.gzip.compress(data))
     if codec is Codec.SNAPPY:

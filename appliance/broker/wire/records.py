@@ -125,8 +125,7 @@ def with_codec(batch: bytes | memoryview, codec: Codec, limit: int) -> bytes:
     """The same batch with its records in ``codec`` (a topic's ``compression.type``): the
     header kept but for the codec bits, the length and the CRC-32C."""
     h = read_header(batch)
-    records = bytes(records_section(batch, limit))
-    body = compress(codec, records)
+    body = compress(codec, records_section(batch, limit))
     attrs = (h.attributes & ~ATTR_COMPRESSION_MASK) | int(codec)
     view = memoryview(batch)
     tail = bytearray(view[CRC_FROM:HEADER_SIZE])  # attributes .. recordsCount
