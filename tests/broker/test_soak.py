@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import time
 
-from bench._broker_load import process_memory, produce, read_back, sequenced_batch
-
 from appliance.broker import EmbeddedBroker
 from appliance.broker.memory_bound import MIB, Load, bound
 from appliance.broker.settings import BrokerConfig
 from appliance.broker.wire.client import WireClient
+from bench._broker_load import process_memory, produce, read_back, sequenced_batch
 
 RECORD = 64 * 1024
 PER_BATCH = 15  # 960 KiB: under max.message.bytes
