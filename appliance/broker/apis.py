@@ -22,9 +22,12 @@ from appliance.broker.acl.model import CLUSTER_NAME, Operation, ResourceType
 from appliance.broker.acl.store import AclStore
 from appliance.broker.admin_apis import AdminApis
 from appliance.broker.caller import Caller
+from appliance.broker.cluster_apis import ClusterApis
 from appliance.broker.groups.apis import GroupApis
 from appliance.broker.groups.coordinator import GroupCoordinator
 from appliance.broker.groups.offsets import OffsetStore
+from appliance.broker.scram_apis import ScramApis
+from appliance.broker.security.credentials import Users
 from appliance.broker.settings import BrokerConfig
 from appliance.broker.slices import Job, Slicer
 from appliance.broker.storage import timestamp_search
@@ -90,7 +93,8 @@ def _now_ms() -> int:
 
 
 class Apis:
-    def __init__(self, config: BrokerConfig, registry: TopicRegistry, storage=None) -> None:
+    def __init__(self, config: BrokerConfig, registry: TopicRegistry, storage=None,
+                 users: Users | None = None) -> None:
         self.config = config
         self.registry = registry
         self.storage = storage
@@ -107,8 +111,11 @@ class Apis:
                                      else [])
         authz = self.authorizer
         groups = GroupApis(self.coordinator, self.offsets, registry, authz)
-        admin = AdminApis(config, registry, authz)
+        admin = AdminApis(config, registry, authz, lambda: (self.advertised_host,
+                                                            self.advertised_port))
         acls = AclApis(authz, self.acl_store)
+        cluster = ClusterApis(config, registry, authz)
+        scram = ScramApis(config, users, authz)
         self.handlers = {
             schemas.PRODUCE.key: self.produce,
             schemas.FETCH.key: self.fetch,
@@ -142,6 +149,14 @@ class Apis:
             schemas.CREATE_ACLS.key: acls.create_acls,
             schemas.DESCRIBE_ACLS.key: acls.describe_acls,
             schemas.DELETE_ACLS.key: acls.delete_acls,
+            schemas.DESCRIBE_LOG_DIRS.key: cluster.describe_log_dirs,
+            schemas.DESCRIBE_TOPIC_PARTITIONS.key: cluster.describe_topic_partitions,
+            schemas.LIST_CONFIG_RESOURCES.key: cluster.list_config_resources,
+            schemas.ELECT_LEADERS.key: cluster.elect_leaders,
+            schemas.ALTER_PARTITION_REASSIGNMENTS.key: cluster.alter_partition_reassignments,
+            schemas.LIST_PARTITION_REASSIGNMENTS.key: cluster.list_partition_reassignments,
+            schemas.DESCRIBE_USER_SCRAM_CREDENTIALS.key: scram.describe_user_scram_credentials,
+            schemas.ALTER_USER_SCRAM_CREDENTIALS.key: scram.alter_user_scram_credentials,
         }
 
     def reload_acls(self) -> int:

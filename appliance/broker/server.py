@@ -89,7 +89,8 @@ class BrokerServer:
         for name, count in config.initial_topics.items():
             if name not in self.registry.topics:
                 self.registry.create(name, count)
-        self.apis = Apis(config, self.registry, self.storage)
+        self.apis = Apis(config, self.registry, self.storage,
+                         self.security.sasl.users if self.security.sasl else None)
         self._server: asyncio.base_events.Server | None = None  # plain listeners
         self._tls_listener: socket.socket | None = None  # TLS listeners accept themselves
         self._accept_task: asyncio.Task | None = None

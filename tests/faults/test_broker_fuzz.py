@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from appliance.broker import EmbeddedBroker
 from appliance.broker.wire import schemas
 from appliance.broker.wire.client import WireClient
-from appliance.broker.wire.codec import Array, Field
+from appliance.broker.wire.codec import Array, Field, Struct
 
 PAIRS = sorted((s.key, v, s.flexible(v)) for s in schemas.BY_KEY.values()
                for v in range(s.min_version, s.max_version + 1))
@@ -179,6 +179,9 @@ _INTS = st.sampled_from([-2, -1, 0, 1, 2, 3, 6000, 30000, 2**31 - 1, -(2**31)])
 
 
 def _value(t, nullable: bool = False):
+    if isinstance(t, Struct):
+        inner = _struct(t.fields)
+        return st.none() | inner if t.nullable else inner
     if isinstance(t, Array):
         item = _value(t.item) if isinstance(t.item, str) else _struct(t.item)
         lists = st.lists(item, max_size=3)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from appliance.broker.settings import (
     DEFAULT_INDEX_INTERVAL_BYTES,
@@ -262,18 +263,27 @@ def stored(configs: dict[str, str]) -> tuple[dict[str, str], set[str]]:
     return kept, set(configs) - set(kept)
 
 
+class BrokerFacts(NamedTuple):
+    """What a broker config is read from: the settings and where it listens."""
+
+    config: BrokerConfig
+    host: str  # advertised
+    port: int
+
+
 @dataclass(frozen=True)
 class BrokerSetting:
-    """A read-only broker config: Kafka's name, read from the running broker's settings."""
+    """A read-only broker config: Kafka's name, read from the running broker."""
 
     name: str
     type: ConfigType
-    value: Callable[[BrokerConfig], str | None]
+    value: Callable[[BrokerFacts], str | None]
     doc: str
 
-    def source(self, config: BrokerConfig) -> ConfigSource:
+    def source(self, facts: BrokerFacts) -> ConfigSource:
         """Set by a flag (differs from a broker started without flags), or the default."""
-        return (ConfigSource.DEFAULT_CONFIG if self.value(config) == self.value(BrokerConfig())
+        default = facts._replace(config=BrokerConfig())
+        return (ConfigSource.DEFAULT_CONFIG if self.value(facts) == self.value(default)
                 else ConfigSource.STATIC_BROKER_CONFIG)
 
 
@@ -281,38 +291,108 @@ def _bool(v: bool) -> str:
     return "true" if v else "false"
 
 
+def _listener(f: BrokerFacts) -> str:
+    return f"{f.config.security_protocol}://{f.host}:{f.port}"
+
+
+def _setting(name: str, kind: ConfigType, value: Callable[[BrokerConfig], object],
+             doc: str) -> BrokerSetting:
+    """A setting read from the config alone (most of them)."""
+    def read(f: BrokerFacts) -> str | None:
+        v = value(f.config)
+        return None if v is None else _bool(v) if isinstance(v, bool) else str(v)
+    return BrokerSetting(name, kind, read, doc)
+
+
+_S, _I, _L, _B = ConfigType.STRING, ConfigType.INT, ConfigType.LONG, ConfigType.BOOLEAN
+_LIST = ConfigType.LIST
+
+# Kafka's names, what tools ask a broker for (kafka-configs --entity-type brokers, kafka-ui,
+# AKHQ, the admin clients' describeConfigs); the value is this broker's behaviour.
 BROKER_SETTINGS: tuple[BrokerSetting, ...] = (
-    BrokerSetting("node.id", ConfigType.INT, lambda c: str(c.node_id), "This broker's id."),
-    BrokerSetting("broker.id", ConfigType.INT, lambda c: str(c.node_id), "Same as node.id."),
-    BrokerSetting("log.dirs", ConfigType.STRING, lambda c: c.data_dir,
-                  "--data-dir (null: in memory)."),
-    BrokerSetting("log.retention.ms", ConfigType.LONG, lambda c: _or_unlimited(c.retention_ms),
-                  "--retention-ms: the topics' default retention.ms."),
-    BrokerSetting("log.retention.bytes", ConfigType.LONG,
-                  lambda c: _or_unlimited(c.retention_bytes),
-                  "--retention-bytes: the topics' default retention.bytes."),
-    BrokerSetting("message.max.bytes", ConfigType.INT, lambda c: str(c.max_message_bytes),
-                  "--max-message-bytes: the topics' default max.message.bytes."),
-    BrokerSetting("log.segment.bytes", ConfigType.INT, lambda c: str(c.segment_bytes),
-                  "--segment-bytes: the topics' default segment.bytes."),
-    BrokerSetting("auto.create.topics.enable", ConfigType.BOOLEAN,
-                  lambda c: _bool(c.auto_create_topics), "--auto-create-topics."),
-    BrokerSetting("num.partitions", ConfigType.INT, lambda c: str(c.default_partitions),
-                  "--default-partitions: partitions of an auto-created topic."),
-    BrokerSetting("default.replication.factor", ConfigType.INT, lambda c: "1",
-                  "A single broker: one replica."),
-    BrokerSetting("socket.request.max.bytes", ConfigType.INT, lambda c: str(c.max_frame_bytes),
-                  "Largest request frame accepted."),
-    BrokerSetting("group.min.session.timeout.ms", ConfigType.INT,
-                  lambda c: str(c.group_min_session_timeout_ms),
-                  "--group-min-session-timeout-ms."),
-    BrokerSetting("group.max.session.timeout.ms", ConfigType.INT,
-                  lambda c: str(c.group_max_session_timeout_ms),
-                  "--group-max-session-timeout-ms."),
-    BrokerSetting("group.initial.rebalance.delay.ms", ConfigType.INT,
-                  lambda c: str(c.group_initial_rebalance_delay_ms),
-                  "--group-initial-rebalance-delay-ms."),
-    BrokerSetting("connection.failed.authentication.delay.ms", ConfigType.INT,
-                  lambda c: str(c.failed_auth_close_delay_ms),
-                  "--failed-auth-close-delay-ms."),
+    _setting("node.id", _I, lambda c: c.node_id, "This broker's id."),
+    _setting("broker.id", _I, lambda c: c.node_id, "Same as node.id."),
+    BrokerSetting("process.roles", _LIST, lambda f: "broker,controller",
+                  "One node: the broker is also the controller."),
+    BrokerSetting("listeners", _LIST, _listener, "The one listener (--host, --port, "
+                  "--security-protocol)."),
+    BrokerSetting("advertised.listeners", _LIST, _listener,
+                  "What clients are told to connect to."),
+    BrokerSetting("listener.security.protocol.map", _LIST,
+                  lambda f: f"{f.config.security_protocol}:{f.config.security_protocol}",
+                  "The listener's name is its protocol."),
+    BrokerSetting("inter.broker.listener.name", _S, lambda f: f.config.security_protocol,
+                  "No other broker: the one listener."),
+    BrokerSetting("security.inter.broker.protocol", _S, lambda f: f.config.security_protocol,
+                  "No other broker: the listener's protocol."),
+    BrokerSetting("sasl.enabled.mechanisms", _LIST,
+                  lambda f: ",".join(f.config.sasl_mechanisms or ()) or None,
+                  "--sasl-mechanisms (null: the protocol's defaults, or no SASL)."),
+    _setting("broker.rack", _S, lambda c: None, "No racks."),
+    _setting("log.dirs", _S, lambda c: c.data_dir, "--data-dir (null: in memory)."),
+    _setting("log.retention.ms", _L, lambda c: _or_unlimited(c.retention_ms),
+             "--retention-ms: the topics' default retention.ms."),
+    _setting("log.retention.hours", _I, lambda c: -1 if c.retention_ms is None
+             else c.retention_ms // 3_600_000, "log.retention.ms in hours (rounded down)."),
+    _setting("log.retention.bytes", _L, lambda c: _or_unlimited(c.retention_bytes),
+             "--retention-bytes: the topics' default retention.bytes."),
+    _setting("log.retention.total.bytes", _L, lambda c: _or_unlimited(c.retention_total_bytes),
+             "--retention-total-bytes: every partition together, this broker's own (-1: "
+             "sized at start)."),
+    _setting("log.retention.check.interval.ms", _L, lambda c: c.retention_check_ms,
+             "How often retention runs."),
+    _setting("message.max.bytes", _I, lambda c: c.max_message_bytes,
+             "--max-message-bytes: the topics' default max.message.bytes."),
+    _setting("log.segment.bytes", _I, lambda c: c.segment_bytes,
+             "--segment-bytes: the topics' default segment.bytes."),
+    _setting("log.roll.ms", _L, lambda c: c.segment_ms,
+             "--segment-ms: the topics' default segment.ms."),
+    _setting("log.index.interval.bytes", _I, lambda c: DEFAULT_INDEX_INTERVAL_BYTES,
+             "An index entry every this many bytes of log."),
+    _setting("log.flush.interval.ms", _L, lambda c: c.flush_interval_ms
+             if c.flush == "interval" else None, "--flush interval: how often."),
+    _setting("log.cleanup.policy", _LIST, lambda c: "delete", "No log compaction."),
+    _setting("compression.type", _S, lambda c: "producer",
+             "Topics keep the producer's codec unless their compression.type says."),
+    _setting("auto.create.topics.enable", _B, lambda c: c.auto_create_topics,
+             "--auto-create-topics."),
+    _setting("delete.topic.enable", _B, lambda c: True, "Topics may be deleted."),
+    _setting("num.partitions", _I, lambda c: c.default_partitions,
+             "--default-partitions: partitions of an auto-created topic."),
+    _setting("default.replication.factor", _I, lambda c: 1, "A single broker: one replica."),
+    _setting("min.insync.replicas", _I, lambda c: 1, "A single broker: one replica."),
+    _setting("offsets.topic.replication.factor", _I, lambda c: 1,
+             "Committed offsets: one copy (DATA_DIR/consumer_offsets.log)."),
+    _setting("transaction.state.log.replication.factor", _I, lambda c: 1,
+             "No transactions; one copy if there were."),
+    _setting("transaction.state.log.min.isr", _I, lambda c: 1, "No transactions."),
+    _setting("unclean.leader.election.enable", _B, lambda c: False, "One replica."),
+    _setting("socket.request.max.bytes", _I, lambda c: c.max_frame_bytes,
+             "--max-request-bytes: the largest Produce frame."),
+    _setting("queued.max.request.bytes", _L, lambda c: c.queued_max_request_bytes,
+             "--queued-max-request-bytes."),
+    _setting("fetch.max.bytes", _I, lambda c: c.fetch_max_bytes, "--fetch-max-bytes."),
+    _setting("connections.max.idle.ms", _L, lambda c: c.connections_max_idle_ms,
+             "--connections-max-idle-ms."),
+    _setting("max.connections", _I, lambda c: c.max_connections, "--max-connections."),
+    _setting("max.connections.per.ip", _I, lambda c: c.max_connections_per_ip,
+             "--max-connections-per-ip."),
+    _setting("producer.id.expiration.ms", _I, lambda c: c.producer_id_expiration_ms,
+             "--producer-id-expiration-ms."),
+    _setting("offsets.retention.minutes", _I, lambda c: c.offsets_retention_ms // 60_000,
+             "--offsets-retention-minutes."),
+    _setting("group.max.size", _I, lambda c: c.group_max_size, "--group-max-size."),
+    _setting("group.min.session.timeout.ms", _I, lambda c: c.group_min_session_timeout_ms,
+             "--group-min-session-timeout-ms."),
+    _setting("group.max.session.timeout.ms", _I, lambda c: c.group_max_session_timeout_ms,
+             "--group-max-session-timeout-ms."),
+    _setting("group.initial.rebalance.delay.ms", _I,
+             lambda c: c.group_initial_rebalance_delay_ms,
+             "--group-initial-rebalance-delay-ms."),
+    _setting("connection.failed.authentication.delay.ms", _I,
+             lambda c: c.failed_auth_close_delay_ms, "--failed-auth-close-delay-ms."),
+    _setting("authorizer.class.name", _S, lambda c: "" if c.authorizer == "none"
+             else "appliance.broker.acl.Authorizer", "--authorizer (empty: none)."),
+    _setting("super.users", _LIST, lambda c: ";".join(c.super_users) or None,
+             "--super-users."),
 )

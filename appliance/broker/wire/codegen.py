@@ -24,7 +24,15 @@ import os
 import struct
 from typing import Any
 
-from appliance.broker.wire.codec import PRIM_DEFAULTS, Array, DecodeError, Field, Reader, Writer
+from appliance.broker.wire.codec import (
+    PRIM_DEFAULTS,
+    Array,
+    DecodeError,
+    Field,
+    Reader,
+    Struct,
+    Writer,
+)
 
 STRICT_ENV = "APPLIANCE_BROKER_STRICT_ENCODING"
 
@@ -166,6 +174,20 @@ def _dec_struct(src: _Src, ind: int, fields: list[Field], target: str, version: 
             src.add(ind, f"{dest} = {src.const(f.default)}")
             continue
         t = f.type
+        if isinstance(t, Struct):
+            target_var = f"s{d}"
+            if t.nullable:
+                src.add(ind, "if _U_int8(buf, pos)[0] < 0:")
+                src.add(ind + 1, "pos += 1")
+                src.add(ind + 1, f"{dest} = None")
+                src.add(ind, "else:")
+                src.add(ind + 1, "pos += 1")
+                _dec_struct(src, ind + 1, t.fields, target_var, version, flexible, d + 1)
+                src.add(ind + 1, f"{dest} = {target_var}")
+            else:
+                _dec_struct(src, ind, t.fields, target_var, version, flexible, d + 1)
+                src.add(ind, f"{dest} = {target_var}")
+            continue
         if not isinstance(t, Array):
             _dec_prim(src, ind, t, dest, flexible, d)
             continue
@@ -280,6 +302,17 @@ def _enc_struct(src: _Src, ind: int, fields: list[Field], value: str, version: i
             src.add(ind, f"{v} = {value}[{f.name!r}]")
         else:
             src.add(ind, f"{v} = {value}.get({f.name!r}, {src.const(f.default)})")
+        if isinstance(t, Struct):
+            if t.nullable:
+                src.add(ind, f"if {v} is None:")
+                src.add(ind + 1, "ap(b'\\xff')")
+                src.add(ind, "else:")
+                src.add(ind + 1, "ap(b'\\x01')")
+                _enc_struct(src, ind + 1, t.fields, v, version, flexible, d + 1, strict)
+            else:
+                src.add(ind, f"if {v} is None: {v} = {{}}")
+                _enc_struct(src, ind, t.fields, v, version, flexible, d + 1, strict)
+            continue
         if not isinstance(t, Array):
             if t in PRIM_DEFAULTS:
                 src.add(ind, f"if {v} is None: {v} = {src.const(PRIM_DEFAULTS[t])}")

@@ -121,6 +121,8 @@ def compress(codec: Codec, data: bytes | memoryview) -> bytes:
             block = bytes(cramjam.snappy.compress_raw(data[i:i + _XERIAL_BLOCK]))
             parts += (_I32.pack(len(block)), block)
         return b"".join(parts)
-    if codec is Codec.LZ4:
-        return bytes(cramjam.lz4.compress(data))
+    if codec is Codec.LZ4:  # independent blocks: Java's reader refuses linked ones
+        compressor = cramjam.lz4.Compressor(block_linked=False)
+        compressor.compress(data if isinstance(data, bytes) else bytes(data))
+        return bytes(compressor.finish())
     return bytes(cramjam.zstd.compress(data))
