@@ -150,7 +150,7 @@ def test_scram_users_are_managed_through_the_admin_api(sasl_broker):
     upsert = UserScramCredentialUpsertion(
         "carol", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192),
         new_password_.encode())
-    for user, future in admin.alter_user_scram_credentials([upsert]).items():
+    for future in admin.alter_user_scram_credentials([upsert]).values():
         future.result(timeout=30)
     assert _logs_in(b.bootstrap, "carol", new_password_)
     described = admin.describe_user_scram_credentials(["carol"])["carol"].result(timeout=30)
