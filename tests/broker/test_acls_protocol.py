@@ -131,6 +131,20 @@ def test_create_describe_delete_round_trip(admin_broker, version):
             {"alerts", "logs."} if version >= 1 else {"alerts"})
 
 
+def test_filters_are_matched_as_given_as_kafka_reads_them(admin_broker):
+    """A filter is not a binding: a principal of ``*`` is no error (it matches bindings
+    whose principal is ``*``: none, all of them being TYPE:NAME), ``User:*`` matches the
+    wildcard bindings, and no principal matches every one."""
+    with WireClient(admin_broker.bootstrap) as c:
+        resp = c.request(schemas.CREATE_ACLS, 3, {"creations": [
+            creation("star-topic", READ, "User:*"), creation("star-topic", READ)]})
+        assert [r["error_code"] for r in resp["results"]] == [errors.NONE, errors.NONE]
+        assert described(c, 3, name="star-topic", principal="*") == set()
+        assert described(c, 3, name="star-topic", principal="User:*") == {
+            (TOPIC, "star-topic", LITERAL, "User:*", READ, ALLOW)}
+        assert {row[3] for row in described(c, 3, name="star-topic")} == {"User:*", ANON}
+
+
 def test_a_bad_creation_is_refused_with_its_field_and_the_good_ones_kept(admin_broker):
     with WireClient(admin_broker.bootstrap) as c:
         resp = c.request(schemas.CREATE_ACLS, 3, {"creations": [
