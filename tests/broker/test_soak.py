@@ -2,7 +2,7 @@
 few minutes: a gigabyte through a broker subprocess, durable and in memory, its peak
 resident memory (VmHWM) within the bound docs/broker.md states (``memory_bound``), and
 every record from the log start to the end readable at its offset after retention has
-deleted the rest. The hours-long version is ``make soak`` (tests/soak/)."""
+deleted the rest. The hours-long version is ``make soak`` (tests/faults/test_soak.py)."""
 
 from __future__ import annotations
 
