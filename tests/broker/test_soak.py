@@ -72,3 +72,27 @@ def test_a_gigabyte_through_an_in_memory_broker_keeps_to_its_budget(tmp_path):
         assert back.end == sent and back.start > 0
         assert back.records == back.end - back.start
         assert mem.peak < limit.total
+
+
+def test_the_docs_state_the_bound_the_code_computes():
+    """docs/broker.md's formula is memory_bound's: the same terms and figures."""
+    import re
+    from pathlib import Path
+
+    from appliance.broker import memory_bound as mb
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "broker.md").read_text()
+    formula = doc.split("```text\nRSS ≤", 1)[1].split("```", 1)[0]
+    config = BrokerConfig()
+    assert f"fixed                                     {mb.BASE // MIB} MiB" in formula
+    assert f"connections × {mb.per_connection(config) / MIB:.1f} MiB" in formula
+    assert (f"partitions × ({mb.PARTITION_STATE // 1024} KiB + producers × "
+            f"{mb.PRODUCER_STATE} B)") in formula
+    assert f"segments × {mb.SEGMENT_STATE // 1024} KiB" in formula
+    assert f"groups × {mb.GROUP_STATE // 1024} KiB" in formula
+    assert f"committed offsets × {mb.COMMITTED_OFFSET} B" in formula
+    terms = set(bound(config, Load(1, 1, 1, 1, groups=1, committed_offsets=1)).terms)
+    mentioned = {"fixed", "request", "decompression", "request pool", "connections",
+                 "partitions", "segments", "groups", "committed offsets", "log (in memory)"}
+    assert terms == mentioned
+    assert re.search(r"3 × the request being handled", formula)
