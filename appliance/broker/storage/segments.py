@@ -272,9 +272,11 @@ class PartitionSegments:
     # -- flushing -------------------------------------------------------------------------
 
     def sync(self) -> None:
-        """Make everything written so far durable (raises OSError)."""
-        for seg in self.segments[-2:]:  # older ones were synced when they rolled
-            seg.sync()
+        """Make everything written so far durable (raises OSError): the active segment and
+        any rolled one the background flush has not reached yet."""
+        for seg in self.segments:
+            if seg.dirty or seg is self.segments[-1]:
+                seg.sync()
         if self._dir_dirty:
             fsync_dir(self.dir)
             self._dir_dirty = False
@@ -432,6 +434,7 @@ class PartitionSegments:
             self.size += seg.size
             if seg.size:
                 expected = seg.next_offset
+        self._drop_trailing_empty()
         if not self.segments:
             self.roll(self._read_checkpoint(START_CHECKPOINT) or 0)
         try:
@@ -442,6 +445,21 @@ class PartitionSegments:
         return RecoveredLog(self.next_offset(), first,
                             self._read_checkpoint(START_CHECKPOINT) or 0, snapshot,
                             read_through)
+
+    def _drop_trailing_empty(self) -> None:
+        """Empty segments past the last batch that are not where the log continues: the
+        names a power cut kept of segments whose data it lost (their offsets were never
+        synced, so they are given again, as the flush policy says). Left, they would put
+        the log's end past every batch, and a reader behind them would never move on."""
+        while len(self.segments) >= 2 and not self.segments[-1].size:
+            last, before = self.segments[-1], self.segments[-2]
+            if before.size and before.next_offset == last.base:
+                break  # the active segment of a log that rolled: where it continues
+            self.segments.pop()
+            self.bases.pop()
+            log.warning("broker.recovery_dropped_empty_segment", segment=str(last.path),
+                        log_end=before.next_offset if before.size else before.base)
+            last.delete()
 
     def _bad_file(self, seg: Segment) -> Path:
         return self.dir / segment_name(seg.base, BAD_SUFFIX)
