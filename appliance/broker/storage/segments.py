@@ -216,6 +216,8 @@ class PartitionSegments:
         directory = self.dir
 
         def work() -> None:  # on the flusher's thread: touches only these files
+            if not directory.exists():  # the topic was deleted meanwhile
+                return
             try:
                 if old.fd is not None:
                     os.fdatasync(old.fd)
