@@ -112,6 +112,8 @@ class MemoryLog:
         return following - self._bases[i] - 1
 
     def max_timestamp(self) -> int:
+        """The largest batch maxTimestamp appended (a running maximum: a batch retention
+        dropped may still set it, and a search for it then finds nothing, -1)."""
         return self._max_ts[-1] if self._head < len(self._batches) else -1
 
     def batches_from_timestamp(self, timestamp: int) -> Iterator[bytes]:
@@ -135,9 +137,9 @@ class MemoryLog:
         n = len(self._batches)
         while self._head < n:
             h = self._head
+            following = self._bases[h + 1] if h + 1 < n else self.next_offset
             reason = (
-                (keep_from is not None and h + 1 <= n and (
-                    self._bases[h + 1] if h + 1 < n else self.next_offset) <= keep_from)
+                (keep_from is not None and following <= keep_from)
                 or (older_than_ms is not None and self._appended_ms[h] < older_than_ms)
                 or (over_bytes is not None and self.size_bytes() > over_bytes)
                 or freed < free_bytes)

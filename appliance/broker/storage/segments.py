@@ -49,7 +49,7 @@ from appliance.broker.storage.durable_io import (
     replace_file,
 )
 from appliance.broker.storage.memory_log import StoredBatch
-from appliance.broker.storage.offset_index import IndexEntry
+from appliance.broker.storage.offset_index import ENTRY, IndexEntry
 from appliance.broker.storage.segment_file import SUFFIX, FileRange, Segment, segment_name
 from appliance.logs import get_logger
 
@@ -189,7 +189,7 @@ class PartitionSegments:
         if not active.size:
             return False
         return (active.size + incoming > s.segment_bytes
-                or (active.index.count + 1) * 20 > s.segment_index_bytes
+                or (active.index.count + 1) * ENTRY.size > s.segment_index_bytes
                 or now_ms - active.created_ms >= s.segment_ms)
 
     def roll(self, base: int, producer_state: bytes | None = None) -> Segment:
