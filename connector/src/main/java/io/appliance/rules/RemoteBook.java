@@ -1,0 +1,145 @@
+package io.appliance.rules;
+
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.ObjectInputStream;
+import java.io.ObjectStreamClass;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentSkipListMap;
+
+import io.appliance.rpc.EndpointAddress;
+
+/**
+ * A {@link RuleBook} seen from an executor in another JVM: asks the driver's book which version
+ * a generation runs, fetches each version once, and reports this JVM's per-rule counts back.
+ *
+ * <p>One per book per JVM, shared by its tasks. A generation's answer is kept (it never
+ * changes: the book fixes a generation's version when it is first asked), so the tasks of one
+ * epoch or batch cost one RPC between them. A version arrives serialized and is read with the
+ * task's class loader (the connector jar is not on the JVM's own class path on executors).
+ */
+final class RemoteBook implements RuleBook.Source {
+  private static final Map<String, RemoteBook> BOOKS = new ConcurrentHashMap<>();
+  private static final int GENERATIONS_KEPT = 256;
+  static final long REPORT_MS = 2000;
+
+  private final EndpointAddress address;
+  private final ConcurrentSkipListMap<Long, Long> seqByGeneration = new ConcurrentSkipListMap<>();
+  private final ConcurrentSkipListMap<Long, RuleSetVersion> versions =
+      new ConcurrentSkipListMap<>();
+  private final ClassLoader loader;
+
+  private RemoteBook(EndpointAddress address, ClassLoader loader) {
+    this.address = address;
+    this.loader = loader;
+    Thread reporter = new Thread(this::report, "appliance-rules-counts");
+    reporter.setDaemon(true);
+    reporter.setContextClassLoader(loader);
+    reporter.start();
+  }
+
+  static RemoteBook of(String bookId, EndpointAddress address) {
+    ClassLoader loader = Thread.currentThread().getContextClassLoader();
+    return BOOKS.computeIfAbsent(bookId, id -> new RemoteBook(address, loader));
+  }
+
+  @Override
+  public RuleSetVersion at(long generation) {
+    Long seq = generation == RuleBook.NEWEST ? null : seqByGeneration.get(generation);
+    if (seq == null) {
+      seq = ((Number) address.ask(new Object[] {RuleBook.AT, generation})).longValue();
+      if (generation != RuleBook.NEWEST) {
+        seqByGeneration.put(generation, seq);
+        while (seqByGeneration.size() > GENERATIONS_KEPT) {
+          seqByGeneration.pollFirstEntry();
+        }
+      }
+    }
+    RuleSetVersion v = versions.get(seq);
+    return v != null ? v : fetch(seq);
+  }
+
+  private synchronized RuleSetVersion fetch(long seq) {
+    RuleSetVersion v = versions.get(seq);
+    if (v != null) {
+      return v;
+    }
+    byte[] bytes = (byte[]) address.ask(new Object[] {RuleBook.VERSION, seq});
+    if (bytes.length == 0) {
+      throw new IllegalStateException("the driver no longer keeps rules version #" + seq);
+    }
+    v = deserialize(bytes);
+    versions.put(seq, v);
+    while (versions.size() > RuleBook.KEEP) {
+      report(versions.pollFirstEntry().getValue());
+    }
+    return v;
+  }
+
+  private RuleSetVersion deserialize(byte[] bytes) {
+    try (InputStream in = new ByteArrayInputStream(bytes);
+         ObjectInputStream objects = new LoaderObjectInputStream(in, loader)) {
+      return (RuleSetVersion) objects.readObject();
+    } catch (IOException | ClassNotFoundException e) {
+      throw new IllegalStateException("cannot read a rules version from the driver", e);
+    }
+  }
+
+  private void report() {
+    while (true) {
+      try {
+        Thread.sleep(REPORT_MS);
+      } catch (InterruptedException e) {
+        return;
+      }
+      for (RuleSetVersion v : versions.values()) {
+        report(v);
+      }
+    }
+  }
+
+  /** Sends this JVM's counts of {@code v} since the last report (best effort). */
+  private void report(RuleSetVersion v) {
+    RuleSetVersion.Counts c = v.counts();
+    int n = v.rules.length;
+    long[] evaluated = new long[n];
+    long[] matched = new long[n];
+    boolean any = false;
+    for (int i = 0; i < n; i++) {
+      evaluated[i] = c.evaluated.getAndSet(i, 0);
+      matched[i] = c.matched.getAndSet(i, 0);
+      any |= evaluated[i] != 0;
+    }
+    long events = c.events.getAndSet(0);
+    if (!any && events == 0) {
+      return;
+    }
+    try {
+      address.send(new Object[] {RuleBook.COUNTS, v.seq, evaluated, matched, events});
+    } catch (RuntimeException e) {
+      // The driver is gone or busy: these counts are lost; alerting is not affected.
+    }
+  }
+
+  /** Reads classes with a given loader (the task's), not the JVM's. */
+  private static final class LoaderObjectInputStream extends ObjectInputStream {
+    private final ClassLoader loader;
+
+    LoaderObjectInputStream(InputStream in, ClassLoader loader) throws IOException {
+      super(in);
+      this.loader = loader;
+    }
+
+    @Override
+    protected Class<?> resolveClass(ObjectStreamClass desc)
+        throws IOException, ClassNotFoundException {
+      try {
+        return Class.forName(desc.getName(), false, loader);
+      } catch (ClassNotFoundException e) {
+        return super.resolveClass(desc);
+      }
+    }
+  }
+}
