@@ -4,7 +4,7 @@ The rules check (``appliance rules check``) answers without a JVM, so it needs S
 view of every built-in function: its name, its group (aggregate, window, generator...),
 the argument counts it accepts, whether it is deterministic, and the kind of value it
 returns when that does not depend on the arguments. This asks the installed pyspark once
-(a local session; a few minutes: about ten analyses per function) and writes the table as
+(a local session; about half an hour: a few dozen analyses per function) and writes the table as
 Python data. ``tests/appliance/test_rule_check_corpus.py`` checks the table against the
 installed Spark (names and groups), so a pyspark upgrade that changes them fails a test
 until this is run again:
@@ -33,9 +33,15 @@ MAX_ARGS = 6
 #: Arguments of one kind each probe passes (a function's result kind is fixed if every
 #: probe that analyses agrees on it).
 PROBES = ("NULL", "'x'", "1.5D", "2", "tags", "array('x')")
+#: One argument of each kind the rules check tells apart, by its name there
+#: (``appliance.query.sql_types.probe_kind``): which of them each argument position takes.
+KIND_PROBES = {"null": "NULL", "string": "'x'", "double": "1.5D", "int": "2",
+               "boolean": "true", "map": "tags", "array": "array('x')",
+               "date": "DATE'2024-01-01'", "timestamp": "TIMESTAMP'2024-01-01 00:00:00'",
+               "binary": "X'01'"}
 _NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 
-HEADER = '''"""Spark's built-in functions as the installed pyspark has them (generated; do not edit).
+HEADER = '''"""Spark's built-in functions, as the installed pyspark has them (generated).
 
 Written by ``scripts/spark_functions.py`` from Spark {version}: per function its group
 (``agg_funcs``, ``window_funcs``, ``generator_funcs``... or None for table functions), the
@@ -59,6 +65,10 @@ class SparkFunction(NamedTuple):
     arities: tuple[int, ...]
     deterministic: bool
     returns: str | None
+    # Per argument count (up to 3), per position: the kinds of argument Spark accepted there
+    # with NULL in every other position (``appliance.query.sql_types.probe_kind``); a count
+    # whose all-NULL call Spark refuses is absent (nothing known).
+    accepts: dict[int, tuple[tuple[str, ...], ...]] = {{}}
 
 
 FUNCTIONS: dict[str, SparkFunction] = {{
@@ -67,6 +77,38 @@ FUNCTIONS: dict[str, SparkFunction] = {{
 
 def _wrong_count(message: str) -> bool:
     return "WRONG_NUM_ARGS" in message or "INVALID_NUM_ARGS" in message
+
+
+#: Argument counts whose positions are probed (every kind at every position).
+MAX_PROBED_POSITIONS = 3
+
+
+def _analyses(events, call: str) -> bool:
+    try:
+        events.selectExpr(f"{call} AS r")
+        return True
+    except Exception:  # noqa: BLE001 - a refusal is the answer
+        return False
+
+
+def accepts(events, name: str, arities: tuple[int, ...]) -> dict[int, tuple[tuple[str, ...], ...]]:
+    out: dict[int, tuple[tuple[str, ...], ...]] = {}
+    for count in arities:
+        if count < 1 or count > MAX_PROBED_POSITIONS:
+            continue
+        if not _analyses(events, f"{name}({', '.join(['NULL'] * count)})"):
+            continue
+        positions = []
+        for position in range(count):
+            kinds = []
+            for kind, literal in KIND_PROBES.items():
+                args = ["NULL"] * count
+                args[position] = literal
+                if kind == "null" or _analyses(events, f"{name}({', '.join(args)})"):
+                    kinds.append(kind)
+            positions.append(tuple(kinds))
+        out[count] = tuple(positions)
+    return out
 
 
 def probe(spark: SparkSession, events, name: str) -> tuple[tuple[int, ...], bool, str | None]:
@@ -114,8 +156,10 @@ def main() -> int:
         entry = registry.get(name)
         group = str(entry.get()._1().getGroup()) or None if entry.isDefined() else None
         arities, deterministic, returns = probe(spark, events, name)
+        taken = accepts(events, name, arities) if group not in (None, "agg_funcs",
+                                                                 "window_funcs") else {}
         lines.append(f"    {name!r}: SparkFunction({group!r}, {arities!r}, {deterministic!r}, "
-                     f"{returns!r}),\n")
+                     f"{returns!r}, {taken!r}),\n")
         if i % 50 == 0:
             print(f"spark_functions: {i}/{len(names)}", file=sys.stderr, flush=True)
     lines.append("}\n")

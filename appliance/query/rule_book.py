@@ -25,6 +25,7 @@ from py4j.java_gateway import JavaObject
 from pyspark.sql import Column, SparkSession
 
 from appliance.connector import driver_jvm
+from appliance.query.book_stats import EMPTY, BookStats, RuleCounts
 from appliance.query.events import EVENT_DDL
 from appliance.query.rules import RulesError, RuleSet
 
@@ -72,26 +73,6 @@ class Publication:
     effective_from: int | None
 
 
-@dataclass(frozen=True)
-class RuleCounts:
-    """One rule's counts since the book opened: events it was evaluated on, and matched."""
-
-    id: str
-    evaluated: int
-    matched: int
-    index_key: str | None  # the key it is indexed by (``metric``...), None: residual
-
-
-@dataclass(frozen=True)
-class BookStats:
-    """Per-rule counts for the newest version's rules (in file order)."""
-
-    version: str | None
-    events: int          # valid events evaluated since the book opened
-    frontier: int        # the highest epoch or batch a task has entered (-1: none)
-    rules: tuple[RuleCounts, ...]
-
-
 def _rules_json(rule_set: RuleSet) -> str:
     return json.dumps({"version": rule_set.version, "rules": [
         {"id": r.id, "severity": r.severity, "ordinal": r.ordinal, "message": r.message,
@@ -122,6 +103,13 @@ class RuleBook:
         self.id: str = self._book.open(EVENT_DDL)
         self.published: CompiledRules | None = None
 
+    @classmethod
+    def holding(cls, spark: SparkSession, rule_set: RuleSet) -> RuleBook:
+        """A new book with ``rule_set`` compiled and published (tests, benchmarks, tools)."""
+        book = cls(spark)
+        book.publish(book.compile(rule_set))
+        return book
+
     def compile(self, rule_set: RuleSet) -> CompiledRules:
         return compile_rules(self._spark, rule_set)
 
@@ -147,9 +135,10 @@ class RuleBook:
         return Column(self._book.column(self.id, event._jc))
 
     def stats(self) -> BookStats:
+        """Per-rule counts since the book opened (executors' counts arrive every 2 s)."""
         raw = json.loads(self._book.stats(self.id))
         if not raw:
-            return BookStats(version=None, events=0, frontier=-1, rules=())
+            return EMPTY
         return BookStats(version=raw["version"], events=raw["events"],
                          frontier=raw["frontier"],
                          rules=tuple(RuleCounts(id=r[0], evaluated=r[1], matched=r[2],

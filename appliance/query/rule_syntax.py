@@ -131,7 +131,8 @@ def _skip_comment(text: str, start: int) -> int:
 
 
 def _string(text: str, start: int, raw: bool) -> tuple[str, int]:
-    quote, i, out = text[start], start + 1, []
+    quote, i = text[start], start + 1
+    out: list[str] = []
     while i < len(text):
         c = text[i]
         if c == quote:

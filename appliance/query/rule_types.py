@@ -51,6 +51,7 @@ from appliance.query.sql_types import (
     VARIANT,
     SqlType,
     parse_type,
+    probe_kind,
 )
 from appliance.query.sql_types import of_kind as _t
 
@@ -93,6 +94,8 @@ class Signature:
 
 
 COMMON, COMMON_AFTER_FIRST, ELEMENT = "=common", "=common-after-first", "=element"
+#: ``concat``: arrays joined into an array, anything else into a string.
+JOINED = "=joined"
 
 
 def _sig(args: str, returns: str, repeats: bool = False) -> Signature:
@@ -112,6 +115,7 @@ SIGNATURES: dict[str, Signature] = {
     "left": _sig("text number", STRING),
     "right": _sig("text number", STRING),
     "concat_ws": _sig("text text", STRING, repeats=True),
+    "concat": _sig("anything", JOINED, repeats=True),
     "split": _sig("text text number", ARRAY),
     "regexp_extract": _sig("text text number", STRING),
     "regexp_replace": _sig("text text text number", STRING),
@@ -426,10 +430,24 @@ class _Checker:
             self.add(f"{name} takes {_counts(fn.arities)} argument"
                      f"{'' if fn.arities == (1,) else 's'}, not {count}")
             return T_ANY
+        self._probed(node, fn.accepts.get(count), args)
         signature = SIGNATURES.get(name)
         if signature is None:
             return _t(fn.returns) if fn.returns else T_ANY
         return self._signed(node, signature, args)
+
+    def _probed(self, node: s.Call, accepted: tuple[tuple[str, ...], ...] | None,
+                args: list[SqlType]) -> None:
+        """The argument kinds Spark took at each position when it was probed (the function
+        table), where an argument's kind is one the probes tried."""
+        if accepted is None:
+            return
+        for i, (arg, found) in enumerate(zip(node.args, args, strict=True)):
+            kind = probe_kind(found)
+            if kind is not None and kind not in accepted[i]:
+                takes = ", ".join(k for k in accepted[i] if k != "null")
+                self.add(f"{node.name}'s argument {i + 1} cannot be {_a(found)} ({_say(arg)}); "
+                         f"Spark takes {takes or 'only NULL'} there")
 
     def _signed(self, node: s.Call, signature: Signature, args: list[SqlType]) -> SqlType:
         for i, (arg, found) in enumerate(zip(node.args, args, strict=True)):
@@ -444,6 +462,14 @@ class _Checker:
             return self._common(args, f"{node.name}'s arguments")
         if returns == COMMON_AFTER_FIRST:
             return self._common(args[1:], f"{node.name}'s results")
+        if returns == JOINED:
+            arrays = [a for a in args if a.kind == ARRAY]
+            if arrays:
+                return arrays[0]
+            for arg, found in zip(node.args, args, strict=True):
+                if found.kind not in TEXTUAL:
+                    self.add(f"concat joins text or arrays, and {_say(arg)} is {_a(found)}")
+            return T_STRING
         if returns == ELEMENT:
             first = args[0] if args else T_ANY
             return (first.value if first.kind == MAP else first.element) or T_ANY

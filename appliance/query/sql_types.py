@@ -89,3 +89,15 @@ def _split_pair(inner: str) -> tuple[str, str]:
     return inner, "string"
 
 
+
+
+#: The kinds the function table's argument probes tell apart (``scripts/spark_functions.py``).
+PROBE_KINDS = ("null", "string", "double", "int", "boolean", "map", "array", "date",
+               "timestamp", "binary")
+
+
+def probe_kind(t: SqlType) -> str | None:
+    """``t`` as one of ``PROBE_KINDS`` (None: a kind the probes did not try)."""
+    if t.kind == NUMERIC:
+        return "int" if t.integral else "double"
+    return t.kind if t.kind in PROBE_KINDS else None
