@@ -43,19 +43,15 @@ class ReadySignal(enum.Enum):
 
 
 class RulesSwitch(enum.Enum):
-    """How a new rules version reaches the running query (the rule book,
-    ``appliance.query.rule_book``): from the next epoch or batch no task has entered yet."""
+    """How a new rules version reaches the running query's tasks (the rule book,
+    ``appliance.query.rule_book``): no task stops either way."""
 
-    # Epochs and micro-batches start every interval or sooner: the next one runs the new
-    # rules, and no task stops.
-    NEXT_GENERATION = "the next epoch or batch a task enters"
-    # A real-time batch lasts minutes: the source ends the running batch early (the
-    # connector's batch-end signal) so the next one, with the new rules, starts now.
-    END_BATCH = "the running batch, ended early by the source"
-
-
-#: How long a reload waits for a real-time batch to end and the next one to run.
-BATCH_BOUNDARY_WAIT_S = 30.0
+    # Epochs and micro-batches start every interval or sooner: the first one no task has
+    # entered runs the new rules, in every task (one version per epoch or batch).
+    NEXT_GENERATION = "from the next epoch or batch a task enters"
+    # A real-time batch lasts minutes: each task takes the new version at its next record
+    # (a partition switches at one record; each alert names the version that raised it).
+    LIVE = "at each task's next record"
 
 
 class QueryProbe(Protocol):
@@ -151,11 +147,11 @@ class TriggerMode:
 
     def switch_wait_s(self, interval: str) -> float:
         """How long a rules reload waits to see the new version in effect before it
-        answers (it takes effect anyway): a couple of epochs where they pass every
-        interval; else one batch's end and the next one's start. An idle micro-batch query
-        runs no batch, so the new rules wait, pending, for the first record."""
-        if self.rules_switch is RulesSwitch.END_BATCH:
-            return BATCH_BOUNDARY_WAIT_S
+        answers (it takes effect anyway): a couple of epochs or batches where they pass
+        every interval, a moment where tasks switch live. An idle query runs nothing, so the
+        new rules wait, pending, for its first record."""
+        if self.rules_switch is RulesSwitch.LIVE:
+            return 2.0
         return 2 * interval_ms(interval) / 1000.0 + 2.0
 
     def is_processing(self, probe: QueryProbe, partitions: int) -> bool:
@@ -193,7 +189,7 @@ CONTINUOUS = TriggerMode(
 # Every batch boundary stalls the long-running tasks (offset/commit log writes, planning),
 # so batches are long; the price is replay: after a crash the unfinished batch is re-read
 # from its start offsets, so up to one interval of events yields duplicate alerts (never
-# lost ones). A rules swap does not wait for the batch's end: it ends it (RulesSwitch.END_BATCH).
+# lost ones). New rules do not wait for the batch's end: tasks switch live (RulesSwitch.LIVE).
 REALTIME = TriggerMode(
     name="realtime",
     spark_keyword="realTime",
@@ -210,7 +206,7 @@ REALTIME = TriggerMode(
     reports_idle_progress=False,
     plans_every_batch=False,
     ready=ReadySignal.TASKS_LAUNCHED,
-    rules_switch=RulesSwitch.END_BATCH,
+    rules_switch=RulesSwitch.LIVE,
 )
 # A 0 s interval starts the next batch as soon as the last one ends (a fixed interval only
 # adds waiting).

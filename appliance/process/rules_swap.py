@@ -3,11 +3,11 @@
 SIGHUP and ``appliance rules reload`` ask for it. The new file gets the same checks as at
 start-up (``appliance rules check``'s, then Spark's analysis in the running driver) while
 the old rules keep running; then it is published into the query's rule book
-(``appliance.query.rule_book``), where it takes effect from the next epoch or batch no task
-has entered (``TriggerMode.rules_switch``): no task stops, so alerting does not wait. A
-real-time batch lasts minutes, so there the source ends the running batch early and the
-next one starts with the new rules. Every event is evaluated by exactly one version, and
-each alert names it (``rules_version``). A file that fails validation changes nothing.
+(``appliance.query.rule_book``), where it takes effect from the next epoch or micro-batch no
+task has entered, or at each task's next record in a real-time batch
+(``TriggerMode.rules_switch``): no task stops, so alerting does not wait. Every event is
+evaluated by exactly one version, and each alert names it (``rules_version``). A file that
+fails validation changes nothing.
 
 The runner owns the query and its book; this module owns the order of a reload and its
 record: what the runner must offer is ``RulesHost``.
@@ -22,10 +22,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from appliance import logs
 from appliance.config import Config
-from appliance.connector import driver_jvm
 from appliance.process.reload_status import ReloadLog, ReloadOutcome, ReloadResult
 from appliance.query.rules import RulesError, RuleSet, load_rule_set
-from appliance.trigger import RulesSwitch
 
 if TYPE_CHECKING:  # pyspark and prometheus_client load with the parts that use them
     from pyspark.sql import SparkSession
@@ -126,13 +124,11 @@ class RulesSwap:
         publication = book.publish(compiled)
         host.rule_set = candidate
         switched = time.monotonic()
-        if self.mode.rules_switch is RulesSwitch.END_BATCH:
-            self._end_batch()
         in_effect = self._wait_in_effect(book, publication.seq)
         waited_s = time.monotonic() - switched
-        # The time alerting waited: none where tasks switch between epochs or batches; in
-        # real-time mode, the running batch's end until the next one runs.
-        swap_s = waited_s if self.mode.rules_switch is RulesSwitch.END_BATCH else 0.0
+        # The time alerting waited: none, tasks switch between epochs, batches or records
+        # (kept as a metric: a swap that ever made alerting wait would show here).
+        swap_s = 0.0
         if host.rules_metrics is not None:
             host.rules_metrics.swapped(swap_s)
         done = outcome(ReloadResult.APPLIED, swap_s=round(swap_s, 3),
@@ -148,20 +144,10 @@ class RulesSwap:
                  index=compiled.index)
         return done
 
-    def _end_batch(self) -> None:
-        """Ask the real-time source to end its running batch now: the next one runs the new
-        rules (``RulesSwitch.END_BATCH``)."""
-        checkpoint = os.path.abspath(self.config.query.checkpoint_dir)
-        asked = driver_jvm(self.host.session()).io.appliance.kafka.BatchEnd.request(checkpoint)
-        if not asked:
-            log.warning("rules.batch_end_unavailable", trigger=self.mode.name,
-                        reason="the source runs no batch it could end early: the new rules "
-                               "take effect at the running batch's end")
-
     def _wait_in_effect(self, book: RuleBook, seq: int) -> bool:
-        """Until a task has entered an epoch or batch that runs version ``seq`` (bounded by
-        ``TriggerMode.switch_wait_s``: an idle query enters none, and the new rules then
-        take effect with its first record)."""
+        """Until a task runs version ``seq`` (bounded by ``TriggerMode.switch_wait_s``: an
+        idle query runs nothing, and the new rules then take effect with its first
+        record)."""
         deadline = time.monotonic() + self.mode.switch_wait_s(self.config.query.trigger_interval)
         while time.monotonic() < deadline:
             if book.reached(seq):

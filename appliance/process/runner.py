@@ -50,7 +50,7 @@ from appliance.topics import (
     ensure_topics,
     partition_counts,
 )
-from appliance.trigger import TriggerMode
+from appliance.trigger import RulesSwitch, TriggerMode
 from appliance.tuning import IDLE_PROGRESS_INTERVAL_MS, tuning_for
 
 if TYPE_CHECKING:  # imported for real by the methods that start these parts (docstring)
@@ -260,7 +260,8 @@ class Appliance:
 
         rule_set = self.running_rules()
         started = time.monotonic()
-        book = self.book = self.book or RuleBook(self.session())
+        live = self.mode.rules_switch is RulesSwitch.LIVE
+        book = self.book = self.book or RuleBook(self.session(), live=live)
         compiled = self.compiled = book.compile(rule_set)
         book.publish(compiled)
         timings = compiled.timings

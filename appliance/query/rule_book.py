@@ -1,4 +1,4 @@
-"""The running query's rules as data: compiled once by Spark, swapped at an epoch boundary.
+"""The running query's rules as data: compiled once by Spark, swapped between epochs.
 
 Why: compiled into the plan as one ``CASE WHEN`` per rule, every event evaluated every rule,
 start-up and each swap planned and generated code for all of them, and a swap restarted the
@@ -6,8 +6,9 @@ query (alerting waited 1.4-1.6 s). Here the plan holds one expression that asks 
 for the rules (the connector's ``io.appliance.rules``): the book indexes them by the
 equalities they require (``metric = 'x'``, ``source IN (...)``, ``tags['k'] = 'v'``), so an
 event is evaluated only against the rules it can match, and a new version is published into
-the running query, taking effect from the next epoch (continuous) or batch (micro-batch,
-real-time) that no task has entered yet: no restart, no gap.
+the running query, taking effect from the next epoch (continuous) or micro-batch that no task
+has entered yet, or at each task's next record in a real-time batch (which lasts minutes):
+no restart, no gap.
 
 What a rule means does not change: every ``when`` is parsed, analyzed and optimized by the
 appliance's Spark session (all rules as one projection, the cost of one query; a failing
@@ -95,18 +96,23 @@ def compile_rules(spark: SparkSession, rule_set: RuleSet) -> CompiledRules:
 
 
 class RuleBook:
-    """One query's rule book on the driver (``io.appliance.rules.RuleBook``)."""
+    """One query's rule book on the driver (``io.appliance.rules.RuleBook``).
 
-    def __init__(self, spark: SparkSession):
+    ``live``: the query's tasks take a new version at their next record rather than from
+    their next epoch or batch (real-time batches last minutes: ``TriggerMode.rules_switch``).
+    """
+
+    def __init__(self, spark: SparkSession, live: bool = False):
         self._spark = spark
+        self.live = live
         self._book = driver_jvm(spark).io.appliance.rules.RuleBook
         self.id: str = self._book.open(EVENT_DDL)
         self.published: CompiledRules | None = None
 
     @classmethod
-    def holding(cls, spark: SparkSession, rule_set: RuleSet) -> RuleBook:
+    def holding(cls, spark: SparkSession, rule_set: RuleSet, live: bool = False) -> RuleBook:
         """A new book with ``rule_set`` compiled and published (tests, benchmarks, tools)."""
-        book = cls(spark)
+        book = cls(spark, live)
         book.publish(book.compile(rule_set))
         return book
 
@@ -132,7 +138,7 @@ class RuleBook:
         """The rules' verdict on ``event`` (a struct of the event's fields in
         ``appliance.query.events.FIELDS`` order): ``struct<version string, rules
         array<struct<id, severity, message, ordinal int>>>``."""
-        return Column(self._book.column(self.id, event._jc))
+        return Column(self._book.column(self.id, event._jc, self.live))
 
     def stats(self) -> BookStats:
         """Per-rule counts since the book opened (executors' counts arrive every 2 s)."""

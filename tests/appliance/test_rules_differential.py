@@ -30,7 +30,7 @@ from appliance.tuning import tuning_for
 
 pytestmark = pytest.mark.spark
 
-SEEDS = (1, 2, 3, 4, 5, 6)
+SEEDS = (1, 2, 3, 4)
 
 
 @pytest.fixture(scope="module")
@@ -65,8 +65,8 @@ def outputs(df) -> list[tuple]:
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_book_and_naive_agree_record_for_record(sql_spark, seed):
-    rule_set = random_rule_set(seed, count=120 + 40 * seed)
-    values = random_events(seed, count=2500)
+    rule_set = random_rule_set(seed, count=80 + 30 * seed)
+    values = random_events(seed, count=1500)
     book = RuleBook.holding(sql_spark, rule_set)
     try:
         indexed = outputs(transform(records(sql_spark, values), book, TopicsConfig()))
@@ -151,8 +151,8 @@ def test_streaming_in_each_trigger_agrees_with_the_naive_query(sql_spark, broker
     """The book in a running query: epochs (continuous) or batches (micro-batch, real-time)
     ask it for their version; outputs equal the naive query's over the same records."""
     mode = MODES[trigger]
-    rule_set = random_rule_set(11, count=200)
-    values = random_events(11, count=1500)
+    rule_set = random_rule_set(11, count=120)
+    values = random_events(11, count=1000)
     events = new_topic(2)
     _write(broker.bootstrap, events, values)
     expected = len(outputs(transform(records(sql_spark, values), NaiveRules(rule_set),

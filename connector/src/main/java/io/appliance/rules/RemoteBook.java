@@ -24,12 +24,16 @@ final class RemoteBook implements RuleBook.Source {
   private static final Map<String, RemoteBook> BOOKS = new ConcurrentHashMap<>();
   private static final int GENERATIONS_KEPT = 256;
   static final long REPORT_MS = 2000;
+  static final long POLL_MS = 100;
 
   private final EndpointAddress address;
   private final ConcurrentSkipListMap<Long, Long> seqByGeneration = new ConcurrentSkipListMap<>();
   private final ConcurrentSkipListMap<Long, RuleSetVersion> versions =
       new ConcurrentSkipListMap<>();
   private final ClassLoader loader;
+  /** The driver's newest version, for live switching (null until a task asks for it). */
+  private volatile RuleSetVersion newest;
+  private volatile boolean polling;
 
   private RemoteBook(EndpointAddress address, ClassLoader loader) {
     this.address = address;
@@ -38,6 +42,56 @@ final class RemoteBook implements RuleBook.Source {
     reporter.setDaemon(true);
     reporter.setContextClassLoader(loader);
     reporter.start();
+  }
+
+  @Override
+  public RuleSetVersion newest() {
+    RuleSetVersion v = newest;
+    if (v != null) {
+      return v;
+    }
+    synchronized (this) {
+      if (newest == null) {
+        newest = pollNewest(null);
+        if (!polling) {
+          polling = true;
+          Thread poller = new Thread(this::pollLoop, "appliance-rules-newest");
+          poller.setDaemon(true);
+          poller.setContextClassLoader(loader);
+          poller.start();
+        }
+      }
+      return newest;
+    }
+  }
+
+  @Override
+  public void took(long seq) {
+    // The driver counts a version as taken when an executor polls for it (pollNewest).
+  }
+
+  /** The driver's newest version: {@code current} if it is still the newest. */
+  private RuleSetVersion pollNewest(RuleSetVersion current) {
+    long seq = ((Number) address.ask(new Object[] {RuleBook.NEWEST_ASK, 0L})).longValue();
+    if (current != null && current.seq == seq) {
+      return current;
+    }
+    RuleSetVersion v = versions.get(seq);
+    return v != null ? v : fetch(seq);
+  }
+
+  /** Every {@link #POLL_MS} ms: the driver's newest version, fetched off the task threads. */
+  private void pollLoop() {
+    while (true) {
+      try {
+        Thread.sleep(POLL_MS);
+        newest = pollNewest(newest);
+      } catch (InterruptedException e) {
+        return;
+      } catch (RuntimeException e) {
+        // The driver is unreachable or busy: tasks keep the version they have.
+      }
+    }
   }
 
   static RemoteBook of(String bookId, EndpointAddress address) {

@@ -6,7 +6,6 @@ import java.io.ObjectOutputStream;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -16,7 +15,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.appliance.rpc.DriverEndpoint;
-import io.appliance.rpc.EndpointAddress;
 import org.apache.spark.rpc.RpcEnv;
 import org.apache.spark.sql.Column;
 import org.apache.spark.sql.catalyst.expressions.Expression;
@@ -63,13 +61,21 @@ public final class RuleBook {
   static final String AT = "at";
   static final String VERSION = "version";
   static final String COUNTS = "counts";
+  static final String NEWEST_ASK = "newest";
 
   /** The books opened in this JVM (the driver's), by id. */
   static final Map<String, Book> LOCAL = new ConcurrentHashMap<>();
 
-  /** What a task evaluates under: the version for a generation. */
+  /** What a task evaluates under: the version for a generation, or the newest one. */
   interface Source {
     RuleSetVersion at(long generation);
+
+    /** The newest version (a live switch: real-time batches last minutes). Called per
+     * event, so a volatile read. */
+    RuleSetVersion newest();
+
+    /** A task took version {@code seq} live (it evaluates events with it from now on). */
+    void took(long seq);
   }
 
   /** One query's versions over generations (driver side). */
@@ -78,6 +84,9 @@ public final class RuleBook {
     final String[] fieldNames;
     final Endpoint endpoint;
     private final Deque<Entry> entries = new ArrayDeque<>();
+    private volatile RuleSetVersion newest;
+    /** The newest version a task took live (-1: none). */
+    private volatile long tookLive = -1;
     private long frontier = Long.MIN_VALUE;
     private long nextSeq;
     /** Counts of versions no longer kept, by rule id: {evaluated, matched}. */
@@ -128,15 +137,36 @@ public final class RuleBook {
       while (entries.size() > KEEP) {
         retire(entries.pollFirst().version);
       }
+      newest = version;
       return from;
+    }
+
+    @Override
+    public RuleSetVersion newest() {
+      RuleSetVersion v = newest;
+      if (v == null) {
+        throw new IllegalStateException("rule book " + id + " has no rules published");
+      }
+      return v;
+    }
+
+    @Override
+    public void took(long seq) {
+      if (seq > tookLive) {
+        tookLive = seq;
+      }
     }
 
     synchronized long frontier() {
       return frontier;
     }
 
-    /** Whether a task has entered a generation where version {@code seq} is in effect. */
+    /** Whether a task has entered a generation where version {@code seq} is in effect, or
+     * took it (or a newer one) live. */
     synchronized boolean reached(long seq) {
+      if (tookLive >= seq) {
+        return true;
+      }
       for (Entry e : entries) {
         if (e.version.seq == seq) {
           return frontier != Long.MIN_VALUE && frontier >= e.from;
@@ -145,7 +175,7 @@ public final class RuleBook {
       return true;  // superseded by a newer version that took effect
     }
 
-    synchronized RuleSetVersion newest() {
+    synchronized RuleSetVersion newestOrNull() {
       return entries.isEmpty() ? null : entries.peekLast().version;
     }
 
@@ -169,7 +199,7 @@ public final class RuleBook {
 
     /** Per-rule counts since the book opened, for the newest version's rules (JSON). */
     synchronized String stats() {
-      RuleSetVersion newest = newest();
+      RuleSetVersion newest = newestOrNull();
       ObjectNode out = JSON.createObjectNode();
       if (newest == null) {
         return out.toString();
@@ -238,6 +268,11 @@ public final class RuleBook {
       if (AT.equals(m[0])) {
         return book.at(((Number) m[1]).longValue()).seq;
       }
+      if (NEWEST_ASK.equals(m[0])) {
+        long seq = book.newest().seq;
+        book.took(seq);  // an executor polls to switch to it: it runs within a poll
+        return seq;
+      }
       if (VERSION.equals(m[0])) {
         RuleSetVersion v = book.bySeq(((Number) m[1]).longValue());
         return v == null ? new byte[0] : serialize(v);
@@ -292,7 +327,7 @@ public final class RuleBook {
 
   /** The newest version's sequence number in the book. */
   public static long newestSeq(String id) {
-    RuleSetVersion v = book(id).newest();
+    RuleSetVersion v = book(id).newestOrNull();
     return v == null ? -1 : v.seq;
   }
 
@@ -332,11 +367,14 @@ public final class RuleBook {
 
   /**
    * The column that evaluates the book's rules on {@code event} (a struct of the event's
-   * fields, in the book's field order): {@link #resultType()}.
+   * fields, in the book's field order): {@link #resultType()}. {@code live}: tasks take a new
+   * version as soon as it is published (real-time batches, which last minutes) instead of
+   * from their next epoch or batch.
    */
-  public static Column column(String id, Column event) {
+  public static Column column(String id, Column event, boolean live) {
     Book b = book(id);
-    RuleMatcher matcher = new RuleMatcher(id, b.endpoint == null ? null : b.endpoint.address());
+    RuleMatcher matcher = new RuleMatcher(id, b.endpoint == null ? null : b.endpoint.address(),
+        live);
     Expression target = new Literal(matcher, new ObjectType(RuleMatcher.class));
     List<Expression> args = List.of(ExpressionUtils.expression(event));
     return ExpressionUtils.column(new Invoke(target, "match", resultType(),
@@ -346,13 +384,4 @@ public final class RuleBook {
         true, false, false));
   }
 
-  /** For tests: the books this JVM has open. */
-  static Iterator<String> openIds() {
-    return LOCAL.keySet().iterator();
-  }
-
-  static EndpointAddress addressOf(String id) {
-    Book b = LOCAL.get(id);
-    return b == null || b.endpoint == null ? null : b.endpoint.address();
-  }
 }

@@ -120,20 +120,37 @@ public final class RuleCompiler {
     List<String> preference = indexPreference.isEmpty()
         ? List.of() : Arrays.asList(indexPreference.split(","));
 
+    // Expressions take settings (ANSI evaluation, ...) from the thread's active session when
+    // they are built, and the parser builds them: the rules' session must be the active one.
+    scala.Option<SparkSession> before = SparkSession.getActiveSession();
+    SparkSession session = analysisSession(spark);
+    SparkSession.setActiveSession(session);
+    try {
+      return compile(session, defs, version, schema, preference);
+    } finally {
+      if (before.isDefined()) {
+        SparkSession.setActiveSession(before.get());
+      } else {
+        SparkSession.clearActiveSession();
+      }
+    }
+  }
+
+  private static Compiled compile(SparkSession session, List<RuleDefinition> defs,
+      String version, StructType schema, List<String> preference) {
     long t0 = System.nanoTime();
     List<RuleProblem> problems = new ArrayList<>();
     Expression[] parsed = new Expression[defs.size()];
     List<Integer> parsedOk = new ArrayList<>();
     for (int i = 0; i < parsed.length; i++) {
       try {
-        parsed[i] = spark.sessionState().sqlParser().parseExpression(defs.get(i).when);
+        parsed[i] = session.sessionState().sqlParser().parseExpression(defs.get(i).when);
         parsedOk.add(i);
       } catch (Exception e) {  // ParseException, declared by the parser
         problems.add(new RuleProblem(i, firstLine(e.getMessage())));
       }
     }
     long t1 = System.nanoTime();
-    SparkSession session = analysisSession(spark);
     Dataset<Row> events = session.createDataFrame(Collections.<Row>emptyList(), schema);
     Analysis analysis = new Analysis(events, parsed);
     problems.addAll(analysis.check(parsedOk));

@@ -17,10 +17,13 @@ import scala.Option;
  * query's). Each task deserializes its own instance and keeps its state here: the generation
  * it is in and its {@link TaskRules} for that generation's version.
  *
- * <p>Generations: a micro-batch or real-time task belongs to one batch (Spark's
- * {@code streaming.sql.batchId} task property); a continuous task moves through epochs
- * ({@code EpochTracker}, read per event: a thread-local read); anything else (a batch query)
- * evaluates under the newest version.
+ * <p>Generations: a micro-batch task belongs to one batch (Spark's {@code
+ * streaming.sql.batchId} task property); a continuous task moves through epochs ({@code
+ * EpochTracker}, read per event: a thread-local read); anything else (a batch query) evaluates
+ * under the newest version. A <i>live</i> matcher (real-time batches, which last minutes) takes
+ * the newest version at the first event after it is published (a volatile read per event):
+ * each partition then switches at one record, so every event is still evaluated by exactly one
+ * version, which its alert names.
  */
 public final class RuleMatcher implements Serializable {
   private static final long serialVersionUID = 1L;
@@ -30,6 +33,7 @@ public final class RuleMatcher implements Serializable {
   private final String bookId;
   /** Null where the driver has no RPC address (no executor elsewhere can ask). */
   private final EndpointAddress driver;
+  private final boolean live;
 
   private transient boolean started;
   private transient RuleBook.Source source;
@@ -37,9 +41,10 @@ public final class RuleMatcher implements Serializable {
   private transient long generation;
   private transient TaskRules rules;
 
-  RuleMatcher(String bookId, EndpointAddress driver) {
+  RuleMatcher(String bookId, EndpointAddress driver, boolean live) {
     this.bookId = bookId;
     this.driver = driver;
+    this.live = live;
   }
 
   private void start() {
@@ -81,6 +86,17 @@ public final class RuleMatcher implements Serializable {
   public InternalRow match(InternalRow event) {
     if (!started) {
       start();
+    }
+    if (live) {
+      RuleSetVersion newest = source.newest();
+      if (rules == null || rules.set != newest) {
+        if (rules != null) {
+          rules.flush();
+        }
+        rules = new TaskRules(newest);
+        source.took(newest.seq);
+      }
+      return rules.match(event);
     }
     long g = currentGeneration();
     if (rules == null || g != generation) {
