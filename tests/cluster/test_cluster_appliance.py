@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,6 +117,49 @@ def test_known_mix_gives_exactly_the_expected_alerts_and_dead_letters(
     ours = [(k, v) for k, v in alerts if not LOADGEN_ID.match(json.loads(v)["alert_id"])]
     check_outputs(mix, ours, dead, rules_version=rules_version(RULES.encode("utf-8")))
     assert cluster_run.proc.proc.poll() is None
+
+
+RELOAD_RULE = ("  - id: cluster-reload\n    severity: warning\n"
+               "    when: \"metric = 'reload.check' AND value > 0\"\n")
+
+
+def test_a_rules_reload_reaches_every_executor_and_their_counts_come_back(
+        cluster_run, broker):
+    """The rule book on a cluster: executors in JVMs of their own fetch a new version from
+    the driver over Spark's RPC (no query restart) and report their per-rule counts back to
+    the driver's ``/-/rules/stats`` page."""
+    port = cluster_run.proc.wait_for("appliance.ready", 5)["metrics_port"]
+    rules = cluster_run.directory / "rules.yml"
+    rules.write_text(RULES + RELOAD_RULE)
+    new_version = rules_version(rules.read_bytes())
+    reloaded = subprocess.run(
+        [sys.executable, "-m", "appliance", "rules", "reload", "--url",
+         f"http://127.0.0.1:{port}/-/rules", "--timeout", "2m"],
+        capture_output=True, text=True, timeout=180)
+    assert reloaded.returncode == 0, reloaded.stdout + reloaded.stderr
+    assert f"applied, rules version {new_version}" in reloaded.stdout
+    ids = [f"reload-{uuid.uuid4().hex[:6]}-{i}" for i in range(20)]
+    produce(broker.bootstrap, cluster_run.topics["events"], [json.dumps({
+        "event_id": eid, "ts": time.time() * 1000, "source": "cluster", "metric": "reload.check",
+        "value": 1.0}).encode() for eid in ids])
+    alerts = consume(broker.bootstrap, cluster_run.topics["alerts"],
+                     has_all("alert_id", set(ids)), 240)
+    ours = [json.loads(v) for _k, v in alerts if json.loads(v)["alert_id"] in set(ids)]
+    assert {a["rules_version"] for a in ours} == {new_version}
+    assert all([r["id"] for r in a["rules"]] == ["cluster-reload"] for a in ours)
+    # Both executors evaluated events (each reads one partition) and reported their counts.
+    deadline, counts = time.monotonic() + 30, {}
+    while time.monotonic() < deadline:
+        direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback
+        page = json.loads(direct.open(f"http://127.0.0.1:{port}/-/rules/stats",
+                                      timeout=5).read())
+        counts = {c["id"]: c for c in page["counts"]}
+        if counts.get("cluster-reload", {}).get("matched", 0) >= len(ids):
+            break
+        time.sleep(1.0)
+    assert counts["cluster-reload"]["matched"] >= len(ids), counts
+    assert counts["cluster-reload"]["index_key"] == "metric"
+    assert [e["event"] for e in cluster_run.proc.events()].count("query.started") == 1
 
 
 #: How long the executors stay stopped, and the slack of one lag-age reading: the poller

@@ -1,5 +1,6 @@
 package io.appliance.rules;
 
+import java.io.Serializable;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -29,7 +30,9 @@ import scala.jdk.javaapi.CollectionConverters;
  * {@code ck} that throws would have failed the query where skipping would not; hence {@code ck}
  * is chosen only among conjuncts preceded by kinds that cannot throw ({@link NodeFacts}).
  */
-final class IndexChoice {
+final class IndexChoice implements Serializable {
+  private static final long serialVersionUID = 1L;
+
   final IndexKey key;
   /** The values that can match, in the order written; empty: the rule can never match. */
   final Set<UTF8String> values;

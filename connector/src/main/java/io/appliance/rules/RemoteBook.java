@@ -127,7 +127,9 @@ final class RemoteBook implements RuleBook.Source {
     v = deserialize(bytes);
     versions.put(seq, v);
     while (versions.size() > RuleBook.KEEP) {
-      report(versions.pollFirstEntry().getValue());
+      RuleSetVersion old = versions.pollFirstEntry().getValue();
+      report(old);
+      reported.remove(old.seq);
     }
     return v;
   }
@@ -154,26 +156,31 @@ final class RemoteBook implements RuleBook.Source {
     }
   }
 
+  /** What was reported of each version so far (by seq). */
+  private final Map<Long, RuleSetVersion.Snapshot> reported = new ConcurrentHashMap<>();
+
   /** Sends this JVM's counts of {@code v} since the last report (best effort). */
   private void report(RuleSetVersion v) {
-    RuleSetVersion.Counts c = v.counts();
+    RuleSetVersion.Snapshot now = v.snapshot();
+    RuleSetVersion.Snapshot before = reported.get(v.seq);
     int n = v.rules.length;
     long[] evaluated = new long[n];
     long[] matched = new long[n];
     boolean any = false;
     for (int i = 0; i < n; i++) {
-      evaluated[i] = c.evaluated.getAndSet(i, 0);
-      matched[i] = c.matched.getAndSet(i, 0);
+      evaluated[i] = now.evaluated[i] - (before == null ? 0 : before.evaluated[i]);
+      matched[i] = now.matched[i] - (before == null ? 0 : before.matched[i]);
       any |= evaluated[i] != 0;
     }
-    long events = c.events.getAndSet(0);
+    long events = now.events - (before == null ? 0 : before.events);
     if (!any && events == 0) {
       return;
     }
     try {
       address.send(new Object[] {RuleBook.COUNTS, v.seq, evaluated, matched, events});
+      reported.put(v.seq, now);
     } catch (RuntimeException e) {
-      // The driver is gone or busy: these counts are lost; alerting is not affected.
+      // The driver is gone or busy: these counts go with the next report.
     }
   }
 

@@ -180,20 +180,20 @@ public final class RuleBook {
     }
 
     private void retire(RuleSetVersion v) {
-      RuleSetVersion.Counts c = v.counts();
+      RuleSetVersion.Snapshot c = v.snapshot();
       for (int i = 0; i < v.rules.length; i++) {
         long[] total = retired.computeIfAbsent(v.rules[i].definition.id, k -> new long[2]);
-        total[0] += c.evaluated.get(i);
-        total[1] += c.matched.get(i);
+        total[0] += c.evaluated[i];
+        total[1] += c.matched[i];
       }
-      retiredEvents += c.events.get();
+      retiredEvents += c.events;
     }
 
     /** Counts an executor reported for version {@code seq}. */
     synchronized void addCounts(long seq, long[] evaluated, long[] matched, long events) {
       RuleSetVersion v = bySeq(seq);
       if (v != null && v.rules.length == evaluated.length) {
-        v.counts().add(evaluated, matched, events);
+        v.folded().add(evaluated, matched, events);
       }
     }
 
@@ -210,12 +210,12 @@ public final class RuleBook {
       }
       long events = retiredEvents;
       for (Entry e : entries) {
-        RuleSetVersion.Counts c = e.version.counts();
-        events += c.events.get();
+        RuleSetVersion.Snapshot c = e.version.snapshot();
+        events += c.events;
         for (int i = 0; i < e.version.rules.length; i++) {
           long[] t = totals.computeIfAbsent(e.version.rules[i].definition.id, k -> new long[2]);
-          t[0] += c.evaluated.get(i);
-          t[1] += c.matched.get(i);
+          t[0] += c.evaluated[i];
+          t[1] += c.matched[i];
         }
       }
       out.put("version", newest.version).put("seq", newest.seq).put("events", events)

@@ -67,7 +67,7 @@ public final class RuleMatcher implements Serializable {
       }
       task.addTaskCompletionListener(context -> {
         if (rules != null) {
-          rules.flush();
+          rules.retire();
         }
       });
     }
@@ -91,7 +91,7 @@ public final class RuleMatcher implements Serializable {
       RuleSetVersion newest = source.newest();
       if (rules == null || rules.set != newest) {
         if (rules != null) {
-          rules.flush();
+          rules.retire();
         }
         rules = new TaskRules(newest);
         source.took(newest.seq);
@@ -101,10 +101,10 @@ public final class RuleMatcher implements Serializable {
     long g = currentGeneration();
     if (rules == null || g != generation) {
       RuleSetVersion version = source.at(g);
-      if (rules != null) {
-        rules.flush();
-      }
       if (rules == null || rules.set != version) {
+        if (rules != null) {
+          rules.retire();
+        }
         rules = new TaskRules(version);
       }
       generation = g;

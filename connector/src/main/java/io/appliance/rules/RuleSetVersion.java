@@ -55,7 +55,11 @@ public final class RuleSetVersion implements Serializable {
     return new RuleSetVersion(version, seq, all, fieldNames);
   }
 
-  /** Per-rule counts in this JVM: how often each rule was evaluated and matched. */
+  /**
+   * Per-rule counts: how often each rule was evaluated and matched, and the events. One
+   * writer per instance where a task owns it ({@link TaskRules}: plain stores, made visible
+   * to readers in order by {@code lazySet}); added to where it gathers others' counts.
+   */
   static final class Counts {
     final AtomicLongArray evaluated;
     final AtomicLongArray matched;
@@ -77,9 +81,34 @@ public final class RuleSetVersion implements Serializable {
       }
       events.addAndGet(eventsDelta);
     }
+
+    void add(Counts other) {
+      for (int i = 0; i < evaluated.length(); i++) {
+        long e = other.evaluated.get(i);
+        if (e != 0) {
+          evaluated.addAndGet(i, e);
+          matched.addAndGet(i, other.matched.get(i));
+        }
+      }
+      events.addAndGet(other.events.get());
+    }
   }
 
-  Counts counts() {
+  /** A copy of counts at one moment. */
+  static final class Snapshot {
+    final long[] evaluated;
+    final long[] matched;
+    final long events;
+
+    Snapshot(long[] evaluated, long[] matched, long events) {
+      this.evaluated = evaluated;
+      this.matched = matched;
+      this.events = events;
+    }
+  }
+
+  /** Counts of tasks that stopped using this version, and executors' reports. */
+  Counts folded() {
     Counts c = counts;
     if (c == null) {
       synchronized (this) {
@@ -90,6 +119,56 @@ public final class RuleSetVersion implements Serializable {
       }
     }
     return c;
+  }
+
+  private transient volatile java.util.Set<Counts> running;
+
+  private java.util.Set<Counts> running() {
+    java.util.Set<Counts> r = running;
+    if (r == null) {
+      synchronized (this) {
+        r = running;
+        if (r == null) {
+          r = running = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        }
+      }
+    }
+    return r;
+  }
+
+  /** Counts for a task that starts using this version; read live by {@link #snapshot}. */
+  Counts taskCounts() {
+    Counts c = new Counts(rules.length);
+    running().add(c);
+    return c;
+  }
+
+  /** A task stopped using this version: its counts join the folded ones. */
+  void retire(Counts task) {
+    if (running().remove(task)) {
+      folded().add(task);
+    }
+  }
+
+  /** Every count in this JVM now: folded, and the running tasks' so far. */
+  Snapshot snapshot() {
+    int n = rules.length;
+    long[] evaluated = new long[n];
+    long[] matched = new long[n];
+    Counts f = folded();
+    long events = f.events.get();
+    for (int i = 0; i < n; i++) {
+      evaluated[i] = f.evaluated.get(i);
+      matched[i] = f.matched.get(i);
+    }
+    for (Counts t : running()) {
+      events += t.events.get();
+      for (int i = 0; i < n; i++) {
+        evaluated[i] += t.evaluated.get(i);
+        matched[i] += t.matched.get(i);
+      }
+    }
+    return new Snapshot(evaluated, matched, events);
   }
 
   UTF8String versionUtf8() {

@@ -8,21 +8,20 @@ import org.apache.spark.sql.catalyst.expressions.Expression;
  * each evaluated with Spark's interpreted {@code eval}, the matched ones listed in rule order.
  *
  * <p>Used by one task thread only. Rules whose expressions keep state get a copy of their own
- * here on first use ({@link CompiledRule#shared}); counts are kept in plain arrays and added to
- * the version's shared counts every {@link #FLUSH_EVENTS} events and when the task moves to
- * another version or ends.
+ * here on first use ({@link CompiledRule#shared}). The task's counts are its own (one writer,
+ * no atomic read-modify-write on the hot path) and readable at any time by the version's
+ * {@link RuleSetVersion#snapshot}, so a continuous task, which never ends, is counted too;
+ * {@link #retire} hands them to the version when the task moves on or ends.
  */
 final class TaskRules {
-  static final int FLUSH_EVENTS = 4096;
-
   final RuleSetVersion set;
   private final Expression[] own;
   private final int[] buffer;
   private final int[][] single = new int[1][];
   private final Object[] listed;
-  private final long[] evaluated;
-  private final long[] matched;
-  private long events;
+  private final RuleSetVersion.Counts counts;
+  private final java.util.concurrent.atomic.AtomicLongArray evaluated;
+  private final java.util.concurrent.atomic.AtomicLongArray matched;
 
   TaskRules(RuleSetVersion set) {
     this.set = set;
@@ -30,8 +29,9 @@ final class TaskRules {
     this.own = new Expression[n];
     this.buffer = new int[Math.max(set.maxCandidates, 1)];
     this.listed = new Object[Math.max(set.maxCandidates, 1)];
-    this.evaluated = new long[n];
-    this.matched = new long[n];
+    this.counts = set.taskCounts();
+    this.evaluated = counts.evaluated;
+    this.matched = counts.matched;
   }
 
   InternalRow match(InternalRow event) {
@@ -46,22 +46,19 @@ final class TaskRules {
     for (int k = 0; k < n; k++) {
       int i = candidates[k];
       CompiledRule rule = rules[i];
-      evaluated[i]++;
+      evaluated.lazySet(i, evaluated.get(i) + 1);  // one writer: this task
       Object verdict;
       try {
         verdict = expression(i, rule).eval(event);
       } catch (RuntimeException e) {
-        flush();
         throw new RuleFailedException(rule.definition.id, e);
       }
       if (Boolean.TRUE.equals(verdict)) {
-        matched[i]++;
+        matched.lazySet(i, matched.get(i) + 1);
         listed[hits++] = rule.listed;
       }
     }
-    if (++events >= FLUSH_EVENTS) {
-      flush();
-    }
+    counts.events.lazySet(counts.events.get() + 1);
     if (hits == 0) {
       return set.noMatch();
     }
@@ -81,14 +78,8 @@ final class TaskRules {
     return e;
   }
 
-  /** Adds this task's counts to the version's and starts again from zero. */
-  void flush() {
-    if (events == 0) {
-      return;
-    }
-    set.counts().add(evaluated, matched, events);
-    java.util.Arrays.fill(evaluated, 0);
-    java.util.Arrays.fill(matched, 0);
-    events = 0;
+  /** This task no longer uses the version: its counts join the version's. */
+  void retire() {
+    set.retire(counts);
   }
 }
