@@ -179,6 +179,14 @@ def test_rules_swap_live_and_a_broken_file_changes_nothing(broker, fault_topics,
         assert 'appliance_rules_reloads_total{result="rejected"} 1.0' in metrics
         assert 'appliance_rules_reloads_total{result="applied"} 1.0' in metrics
         assert "appliance_rules_swap_seconds_count 1.0" in metrics
+        # Per-rule counts: the rules that alert, as top-k series and on the stats page.
+        assert f'appliance_rule_alerts_total{{rule="{NEW_RULE[0]}"}}' in metrics
+        stats = subprocess.run(
+            [sys.executable, "-m", "appliance", "rules", "stats", "--url",
+             f"http://127.0.0.1:{port}/-/rules/stats", "--top", "5"],
+            capture_output=True, text=True, cwd=ROOT, timeout=60)
+        assert stats.returncode == 0, stats.stdout + stats.stderr
+        assert f"rules version {new_version}" in stats.stdout and NEW_RULE[0] in stats.stdout
 
         report = load.join(timeout=600)
         caught_up(broker.bootstrap, topics)
