@@ -5,86 +5,21 @@ progress tracking, sink commit), on the session's embedded broker.
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import signal
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 from appliance_mix import MIX_RULES, check_outputs, make_mix
-from kafka_io import consume, produce
+from appliance_process import ApplianceProcess
+from kafka_io import consume, has_all, produce
+from scrape import appliance_metrics
 
 from appliance.config import Config
 from appliance.config import write_config as write_config_file
-from appliance.process import process_group
-from appliance.process.logwatch import log_events, wait_for_event
 
 pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-class ApplianceProcess:
-    """One ``python -m appliance run`` in its own process group (its JVM included)."""
-
-    def __init__(self, config: Path, log: Path):
-        env = {k: v for k, v in os.environ.items() if not k.startswith("APPLIANCE_")}
-        env["PYTHONPATH"] = str(ROOT)
-        self.log = log
-        self._log_file = log.open("ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "appliance", "run", "--config", str(config)],
-            stdout=self._log_file, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
-            start_new_session=True)
-
-    def events(self) -> list[dict]:
-        return log_events(self.log)
-
-    def wait_for(self, event: str, timeout: float = 600) -> dict:
-        # 600 s: ``appliance.ready`` now also covers the warm-up and the query's tasks
-        # starting, which the first consume below used to wait for; on a machine shared
-        # with much other work a JVM start alone took minutes (a bound, not a target)
-        return wait_for_event(self.log, event, self.proc, timeout)
-
-    def kill(self) -> None:
-        process_group.kill(self.proc)
-        self._log_file.close()
-
-    def terminate(self, timeout: float = 90, group: bool = False) -> int:
-        """SIGTERM the appliance (``group``: and its JVM, as ``timeout`` or systemd do)."""
-        if group:
-            process_group.signal_group(self.proc.pid, signal.SIGTERM)
-        else:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout=timeout)
-        finally:
-            self._log_file.close()
-
-    def cleanup(self) -> None:
-        if self.proc.poll() is None:
-            process_group.kill(self.proc)
-
-
-def has_all(field: str, expected) -> callable:
-    """Predicate: every expected ``field`` value is among the records (duplicates ok)."""
-    return lambda records: set(expected) <= {json.loads(v)[field] for _k, v in records}
-
-
-def scrape(port: int) -> dict[str, float]:
-    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback only
-    text = direct.open(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-    out = {}
-    for line in text.splitlines():
-        match = re.match(r"^(appliance_\w+(?:\{[^}]*\})?) (\S+)$", line)
-        if match:
-            out[match.group(1)] = float(match.group(2))
-    return out
 
 
 # Per trigger: its [query] interval. Real-time runs 5-second batches instead of its
@@ -147,7 +82,7 @@ def test_sigkill_and_restart_loses_nothing_then_sigterm_stops_cleanly(
         port = ready["metrics_port"]
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            metrics = scrape(port)
+            metrics = appliance_metrics(port)
             lag = [v for k, v in metrics.items() if k.startswith("appliance_consumer_lag{")]
             if len(lag) == 2 and sum(lag) == 0 and metrics["appliance_events_read_total"] > 0:
                 break

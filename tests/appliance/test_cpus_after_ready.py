@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from appliance_mix import MIX_RULES
+from child_env import child_env
 
 from appliance.config import Config
 from appliance.config import write_config as write_config_file
@@ -52,8 +53,7 @@ def test_the_cpus_must_be_the_processes_and_not_all_of_them():
 
 
 def _run(config: Path, log: Path) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("APPLIANCE_")}
-    env["PYTHONPATH"] = str(ROOT)
+    env = child_env()
     with log.open("ab") as out:  # the JSON log lines and the one-line errors alike
         return subprocess.Popen([sys.executable, "-m", "appliance", "run", "--config",
                                  str(config)], stdout=out, stderr=subprocess.STDOUT, env=env,
