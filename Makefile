@@ -15,7 +15,7 @@ SPARK_JARS         = $(shell $(PY) -c 'import pyspark, os; print(os.path.join(os
 VERSION            = $(shell $(PY) -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])')
 WHEEL              = dist/appliance-$(VERSION)-py3-none-any.whl
 
-.PHONY: setup system-deps class-archive connector dist test test-deploy faults demo bench lint clean faults-overload dashboards testbed testbed-down
+.PHONY: setup system-deps class-archive connector dist test test-fast test-deploy faults demo bench lint clean faults-overload dashboards docs testbed testbed-down
 
 setup: $(VENV)/.installed $(KAFKA_CLIENTS_JAR) connector system-deps class-archive
 
@@ -95,6 +95,11 @@ demo: setup
 
 bench: setup
 	$(PY) -m bench
+
+# The docs' pictures (docs/img/*.svg) drawn from their text (docs/img/*.dot) with
+# Graphviz's dot; tests/docs/test_pictures.py fails while a drawing is older than its text.
+docs: $(VENV)/.installed system-deps
+	$(PY) scripts/draw_docs.py
 
 lint: setup
 	$(VENV)/bin/ruff check appliance loadgen tests bench scripts dashboards

@@ -5,7 +5,8 @@ prometheus is a real server scraping the appliance's metrics (promtool checks th
 deployed rule files); curl runs the README's metrics command as written; gcc builds the
 LD_PRELOAD library the broker's power-loss test uses to drop every write that was not
 fsynced; systemd-nspawn (systemd-container), mmdebstrap, ssh and ssh-keygen
-(openssh-client) build and reach the Ansible test bed's hosts. We install them with
+(openssh-client) build and reach the Ansible test bed's hosts; dot (graphviz) draws the
+docs' pictures (``make docs``) and their test checks they are current. We install them with
 apt-get when we are root; otherwise we print the one command a user must run.
 """
 
@@ -19,7 +20,7 @@ import sys
 PACKAGES = {"kcat": "kcat", "prometheus": "prometheus", "promtool": "prometheus",
             "systemd-nspawn": "systemd-container", "mmdebstrap": "mmdebstrap",
             "ssh": "openssh-client", "ssh-keygen": "openssh-client", "ip": "iproute2",
-            "curl": "curl", "gcc": "gcc"}
+            "curl": "curl", "gcc": "gcc", "dot": "graphviz"}
 
 
 def missing() -> list[str]:
