@@ -74,6 +74,13 @@ test: setup
 	$(PY) -m pytest -m "exclusive and not deploy" -n 0
 	$(PY) -m pytest -m deploy tests/deploy -s
 
+# The inner loop: unit, contract and protocol tests; nothing that starts Spark or a Java
+# client, runs real clients end to end, kills, restarts or deploys (the e2e mark,
+# tests/conftest.py). A few minutes on two workers.
+FAST := not spark and not java and not e2e and not cluster and not deploy and not exclusive
+test-fast: setup
+	$(PY) -m pytest -m "$(FAST)" -n $(PYTEST_WORKERS) --dist loadfile
+
 # The end-to-end Ansible deploy onto the multi-host test bed (root; builds the bed).
 test-deploy: setup
 	$(PY) -m pytest -m deploy tests/deploy -s
