@@ -15,7 +15,7 @@ SPARK_JARS         = $(shell $(PY) -c 'import pyspark, os; print(os.path.join(os
 VERSION            = $(shell $(PY) -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])')
 WHEEL              = dist/appliance-$(VERSION)-py3-none-any.whl
 
-.PHONY: setup system-deps class-archive connector dist test test-fast test-deploy faults demo bench lint clean faults-overload dashboards docs testbed testbed-down
+.PHONY: setup system-deps class-archive connector dist test test-fast test-deploy faults demo watch bench lint clean faults-overload dashboards docs testbed testbed-down
 
 setup: $(VENV)/.installed $(KAFKA_CLIENTS_JAR) connector system-deps class-archive
 
@@ -95,10 +95,17 @@ faults: setup
 faults-overload: setup
 	CONNECTOR_OVERLOAD_SECONDS=60 $(PY) -m pytest -s tests/connector/test_connector_overload.py
 
-# DEMO_ARGS: `appliance demo` flags, e.g. DEMO_ARGS="--seconds 60 --rate 2000".
+# DEMO_ARGS: `appliance demo` flags, e.g. DEMO_ARGS="--duration 60s --rate 2000".
 DEMO_ARGS ?=
 demo: setup
 	$(VENV)/bin/appliance demo $(DEMO_ARGS)
+
+# Prometheus and Alertmanager (Debian packages) on 127.0.0.1:9090 and :9093 with the
+# project's scrape config and rules, against the running `appliance run`; data in
+# var/watch/, Ctrl-C stops them. WATCH_ARGS: `appliance watch` flags.
+WATCH_ARGS ?=
+watch: setup
+	$(VENV)/bin/appliance watch $(WATCH_ARGS)
 
 bench: setup
 	$(PY) -m bench

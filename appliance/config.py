@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import tomllib
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
@@ -23,7 +24,8 @@ from pydantic_core import PydanticCustomError
 from appliance.broker.toml_file import read_toml
 from appliance.client_security import ClientSecurity, SecuritySettingsError
 from appliance.cpu_list import parse_cpu_list
-from appliance.overrides import Override, Section, from_environ
+from appliance.durations import spark_interval
+from appliance.overrides import Override, Section, env_name, from_environ
 from appliance.trigger import TriggerMode, interval_ms, trigger_mode
 
 DEFAULT_CONFIG_FILE = "appliance.toml"
@@ -133,6 +135,14 @@ def _a_path(value: str) -> str:
     return value
 
 
+def _duration_text(value: object) -> object:
+    """A duration key written as a TOML number is seconds, as on the command line
+    (``interval = 2`` is ``"2"``, read by ``appliance.durations``)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return repr(value)
+    return value
+
+
 # An integer setting, required (int) or optional (int | None): ``_within`` returns its own.
 _Int = TypeVar("_Int", int, int | None)
 
@@ -194,6 +204,11 @@ class QueryConfig(_Section):
     def _warmup_batches(cls, value: int) -> int:
         return _within(value, 0, 100, "no streaming warm-up")
 
+    @field_validator("interval", "stall_timeout", mode="before")
+    @classmethod
+    def _number_is_seconds(cls, value: object) -> object:
+        return _duration_text(value)
+
     @field_validator("interval", "stall_timeout")
     @classmethod
     def _interval(cls, value: str | None) -> str | None:
@@ -211,9 +226,11 @@ class QueryConfig(_Section):
 
     @property
     def trigger_interval(self) -> str:
-        """The interval the trigger runs at: the configured one, else the trigger's own
-        default (which ``_default_interval`` has already put in ``interval``)."""
-        return self.interval if self.interval is not None else self.mode.default_interval
+        """The interval the trigger runs at, in Spark's spelling (``"20s"`` is ``"20
+        seconds"`` to Spark): the configured one, else the trigger's own default (which
+        ``_default_interval`` has already put in ``interval``)."""
+        return spark_interval(self.interval if self.interval is not None
+                              else self.mode.default_interval)
 
     @model_validator(mode="after")
     def _stall_timeout(self) -> QueryConfig:
@@ -356,6 +373,11 @@ class CpusConfig(_Section):
         parse_cpu_list(value)  # ValueError naming the notation
         return value
 
+    @field_validator("after_ready_for", mode="before")
+    @classmethod
+    def _number_is_seconds(cls, value: object) -> object:
+        return _duration_text(value)
+
     @field_validator("after_ready_for")
     @classmethod
     def _for(cls, value: str) -> str:
@@ -483,24 +505,106 @@ def _resolve_paths(data: dict[str, Any], base: Path) -> None:
             data[path_key.section][path_key.key] = str(base / value)
 
 
+class Problem(NamedTuple):
+    """One thing wrong with a config: in which file, which key, and what; ``line()`` is
+    what the CLI prints."""
+
+    source: str  # the file as the operator named it
+    key: str  # "query.trigger"; "" when the message names what it is about
+    message: str
+    origin: str | None = None  # the variable or flag that set the value, if not the file
+    env: str | None = None  # the variable that would set this key
+
+    def line(self, env_hint: bool = False) -> str:
+        """``appliance.toml: query.trigger: must be ...``; with ``env_hint``, the variable
+        that sets the key is named too (``appliance config check``)."""
+        if not self.key:
+            return f"{self.source}: {self.message}"
+        where = f"{self.key} (from {self.origin})" if self.origin else self.key
+        hint = f" (env: {self.env})" if env_hint and self.env and not self.origin else ""
+        return f"{self.source}: {where}: {self.message}{hint}"
+
+
+def _env_of(section: str, key: str) -> str | None:
+    """The ``APPLIANCE_<SECTION>_<KEY>`` variable that sets ``[section] key``."""
+    field = Config.model_fields.get(section)
+    model = field.annotation if field is not None else None
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        return None
+    if key in model.model_fields:
+        return env_name(section, key, passthrough=False)
+    if model.model_config.get("extra") == "allow":
+        return env_name(section, key, passthrough=True)
+    return None
+
+
+def _problem(source: str, error: Any, origins: dict[tuple[str, str], str]) -> Problem:
+    """One pydantic error as a Problem."""
+    loc = ".".join(str(p) for p in error["loc"])
+    msg = error["msg"].removeprefix("Value error, ")
+    if error["type"] == "kafka_security":  # "kafka.sasl.mechanism: must be ..."
+        return Problem(source, "", f"{loc}.{msg}")
+    if error["type"] == "trigger_interval":  # "query.interval: ..."
+        return Problem(source, "", msg)
+    if error["type"] == "extra_forbidden":
+        msg = "unknown key"
+    elif error["type"] not in ("value_error",) and "input" in error:
+        msg = f"{msg} (got {error['input']!r})"
+    where = [str(p) for p in error["loc"][:2]]
+    if len(where) != 2:
+        return Problem(source, loc, msg)
+    return Problem(source, loc, msg, origins.get((where[0], where[1])), _env_of(*where))
+
+
 def _one_line(source: str, err: ValidationError,
               origins: dict[tuple[str, str], str]) -> str:
-    first = err.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"])
-    msg = first["msg"].removeprefix("Value error, ")
-    if first["type"] == "kafka_security":  # "kafka.sasl.mechanism: must be ..."
-        return f"{source}: {loc}.{msg}"
-    if first["type"] == "trigger_interval":
-        return f"{source}: {msg}"
-    if first["type"] == "extra_forbidden":
-        msg = "unknown key"
-    elif first["type"] not in ("value_error",) and "input" in first:
-        msg = f"{msg} (got {first['input']!r})"
-    where = [str(p) for p in first["loc"][:2]]
-    origin = origins.get((where[0], where[1])) if len(where) == 2 else None
-    if origin is not None:
-        return f"{source}: {loc} (from {origin}): {msg}"
-    return f"{source}: {loc}: {msg}"
+    return _problem(source, err.errors()[0], origins).line()
+
+
+def check_config(path: str | os.PathLike | None = None,
+                 environ: dict[str, str] | None = None, trigger: str | None = None,
+                 conf: list[Override] | None = None, text: str | None = None,
+                 label: str | None = None) -> tuple[Config | None, list[Problem]]:
+    """The config ``load_config`` would start with, and every problem found on the way
+    (a config only when there is none).
+
+    ``text``: the file's contents, read elsewhere (stdin); relative paths in it are then
+    relative to the working directory. ``label``: how problems name the file.
+    """
+    environ = dict(os.environ if environ is None else environ)
+    explicit = path is not None
+    file = Path(DEFAULT_CONFIG_FILE if path is None else path)
+    source = label or str(file)
+    data: dict[str, Any] = {}
+    if text is not None:
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            return None, [Problem(source, "", f"not valid TOML: {exc}")]
+    elif file.is_file():
+        try:
+            data = read_toml(file, ConfigError)
+        except ConfigError as exc:
+            return None, [Problem(source, "", str(exc).removeprefix(f"{file}: "))]
+    elif explicit:
+        return None, [Problem(source, "", "file not found")]
+    problems = []
+    for section, value in list(data.items()):
+        if section in Config.model_fields and not isinstance(value, dict):
+            problems.append(Problem(source, section, f"must be a table [{section}]"))
+            del data[section]
+    if text is not None:
+        _resolve_paths(data, Path.cwd())
+    elif file.is_file():
+        _resolve_paths(data, file.resolve().parent)
+    origins = _apply(data, [*from_environ(environ, _sections()), *(conf or ())])
+    if trigger is not None:
+        data.setdefault("query", {})["trigger"] = trigger
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as exc:
+        return None, problems + [_problem(source, e, origins) for e in exc.errors()]
+    return (None if problems else config), problems
 
 
 def load_config(path: str | os.PathLike | None = None,
@@ -511,28 +615,12 @@ def load_config(path: str | os.PathLike | None = None,
     An explicit path that does not exist is an error; the implicit default may be absent
     (then built-in defaults apply). ``conf`` (the CLI's ``--conf``, see
     ``appliance.overrides``) wins over both, and ``trigger`` (``--trigger``) over all.
+    ConfigError: the first problem ``check_config`` finds, as one line.
     """
-    environ = dict(os.environ if environ is None else environ)
-    explicit = path is not None
-    file = Path(DEFAULT_CONFIG_FILE if path is None else path)
-    source = str(file)
-    data: dict[str, Any] = {}
-    if file.is_file():
-        data = read_toml(file, ConfigError)
-    elif explicit:
-        raise ConfigError(f"{source}: file not found")
-    for section, value in data.items():
-        if section in Config.model_fields and not isinstance(value, dict):
-            raise ConfigError(f"{source}: {section}: must be a table [{section}]")
-    if file.is_file():
-        _resolve_paths(data, file.resolve().parent)
-    origins = _apply(data, [*from_environ(environ, _sections()), *(conf or ())])
-    if trigger is not None:
-        data.setdefault("query", {})["trigger"] = trigger
-    try:
-        return Config.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(_one_line(source, exc, origins)) from None
+    config, problems = check_config(path, environ, trigger, conf)
+    if config is None:
+        raise ConfigError(problems[0].line())
+    return config
 
 
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")

@@ -24,7 +24,9 @@ CONNECTOR_FORMAT = "appliance-kafka"
 
 JARS_DIR = Path(__file__).resolve().parent / "jars"
 CONNECTOR_JAR = JARS_DIR / "appliance-kafka-connector.jar"
-KAFKA_CLIENTS_JAR = JARS_DIR / "kafka-clients-3.9.1.jar"
+#: The Java Kafka client the connector links against (``appliance --version`` says it).
+KAFKA_CLIENTS_VERSION = "3.9.1"
+KAFKA_CLIENTS_JAR = JARS_DIR / f"kafka-clients-{KAFKA_CLIENTS_VERSION}.jar"
 
 #: Spark conf that lets the connector's sink run under the real-time trigger. Spark 4.3
 #: checks real-time sinks against a built-in allowlist (``RealTimeModeAllowlist``) naming

@@ -14,7 +14,6 @@ file and not on the terminal; Python's own ``sys.stderr`` keeps the terminal.
 
 from __future__ import annotations
 
-import enum
 import io
 import logging
 import os
@@ -26,14 +25,11 @@ from typing import NamedTuple
 
 import structlog
 
-
-class LogFormat(enum.Enum):
-    CONSOLE = "console"  # people: one readable line per event
-    JSON = "json"  # machines: one JSON object per line
-
-
-#: The ``--log-format`` choices; ``auto`` = console on a terminal, else JSON.
-LOG_FORMAT_CHOICES = ("auto", *(f.value for f in LogFormat))
+# The flags and formats live in log_options (no structlog: --help needs them); the
+# commands that configure logging find them here too.
+from appliance.log_options import LOG_FORMAT_CHOICES as LOG_FORMAT_CHOICES
+from appliance.log_options import LogFormat as LogFormat
+from appliance.log_options import add_log_options as add_log_options
 
 
 def choose_format(requested: str | LogFormat | None = None, stream=None) -> LogFormat:
@@ -230,17 +226,6 @@ def get_logger(name: str) -> structlog.typing.FilteringBoundLogger:
     ``logger`` is a reserved argument name of ``structlog.get_logger``.
     """
     return structlog.get_logger(component=name)
-
-
-def add_log_options(parser, default_file: str | None) -> None:
-    """``--log-format`` and ``--log-file`` on a command (``appliance run``, ``demo``)."""
-    parser.add_argument("--log-format", choices=LOG_FORMAT_CHOICES, default="auto",
-                        help="console: readable lines; json: one JSON object per line; "
-                             "auto (default): console on a terminal, else json")
-    where = f" (default with console output: {default_file})" if default_file else ""
-    parser.add_argument("--log-file", default=None, metavar="FILE",
-                        help=f"also write every line there: ours as JSON, Spark's and "
-                             f"other processes' as they print them{where}")
 
 
 class LogFileError(ValueError):

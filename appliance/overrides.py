@@ -64,6 +64,15 @@ def env_key(spelled: str) -> str:
             .replace(_LITERAL_UNDERSCORE, "_"))
 
 
+def env_name(section: str, key: str, passthrough: bool) -> str:
+    """The variable that sets ``[section] key``: ``APPLIANCE_QUERY_TRIGGER``; a pass-through
+    key with upper case or ``_`` in it keeps its case (``env_key`` reads it back)."""
+    head = f"{ENV_PREFIX}{section.upper()}_"
+    if not passthrough or (key == key.lower() and "_" not in key):
+        return head + key.upper().replace(".", "_")
+    return head + key.replace("_", "__").replace(".", "_")
+
+
 def from_environ(environ: Mapping[str, str], sections: Iterable[Section]) -> list[Override]:
     """Every ``APPLIANCE_<SECTION>_<KEY>`` variable of a known section, in name order."""
     by_name = {section.name: section for section in sections}

@@ -8,31 +8,23 @@ code asks the mode (``mode.slot_per_partition``) instead of comparing its name, 
 fourth mode would be one more table row. The Ansible deploy reads the same table through
 ``python -m appliance.tuning`` (``Tuning.trigger``).
 
-Pure Python with no appliance imports: config validation, tuning and the CLI read it
-before any JVM starts.
+Pure Python importing only the leaf ``appliance.durations``: config validation, tuning
+and the CLI read it before any JVM starts.
 """
 
 from __future__ import annotations
 
 import enum
-import re
 from dataclasses import asdict, dataclass
 from typing import Protocol
 
-_INTERVAL = re.compile(
-    r"^\s*(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|minutes?|min)\s*$", re.I
-)
-_UNIT_MS = {"ms": 1, "millisecond": 1, "milliseconds": 1, "s": 1000, "sec": 1000,
-            "secs": 1000, "second": 1000, "seconds": 1000, "min": 60000, "minute": 60000,
-            "minutes": 60000}
+from appliance.durations import parse_ms
 
 
 def interval_ms(text: str) -> float:
-    """``"1 second"`` -> 1000.0; raises ValueError on anything Spark would not accept."""
-    match = _INTERVAL.match(text)
-    if not match:
-        raise ValueError(f"must look like '100 milliseconds' or '1 second' (got {text!r})")
-    return float(match.group(1)) * _UNIT_MS[match.group(2).lower()]
+    """``"1 second"`` -> 1000.0, ``"20s"`` -> 20000.0: any duration ``appliance.durations``
+    reads (a bare number is seconds); ValueError naming the accepted forms otherwise."""
+    return parse_ms(text)
 
 
 class ReadySignal(enum.Enum):
@@ -134,10 +126,10 @@ class TriggerMode:
         if self.min_interval is None or self.min_interval_conf is None:
             return None
         minimum = spark_conf.get(self.min_interval_conf, self.min_interval)
-        try:
-            minimum_ms = interval_ms(minimum)
+        try:  # a Spark time conf: a bare number is milliseconds
+            minimum_ms = parse_ms(minimum, bare_unit="ms")
         except ValueError:
-            minimum_ms = float(minimum) if minimum.isdigit() else interval_ms(self.min_interval)
+            minimum_ms = interval_ms(self.min_interval)
         if interval_ms(interval) < minimum_ms:
             return (f"the {self.name} trigger needs at least {minimum} "
                     f"({self.min_interval_conf}) (got {interval!r})")

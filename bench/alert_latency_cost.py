@@ -83,9 +83,10 @@ def run_one(trigger: str, alert_latency: bool, rate: float, seconds: float,
             # last send; loadgen's default 10 s grace would count those late alerts as
             # lost. The grace ends as soon as every expected alert arrived, so a long one
             # costs nothing on a run that keeps up.
-            load = subprocess.Popen([sys.executable, "-m", "loadgen", "run", "--bootstrap",
-                                     broker.bootstrap, "--rate", f"{rate:g}", "--duration",
-                                     f"{seconds:g}", "--grace", f"{_grace_s(seconds):g}",
+            load = subprocess.Popen([sys.executable, "-m", "loadgen", "run",
+                                     "--bootstrap-server", broker.bootstrap,
+                                     "--rate", f"{rate:g}", "--duration", f"{seconds:g}",
+                                     "--grace", f"{_grace_s(seconds):g}",
                                      "--quiet", "--report", str(report)],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             # Steady part only: skip loadgen's floor phase and the first fifth of the load.

@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+from appliance.command_tree import hidden_alias
+from appliance.durations import duration_arg
 from bench._machine import wait_for_quiet
 
 OUT = Path("reports/bench/loadgen_floor.json")
@@ -81,9 +83,12 @@ def _max_rate(bootstrap: str, workers: int, seconds: float, start: float, limit:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="bench.loadgen_floor", description=__doc__.splitlines()[0])
-    p.add_argument("--bootstrap", default=None, help="use this broker (default: embedded)")
+    p.add_argument("--bootstrap-server", dest="bootstrap", default=None,
+                   help="use this broker (default: embedded)")
+    hidden_alias(p, "--bootstrap", dest="bootstrap")
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--seconds", type=float, default=5.0)
+    p.add_argument("--seconds", type=duration_arg(allow_zero=False), default=5.0,
+                   help="seconds per run (5s, 1m...)")
     p.add_argument("--out", default=str(OUT))
     p.add_argument("--quiet-wait", type=float, default=20.0,
                    help="before each run, wait up to this long for the CPUs to be < 30%% busy")

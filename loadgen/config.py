@@ -58,7 +58,7 @@ class LoadConfig:
         for name in ("alert_ratio", "bad_ratio"):
             _require(0 <= getattr(self, name) <= 1, name, "must be within [0, 1]")
         _require(self.alert_ratio + self.bad_ratio <= 1, "alert_ratio",
-                 "plus bad-ratio must not exceed 1")
+                 "plus --bad-ratio must not exceed 1")
         _require(isinstance(self.workers, int) and 1 <= self.workers <= 64, "workers",
                  "must be an integer from 1 to 64")
         for name in ("grace", "behind_ms", "drain_s", "retry_s", "floor_seconds", "linger_ms"):
@@ -78,6 +78,13 @@ class LoadConfig:
         return Schedule(self.rate, self.duration, self.ramp)
 
 
+#: The ``loadgen`` flag of each setting whose flag is not its name with dashes, so that
+#: an error names what the user typed.
+FLAGS = {"bootstrap": "--bootstrap-server", "retry_s": "--retry", "drain_s": "drain",
+         "floor_seconds": "--floor-duration", "topic_partitions": "--partitions",
+         "topics": "--events-topic, --alerts-topic and --dlq-topic:"}
+
+
 def _require(ok: bool, name: str, problem: str) -> None:
     if not ok:
-        raise ConfigError(f"{name.replace('_', '-')} {problem}")
+        raise ConfigError(f"{FLAGS.get(name, '--' + name.replace('_', '-'))} {problem}")

@@ -2,8 +2,9 @@
 
 It lives with the load generator, not in the appliance package: the demo drives the
 appliance with load, so it depends on both, and the product must not depend on its own
-load tool. ``appliance demo`` stays the documented command: ``register`` adds it to the
-``appliance`` CLI through the ``appliance.commands`` entry point (pyproject.toml).
+load tool. ``appliance demo`` stays the documented command: ``loadgen.demo_cli.DEMO``
+adds it to the ``appliance`` CLI through the ``appliance.commands`` entry point
+(pyproject.toml), and this module is imported only when it runs.
 
 The appliance runs in this process; the load comes from ``run_load`` (open-loop producer
 with end-to-end latency accounting), so the demo, the benchmark and ``loadgen run``
@@ -12,15 +13,12 @@ measure the same way.
 
 from __future__ import annotations
 
-import argparse
-import sys
 import tempfile
 from pathlib import Path
 
 from appliance import logs
 from appliance.config import (
     Config,
-    ConfigError,
     MetricsConfig,
     QueryConfig,
     RulesConfig,
@@ -28,8 +26,6 @@ from appliance.config import (
 )
 from appliance.process.runner import Appliance
 from appliance.query.rules import EXAMPLE_RULES
-from appliance.trigger import DEFAULT as DEFAULT_TRIGGER
-from appliance.trigger import TRIGGERS
 from loadgen.config import LoadConfig
 from loadgen.report import Report, write_reports
 from loadgen.run import run_load
@@ -90,6 +86,8 @@ def summary(report: Report, trigger: str) -> str:
 
 
 def run_demo(seconds: float, rate: float, trigger: str, report: str | None) -> int:
+    """0 every alert came back; 3 some were lost (the exit code of a load test that lost
+    alerts, as ``loadgen run``'s)."""
     with tempfile.TemporaryDirectory(prefix="appliance-demo-") as tmp:
         appliance = Appliance(demo_config(trigger, str(Path(tmp) / "checkpoint")))
         try:
@@ -100,41 +98,4 @@ def run_demo(seconds: float, rate: float, trigger: str, report: str | None) -> i
     print(summary(result, trigger))
     if report:
         print(f"reports: {report} (+ .md, .png)")
-    return 0 if result.ok else 1
-
-
-def log_file(report: str | None) -> str:
-    """The demo's full log on a terminal: next to its report."""
-    return str(Path(report).with_suffix(".log")) if report else "reports/demo.log"
-
-
-def _command(args: argparse.Namespace) -> int:
-    try:
-        output = logs.configure_from_args(args, log_file(args.report))
-    except logs.LogFileError as exc:
-        print(f"appliance demo: {exc}", file=sys.stderr)
-        return 2
-    if output.file is not None:
-        print(f"appliance demo: starting (about a minute); full log: {output.file}",
-              file=sys.stderr, flush=True)
-    try:
-        return run_demo(seconds=args.seconds, rate=args.rate, trigger=args.trigger,
-                        report=args.report)
-    except ConfigError as exc:
-        for line in str(exc).splitlines():
-            print(line, file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:  # Ctrl-C: run_demo has stopped the appliance on its way out
-        print("appliance demo: interrupted", file=sys.stderr)
-        return 130
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    """The ``appliance demo`` subcommand (entry point ``appliance.commands: demo``)."""
-    demo = sub.add_parser("demo", help="embedded broker + appliance + load, latency report")
-    demo.add_argument("--seconds", type=float, default=20.0)
-    demo.add_argument("--rate", type=float, default=500.0, help="events per second")
-    demo.add_argument("--trigger", choices=TRIGGERS, default=DEFAULT_TRIGGER.name)
-    demo.add_argument("--report", default="reports/demo.json", help="JSON report path")
-    logs.add_log_options(demo, log_file("reports/demo.json"))
-    demo.set_defaults(func=_command)
+    return 0 if result.ok else 3

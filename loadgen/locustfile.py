@@ -1,12 +1,14 @@
 """Locust: drive the appliance interactively with the same events as ``loadgen run``.
 
-    locust -f loadgen/locustfile.py --headless -u 10 -r 5 -t 30s --host 127.0.0.1:9092
-    locust -f loadgen/locustfile.py --host 127.0.0.1:9092      # web UI, 127.0.0.1:8089
+    locust -f loadgen/locustfile.py --headless -u 10 -r 5 -t 30s --bootstrap-server 127.0.0.1:9092
+    locust -f loadgen/locustfile.py --bootstrap-server 127.0.0.1:9092   # web UI, :8089
 
-``--host`` is the Kafka bootstrap address. Each user sends events at ``--user-rate`` per
-second; ``--alert-ratio`` of them match an example rule and ``--bad-ratio`` are malformed
-(Locust custom arguments: on the command line, in the web UI's form, or from the
-environment as ``LOADGEN_USER_RATE``, ``LOADGEN_ALERT_RATIO``, ``LOADGEN_BAD_RATIO``).
+``--bootstrap-server`` is the Kafka address (Locust's own ``--host`` still works when it is
+not given). Each user sends events at ``--user-rate`` per second; ``--alert-ratio`` of them
+match an example rule (the same default as ``loadgen run``'s) and ``--bad-ratio`` are
+malformed (Locust custom arguments: on the command line, in the web UI's form, or from
+the environment as ``LOADGEN_BOOTSTRAP_SERVER``, ``LOADGEN_USER_RATE``,
+``LOADGEN_ALERT_RATIO``, ``LOADGEN_BAD_RATIO``, ``LOADGEN_ALERT_TIMEOUT``).
 Locust shows three request types:
 
 * ``kafka`` / ``produce``: time until the broker acknowledged the event;
@@ -14,7 +16,11 @@ Locust shows three request types:
   topic;
 * ``dead_letter`` / ``end_to_end``: a malformed event's send to its dead letter consumed;
 
-both answers are timed by one shared consumer per Locust process.
+both answers are timed by one shared consumer per Locust process. An answer that is not
+read back within ``--alert-timeout`` (default 10s) is a failure of its row ("no alert
+within 10s"), in the table, the web UI and the CSV; at the test's stop the answers still
+due are waited for until their time is up. A headless run whose only failures are such
+missing answers exits 3, as ``loadgen run`` does when alerts are lost.
 
 A test starts only against a Kafka that answers and has the three topics: otherwise it
 stops at once with one line naming the address and the cause (headless: exit code 1)
@@ -45,7 +51,7 @@ from pathlib import Path
 
 import gevent
 from confluent_kafka import Consumer, KafkaException, Producer
-from locust import User, constant_throughput, events, task
+from locust import User, constant_throughput, events, stats, task
 from locust.exception import StopTest
 from locust.runners import MasterRunner
 
@@ -54,8 +60,10 @@ try:
 except ImportError:  # a checkout that is not pip-installed: Locust only adds loadgen/
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from loadgen.config import APPLIANCE_TOPICS  # noqa: E402
-from loadgen.events import BAD_KINDS, EventFactory  # noqa: E402
+from appliance.command_tree import EXIT_LOST  # noqa: E402
+from appliance.durations import parse_seconds  # noqa: E402
+from loadgen.config import APPLIANCE_TOPICS, LoadConfig  # noqa: E402
+from loadgen.events import ALERT_KINDS, BAD_KINDS, EventFactory  # noqa: E402
 from loadgen.kafka_config import (  # noqa: E402
     KafkaConfigError,
     consumer_config,
@@ -70,6 +78,8 @@ DLQ_TOPIC = os.environ.get("LOADGEN_DLQ_TOPIC", APPLIANCE_TOPICS.dead_letters)
 IDLE_SLEEP_S = 0.001
 # How long the start-up check waits for Kafka: the whole stop must come within ~10 s.
 PREFLIGHT_TIMEOUT_S = 5.0
+DEFAULT_ALERT_TIMEOUT = "10s"
+EXPIRY_CHECK_S = 0.2
 
 # StopTest is how a locustfile stops a test: Locust's own handler logs its message as one
 # line and stops (headless: quits). Raised from the greenlet that starts the test, gevent's
@@ -82,12 +92,20 @@ _hub.NOT_ERROR = (*_hub.NOT_ERROR, StopTest)
 def _arguments(parser) -> None:
     """Custom arguments: shown and settable in the web UI's start form (Locust's own
     ``add_argument``: an argument group's would leave them out of the UI)."""
+    parser.add_argument("--bootstrap-server", env_var="LOADGEN_BOOTSTRAP_SERVER", default="",
+                        help="the Kafka to load, HOST:PORT (default: Locust's --host)")
     parser.add_argument("--user-rate", type=float, env_var="LOADGEN_USER_RATE", default=10.0,
                         help="events per second per user")
     parser.add_argument("--alert-ratio", type=float, env_var="LOADGEN_ALERT_RATIO",
-                        default=0.5, help="share of events that match an example rule")
-    parser.add_argument("--bad-ratio", type=float, env_var="LOADGEN_BAD_RATIO", default=0.0,
+                        default=LoadConfig.alert_ratio,
+                        help="share of events that match an example rule")
+    parser.add_argument("--bad-ratio", type=float, env_var="LOADGEN_BAD_RATIO",
+                        default=LoadConfig.bad_ratio,
                         help="share of malformed events (answered by dead letters)")
+    parser.add_argument("--alert-timeout", env_var="LOADGEN_ALERT_TIMEOUT",
+                        default=DEFAULT_ALERT_TIMEOUT,
+                        help="an alert or dead letter not read back within this counts as a "
+                             "failure (20s, 1m...)")
     # Services bind to loopback unless told otherwise (Locust's own default is every
     # interface); --web-host or LOCUST_WEB_HOST still choose.
     parser.set_defaults(web_host="127.0.0.1")
@@ -100,11 +118,19 @@ class LoadSettings:
     user_rate: float
     alert_ratio: float
     bad_ratio: float
+    alert_timeout_s: float
 
     @classmethod
     def of(cls, options) -> LoadSettings:
+        try:
+            timeout_s = parse_seconds(str(options.alert_timeout))
+        except ValueError as exc:
+            raise ValueError(f"--alert-timeout {exc}") from None
+        if not timeout_s > 0:
+            raise ValueError(f"--alert-timeout must be more than 0 (got "
+                             f"{options.alert_timeout!r})")
         settings = cls(float(options.user_rate), float(options.alert_ratio),
-                       float(options.bad_ratio))
+                       float(options.bad_ratio), timeout_s)
         if not settings.user_rate > 0:
             raise ValueError(f"--user-rate must be positive (got {settings.user_rate:g})")
         for name in ("alert_ratio", "bad_ratio"):
@@ -116,21 +142,37 @@ class LoadSettings:
         return settings
 
 
+class MissingAnswer(Exception):
+    """An alert or dead letter not read back in time: Locust's failure for its row."""
+
+
+@dataclass(frozen=True)
+class Pending:
+    """An answer the appliance owes: for which row, when its event was sent, and until
+    when it may come."""
+
+    kind: str  # "alert" | "dead_letter"
+    sent_ms: float  # wall clock, as the event's time stamp
+    due: float  # time.monotonic() deadline
+
+
 class SharedKafka:
     """One producer and one answer consumer per Locust process and test, shared by its
     users. Opening it checks that Kafka answers and has the topics (KafkaNotReady)."""
 
     def __init__(self, environment, settings: LoadSettings) -> None:
-        bootstrap = environment.host
+        bootstrap = getattr(environment.parsed_options, "bootstrap_server", "") \
+            or environment.host
         if not bootstrap:
-            raise KafkaNotReady("pass the Kafka bootstrap address as --host "
-                                "(e.g. --host 127.0.0.1:9092)")
+            raise KafkaNotReady("pass the Kafka address as --bootstrap-server "
+                                "(e.g. --bootstrap-server 127.0.0.1:9092)")
         self.environment = environment
         self.settings = settings
         self.factory = EventFactory("lc" + secrets.token_hex(4), settings.alert_ratio,
                                     settings.bad_ratio)
         self.counter = itertools.count()
-        self.bad_sent: dict[int, float] = {}  # index -> send time, until its dead letter
+        # Answers owed, by event index, in send order (so in order of their deadlines).
+        self.pending: dict[int, Pending] = {}
         try:
             security = load_security(None)  # from $LOADGEN_KAFKA_CONFIG, if set
         except KafkaConfigError as exc:
@@ -149,17 +191,25 @@ class SharedKafka:
         self.producer = Producer({**producer_config(bootstrap, security=security),
                                   "delivery.report.only.error": False})
         self.running = True
-        self.greenlets = [gevent.spawn(self._serve_deliveries), gevent.spawn(self._watch)]
+        self.greenlets = [gevent.spawn(self._serve_deliveries), gevent.spawn(self._watch),
+                          gevent.spawn(self._expire_loop)]
 
     def send(self) -> None:
         i = next(self.counter)
-        payload = self.factory.encode(i, time.time() * 1000.0)
+        sent_ms = time.time() * 1000.0
+        payload = self.factory.encode(i, sent_ms)
         started = time.perf_counter()
         fire = self.environment.events.request.fire
-        if self.factory.kind(i) in BAD_KINDS:
-            self.bad_sent[i] = time.time() * 1000.0
+        kind = self.factory.kind(i)
+        answer = ("alert" if kind in ALERT_KINDS else
+                  "dead_letter" if kind in BAD_KINDS else None)
+        if answer is not None:
+            self.pending[i] = Pending(answer, sent_ms,
+                                      time.monotonic() + self.settings.alert_timeout_s)
 
         def on_delivery(err, _msg) -> None:
+            if err is not None:  # never reached Kafka: no answer is owed
+                self.pending.pop(i, None)
             fire(request_type="kafka", name="produce",
                  response_time=(time.perf_counter() - started) * 1000.0,
                  response_length=len(payload),
@@ -168,6 +218,7 @@ class SharedKafka:
         try:
             self.producer.produce(EVENTS_TOPIC, payload, on_delivery=on_delivery)
         except (BufferError, KafkaException) as exc:
+            self.pending.pop(i, None)
             fire(request_type="kafka", name="produce", response_time=0.0,
                  response_length=0, exception=exc, context={})
         self.producer.poll(0)
@@ -202,17 +253,52 @@ class SharedKafka:
                        else raw.encode("utf-8"))
             except (KeyError, TypeError, AttributeError, ValueError):
                 return
-            index = self.factory.index_in_raw(raw)
-            sent_ms = self.bad_sent.pop(index, None) if index is not None else None
-            if sent_ms is not None:
-                self._fire("dead_letter", now_ms - sent_ms, len(value))
+            owed = self._owed(self.factory.index_in_raw(raw), "dead_letter")
+            if owed is not None:
+                self._fire("dead_letter", now_ms - owed.sent_ms, len(value))
             return
-        if self.factory.index_of(answer.get("alert_id")) is None:
-            return  # another run's alert
-        try:
-            self._fire("alert", now_ms - float(answer["ts"]), len(value))
-        except (KeyError, TypeError, ValueError):
-            return
+        # Another run's alert, a duplicate (at-least-once), or one already counted missing.
+        owed = self._owed(self.factory.index_of(answer.get("alert_id")), "alert")
+        if owed is not None:
+            self._fire("alert", now_ms - owed.sent_ms, len(value))
+
+    def _owed(self, index: int | None, kind: str) -> Pending | None:
+        """The answer owed for event ``index``, now paid (None if none was owed)."""
+        owed = self.pending.get(index) if index is not None else None
+        if owed is None or owed.kind != kind:
+            return None
+        del self.pending[index]
+        return owed
+
+    def _expire(self, now: float) -> None:
+        """Every answer whose time is up: a failure of its row."""
+        while self.pending:
+            index, owed = next(iter(self.pending.items()))
+            if owed.due > now:
+                return
+            del self.pending[index]
+            what = "alert" if owed.kind == "alert" else "dead letter"
+            self.environment.events.request.fire(
+                request_type=owed.kind, name="end_to_end",
+                response_time=self.settings.alert_timeout_s * 1000.0, response_length=0,
+                exception=MissingAnswer(f"no {what} within "
+                                        f"{self.settings.alert_timeout_s:g} s"),
+                context={})
+
+    def _expire_loop(self) -> None:
+        while self.running:
+            self._expire(time.monotonic())
+            gevent.sleep(EXPIRY_CHECK_S)
+
+    def settle(self) -> None:
+        """At the stop: wait for the answers still owed until their time is up (the
+        watcher keeps reading), then count what did not come."""
+        while self.pending:
+            last_due = max(owed.due for owed in self.pending.values())
+            if time.monotonic() >= last_due:
+                break
+            gevent.sleep(0.05)
+        self._expire(float("inf"))
 
     def _fire(self, request_type: str, response_time: float, length: int) -> None:
         self.environment.events.request.fire(
@@ -220,6 +306,7 @@ class SharedKafka:
             response_length=length, exception=None, context={})
 
     def close(self) -> None:
+        self.settle()
         self.running = False
         gevent.joinall(self.greenlets, timeout=2)
         deadline = time.monotonic() + 5
@@ -260,8 +347,21 @@ def _stop(**_kwargs) -> None:
 
 
 @events.quitting.add_listener
-def _quit(**_kwargs) -> None:
+def _quit(environment=None, **_kwargs) -> None:
     _close()
+    if environment is None:
+        return
+    if getattr(environment.parsed_options, "csv_prefix", None):
+        # Locust writes its CSV once an interval and not at exit: let it write the
+        # answers the stop counted as missing.
+        gevent.sleep(stats.CSV_STATS_INTERVAL_SEC + 0.2)
+    if environment.process_exit_code is not None:
+        return
+    rows = environment.stats.entries
+    missing = sum(row.num_failures for key, row in rows.items() if key[0] == "end_to_end")
+    produce = rows.get(("produce", "kafka"))
+    if missing and (produce is None or produce.num_failures == 0):
+        environment.process_exit_code = EXIT_LOST  # answers lost, nothing else failed
 
 
 class KafkaEventsUser(User):

@@ -2,12 +2,13 @@
 
 kcat is an independent librdkafka command-line client used to check the broker;
 prometheus is a real server scraping the appliance's metrics (promtool checks the
-deployed rule files); curl runs the README's metrics command as written; gcc builds the
-LD_PRELOAD library the broker's power-loss test uses to drop every write that was not
-fsynced; systemd-nspawn (systemd-container), mmdebstrap, ssh and ssh-keygen
-(openssh-client) build and reach the Ansible test bed's hosts; dot (graphviz) draws the
-docs' pictures (``make docs``) and their test checks they are current. We install them with
-apt-get when we are root; otherwise we print the one command a user must run.
+deployed rule files), and with prometheus-alertmanager it is `make watch`'s local stack;
+curl runs the README's metrics command as written; gcc builds the LD_PRELOAD library the
+broker's power-loss test uses to drop every write that was not fsynced; systemd-nspawn
+(systemd-container), mmdebstrap, ssh and ssh-keygen (openssh-client) build and reach the
+Ansible test bed's hosts; dot (graphviz) draws the docs' pictures (``make docs``) and
+their test checks they are current. We install them with apt-get when we are root;
+otherwise we print the one command a user must run.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import subprocess
 import sys
 
 PACKAGES = {"kcat": "kcat", "prometheus": "prometheus", "promtool": "prometheus",
+            "prometheus-alertmanager": "prometheus-alertmanager",
             "systemd-nspawn": "systemd-container", "mmdebstrap": "mmdebstrap",
             "ssh": "openssh-client", "ssh-keygen": "openssh-client", "ip": "iproute2",
             "curl": "curl", "gcc": "gcc", "dot": "graphviz"}

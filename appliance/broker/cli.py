@@ -67,27 +67,52 @@ def _positive(value: str) -> int:
     return n
 
 
+def _port(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a port number, got {value!r}") from None
+    if not 0 <= n <= 65535:
+        raise argparse.ArgumentTypeError(f"must be 0..65535 (0: any free port), got {n}")
+    return n
+
+
 def add_broker_options(parser: argparse.ArgumentParser) -> None:
     """The flags of ``appliance broker``; the subcommand runs ``run_from_args``."""
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=9092, help="0: any free port")
+    parser.description = (
+        "Run the embedded broker in the foreground until SIGTERM or SIGINT (Ctrl-C; exit "
+        "0): the project's own single-node Kafka-protocol broker, in memory or durable in "
+        "--data-dir. One node, no replication: beyond a single site, use your Kafka "
+        "(docs/broker.md). Prints 'broker ready bootstrap=HOST:PORT' when it listens.")
+    parser.epilog = (
+        "examples:\n"
+        "  appliance broker --topics events:2,alerts:1,events.dlq:1\n"
+        "  appliance broker --data-dir var/broker --metrics-port 9465\n"
+        "  appliance broker --port 0 --auto-create-topics")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to listen on (and serve --metrics-port on)")
+    parser.add_argument("--port", type=_port, default=9092, help="0: any free port")
     parser.add_argument("--data-dir", default=None, help="durable storage (default: memory)")
     parser.add_argument("--topics", type=_topics_arg, default={},
                         help="create at start, e.g. events:2,alerts:1")
     parser.add_argument("--auto-create-topics", action="store_true",
                         help="create unknown topics on Metadata/Produce (default: refuse)")
-    parser.add_argument("--default-partitions", type=_non_negative, default=1)
+    parser.add_argument("--default-partitions", type=_non_negative, default=1,
+                        help="partitions of a topic created without a count")
     parser.add_argument("--retention-bytes", type=_non_negative, default=None,
                         help="per partition; oldest batches/segments go first")
-    parser.add_argument("--retention-ms", type=_non_negative, default=None)
+    parser.add_argument("--retention-ms", type=_non_negative, default=None,
+                        help="per partition; older batches/segments go (default: kept)")
     parser.add_argument("--max-message-bytes", type=_non_negative, default=None,
                         help="largest accepted record batch (default 1048588)")
     parser.add_argument("--flush", choices=FLUSH_POLICIES, default="write",
                         help="write: write() before the ack (survives kill -9, not a power "
                              "cut); fsync: data and new directory entries synced before the "
                              "ack; interval: synced every --flush-interval-ms (docs/broker.md)")
-    parser.add_argument("--flush-interval-ms", type=_non_negative, default=1000)
-    parser.add_argument("--segment-bytes", type=_non_negative, default=64 * 1024 * 1024)
+    parser.add_argument("--flush-interval-ms", type=_non_negative, default=1000,
+                        help="with --flush interval: how often to sync")
+    parser.add_argument("--segment-bytes", type=_non_negative, default=64 * 1024 * 1024,
+                        help="a partition's segment file rolls at this size")
     parser.add_argument("--max-partitions-per-topic", type=_positive,
                         default=DEFAULT_MAX_PARTITIONS_PER_TOPIC,
                         help="CreateTopics/CreatePartitions above this are refused with "
@@ -118,7 +143,8 @@ def add_broker_options(parser: argparse.ArgumentParser) -> None:
     sec = parser.add_argument_group(
         "security", "TLS and SASL of the listener (files only: secrets never go on the "
                     "command line; see docs/broker.md)")
-    sec.add_argument("--security-protocol", choices=PROTOCOLS, default="PLAINTEXT")
+    sec.add_argument("--security-protocol", choices=PROTOCOLS, default="PLAINTEXT",
+                     help="the listener's protocol, as Kafka's security.protocol")
     sec.add_argument("--ssl-certfile", default=None, help="PEM certificate chain")
     sec.add_argument("--ssl-keyfile", default=None,
                      help="PEM private key, mode 0600 (default: inside --ssl-certfile)")

@@ -5,7 +5,7 @@ The password is read from stdin (``--password-stdin``, for scripts and Ansible),
 the environment variable ``APPLIANCE_BROKER_USER_PASSWORD``, else prompted for without
 echo; never from the command line, where every local user could read it in
 ``/proc/*/cmdline``. Only salted SCRAM credentials are written (credentials.py).
-Registered as an ``appliance.commands`` entry point; also ``python -m
+``appliance broker-user`` (``build``, listed by appliance.cli); also ``python -m
 appliance.broker.users_cli``.
 """
 
@@ -65,13 +65,29 @@ def _add(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers) -> None:
-    """Entry point of the ``appliance.commands`` group."""
-    parser = subparsers.add_parser("broker-user", help="manage the embedded broker's users")
-    sub = parser.add_subparsers(dest="broker_user_command", required=True)
-    add = sub.add_parser("add", help="add or replace a user (password never on argv)")
+def build(parser: argparse.ArgumentParser) -> None:
+    """``appliance broker-user``'s flags and subcommands (its ``Command`` in appliance.cli)."""
+    parser.description = (
+        "The embedded broker's users file and ACL file, edited offline (a running broker "
+        "applies them on SIGHUP or restart). Passwords never on the command line.")
+    parser.epilog = (
+        "examples:\n"
+        "  appliance broker-user add --file users.toml --user appliance\n"
+        "  printf '%s\\n' \"$PASSWORD\" | appliance broker-user add --file users.toml "
+        "--user appliance --password-stdin\n"
+        "  appliance broker-user acl add --data-dir var/broker --allow-principal "
+        "User:appliance --operation READ --topic events")
+    sub = parser.add_subparsers(dest="broker_user_command", required=True, metavar="COMMAND")
+    add = sub.add_parser(
+        "add", help="add or replace a user (password never on argv)",
+        description="Add or replace a user in the users file. The password comes from stdin "
+                    f"(--password-stdin), else ${PASSWORD_ENV}, else a prompt. Prints "
+                    "'saved' or 'unchanged'; exit 0, or 2 with one line.",
+        epilog="examples:\n  appliance broker-user add --file users.toml --user alice\n"
+               "  appliance broker-user add --file users.toml --user alice "
+               "--mechanisms SCRAM-SHA-512 --password-stdin < password.txt")
     add.add_argument("--file", required=True, help="users file (created with mode 0600)")
-    add.add_argument("--user", required=True)
+    add.add_argument("--user", required=True, help="the user name clients log in with")
     add.add_argument("--mechanisms", type=_mechanisms, default=tuple(MECHANISMS),
                      help="comma-separated (default: both SCRAM mechanisms)")
     add.add_argument("--iterations", type=int, default=DEFAULT_ITERATIONS,
@@ -84,6 +100,11 @@ def register(subparsers) -> None:
                           "'saved'): for configuration management")
     add.set_defaults(func=_add)
     acl_cli.register(sub.add_parser("acl", help="the broker's ACLs (DATA_DIR/acls.json)"))
+
+
+def register(subparsers) -> None:
+    """``broker-user`` on a parser of one's own (``python -m appliance.broker.users_cli``)."""
+    build(subparsers.add_parser("broker-user", help="manage the embedded broker's users"))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,7 +32,6 @@ import hashlib
 import importlib.util
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from pathlib import Path
 
 from appliance import logs
 from appliance.config import ARCHIVE_AUTO, ARCHIVE_OFF
+from appliance.jdk import java_binary
 
 log = logs.get_logger("appliance.class_archive")
 
@@ -47,14 +47,6 @@ log = logs.get_logger("appliance.class_archive")
 DIR_ENV = "APPLIANCE_CLASS_ARCHIVE_DIR"
 #: JVM options that already decide about CDS: an operator's own choice wins.
 CDS_FLAGS = ("SharedArchiveFile", "ArchiveClassesAtExit", "-Xshare")
-
-
-def java_binary() -> Path | None:
-    """The ``java`` Spark's launcher runs: ``$JAVA_HOME/bin/java``, else the one on PATH
-    (the rule of pyspark's ``bin/spark-class``)."""
-    home = os.environ.get("JAVA_HOME")
-    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
-    return Path(found).resolve() if found and Path(found).exists() else None
 
 
 def spark_home() -> Path | None:

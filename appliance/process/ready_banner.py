@@ -27,5 +27,5 @@ def ready_line(bootstrap: str, embedded: bool, topics: TopicsConfig, metrics: st
         parts.append(f"metrics {metrics}")
     if log_file is not None:
         parts.append(f"full log {log_file}")
-    load = f"loadgen run --bootstrap {bootstrap} --rate 500 --duration 30"
+    load = f"loadgen run --bootstrap-server {bootstrap} --rate 500 --duration 30s"
     return f"appliance ready: {'; '.join(parts)}. Load it: {load}  (Ctrl-C stops it)"

@@ -5,6 +5,8 @@ pip's cache for its dependencies, nothing borrowed from this checkout's venv) in
 brand-new venv, and every command then runs from a scratch directory with a clean
 environment: if anything still looked for ``build/`` or ``examples/`` in a checkout, or
 imported the checkout instead of the installed package, a command here would fail.
+The plain install (a Spark worker's) runs the broker and the appliance; the load
+generator says in one line that it needs ``appliance[loadgen]``, which is then added.
 """
 
 from __future__ import annotations
@@ -56,7 +58,8 @@ def wheel() -> Path:
 
 @pytest.fixture(scope="module")
 def venv(wheel, tmp_path_factory) -> Path:
-    """A new venv holding the wheel and its declared dependencies, nothing else."""
+    """A new venv holding the wheel and its declared dependencies (no extras), nothing
+    else."""
     where = tmp_path_factory.mktemp("wheel-venv") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(where)], check=True, timeout=300)
     env = _clean_env()
@@ -113,7 +116,7 @@ class Proc:
 
 
 def test_installed_wheel_runs_broker_appliance_and_loadgen_without_a_checkout(
-        venv, tmp_path):
+        venv, wheel, tmp_path):
     bin_dir, env = venv / "bin", _clean_env()
     work = tmp_path / "work"
     work.mkdir()
@@ -158,11 +161,22 @@ port = 0
         appliance.wait_for_event("query.processing", 600)
 
         report = work / "load.json"
-        load = subprocess.run(
-            [str(bin_dir / "loadgen"), "run", "--bootstrap", bootstrap, "--rate", "100",
-             "--duration", "3", "--floor-seconds", "0", "--grace", "90", "--quiet",
-             "--report", str(report)],
-            cwd=work, env=env, capture_output=True, text=True, timeout=900)
+        loadgen = [str(bin_dir / "loadgen"), "run", "--bootstrap-server", bootstrap,
+                   "--rate", "100", "--duration", "3s", "--floor-duration", "0",
+                   "--grace", "90s", "--quiet", "--report", str(report)]
+        lean = subprocess.run(loadgen, cwd=work, env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert lean.returncode == 2, lean.stdout + lean.stderr
+        assert lean.stderr.splitlines() == [
+            "loadgen run: needs the loadgen extra (confluent-kafka, hdrhistogram, locust, "
+            "matplotlib, numpy not installed): pip install 'appliance[loadgen]'"]
+        extra = subprocess.run(
+            [str(bin_dir / "python"), "-m", "pip", "install", "--quiet",
+             "--disable-pip-version-check", f"{wheel}[loadgen]"],
+            cwd=work, env=env, capture_output=True, text=True, timeout=1200)
+        assert extra.returncode == 0, extra.stdout[-3000:] + extra.stderr[-3000:]
+        load = subprocess.run(loadgen, cwd=work, env=env, capture_output=True, text=True,
+                              timeout=900)
         assert load.returncode == 0, load.stdout + load.stderr + appliance.tail()
         result = json.loads(report.read_text())
         assert result["expected_alerts"] > 0

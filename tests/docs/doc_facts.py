@@ -17,6 +17,7 @@ import yaml
 
 from appliance.broker.settings import BrokerConfig
 from appliance.cli import build_parser as appliance_parser
+from appliance.command_tree import walk
 from appliance.config import EMBEDDED_PORT, Config
 from loadgen.cli import build_parser as loadgen_parser
 
@@ -62,26 +63,18 @@ def exported_metrics() -> frozenset[str]:
     return frozenset(found)
 
 
-def _walk(parser: argparse.ArgumentParser, path: tuple[str, ...],
-          out: dict[tuple[str, ...], frozenset[str]]) -> None:
-    flags = set()
-    for action in parser._actions:
-        flags.update(action.option_strings)
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                _walk(sub, (*path, name), out)
-    out[path] = frozenset(flags)
+def _flags(root: str, parser: argparse.ArgumentParser) -> dict[tuple[str, ...], frozenset[str]]:
+    """Every parser of the command tree (its lazy subcommands built) with its flags."""
+    return {(root, *path): frozenset(o for a in sub._actions for o in a.option_strings)
+            for path, sub in walk(parser)}
 
 
 @cache
 def cli_flags() -> dict[tuple[str, ...], frozenset[str]]:
     """(command, subcommand, ...) -> the flags that parser takes, read from the argparse
     parsers themselves (so a renamed flag, or its kept alias, is what the docs must say)."""
-    out: dict[tuple[str, ...], frozenset[str]] = {}
-    _walk(appliance_parser(), ("appliance",), out)
-    _walk(loadgen_parser(), ("loadgen",), out)
-    out[("locust",)] = _locust_flags()
-    return out
+    return {**_flags("appliance", appliance_parser()), **_flags("loadgen", loadgen_parser()),
+            ("locust",): _locust_flags()}
 
 
 def _locust_flags() -> frozenset[str]:

@@ -151,8 +151,12 @@ def flag_problems(found: list[Span]) -> list[str]:
             flags = _FLAG.findall(" ".join(rest))
             where = f"{span.doc}:{span.line}"
             if isinstance(command, tuple):
-                known = frozenset().union(
-                    *(cli_flags()[command[:n]] for n in range(1, len(command) + 1)))
+                # the command and the ones it hangs under; a command named without its
+                # subcommand ("`loadgen --bootstrap`") stands for all of them
+                known = frozenset().union(*(
+                    flags_of for path, flags_of in cli_flags().items()
+                    if command[:len(path)] == path
+                    or (len(command) == 1 and path[:1] == command)))
                 problems += [f"{where}: `{' '.join(command)}` takes no {flag}"
                              for flag in flags if flag not in known]
                 job = METRICS_JOB.get(command)

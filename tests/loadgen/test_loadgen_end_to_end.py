@@ -51,10 +51,10 @@ REQUIRED_KEYS = {"sent", "achieved_rate", "expected_alerts", "received_alerts", 
 def test_cli_run_accounts_for_every_alert_and_dead_letter(lg_bootstrap, lg_topics, relay,
                                                           lg_env, tmp_path):
     report_path = tmp_path / "run.json"
-    proc = _loadgen(lg_env, "run", "--bootstrap", lg_bootstrap,
-                    "--rate", "500", "--duration", "4", "--alert-ratio", "0.3",
+    proc = _loadgen(lg_env, "run", "--bootstrap-server", lg_bootstrap,
+                    "--rate", "500", "--duration", "4s", "--alert-ratio", "0.3",
                     "--bad-ratio", "0.1", "--workers", "2", *_topic_args(lg_topics),
-                    "--floor-seconds", "1", "--grace", "15", "--report", str(report_path))
+                    "--floor-duration", "1s", "--grace", "15s", "--report", str(report_path))
     assert proc.returncode == 0, proc.stderr
     report = json.loads(report_path.read_text())
     assert REQUIRED_KEYS <= report.keys()
@@ -264,7 +264,7 @@ def test_cli_exit_codes(lg_env):
                   "--alert-ratio", "0.8", "--bad-ratio", "0.5")
     assert bad.returncode == 2
     assert bad.stderr.strip().splitlines() == [
-        "loadgen run: alert-ratio plus bad-ratio must not exceed 1"]
+        "loadgen run: --alert-ratio plus --bad-ratio must not exceed 1"]
     down = loadgen("floor", "--bootstrap", f"127.0.0.1:{free_port()}", "--rate", "10",
                    "--duration", "1")
     assert down.returncode == 1

@@ -1,6 +1,7 @@
-"""Locust drives the same load headless and reports both request types in its CSV; its web
-UI takes the load's settings (users, rate per user, alert and bad-record ratios); and a
-Kafka that is not there or lacks the topics stops a run at once, with one line."""
+"""Locust drives the same load headless and reports both request types in its CSV; an
+alert that never comes is a failure row; its web UI takes the load's settings (users,
+rate per user, alert and bad-record ratios); and a Kafka that is not there or lacks the
+topics stops a run at once, with one line."""
 
 from __future__ import annotations
 
@@ -30,11 +31,17 @@ def _locust_env(lg_env, lg_topics) -> dict[str, str]:
     return env
 
 
-def _headless(lg_env, env, host: str, *extra: str, timeout: float = 90):
+def _headless(lg_env, env, host: str, *extra: str, timeout: float = 90,
+              flag: str = "--host"):
     return subprocess.run(
         [str(LOCUST), "-f", str(lg_env.root / "loadgen" / "locustfile.py"), "--headless",
-         "-u", "10", "-r", "5", "--host", host, "--only-summary", *extra],
+         "-u", "10", "-r", "5", flag, host, "--only-summary", *extra],
         capture_output=True, text=True, timeout=timeout, cwd=lg_env.root, env=env)
+
+
+def _csv_rows(path: str) -> dict[tuple[str, str], dict]:
+    with open(path, newline="") as f:
+        return {(r["Type"], r["Name"]): r for r in csv.DictReader(f)}
 
 
 def test_locust_headless_reports_produce_and_end_to_end(lg_bootstrap, lg_topics, relay,
@@ -53,6 +60,42 @@ def test_locust_headless_reports_produce_and_end_to_end(lg_bootstrap, lg_topics,
     assert int(alerts["Request Count"]) > 0.3 * int(produce["Request Count"])
     assert 0 < float(alerts["Median Response Time"]) < 5000
     assert ("dead_letter", "end_to_end") not in rows  # --bad-ratio defaults to 0
+    # The relay answered every event: at the stop, the answers still due were waited for.
+    assert int(alerts["Failure Count"]) == 0
+
+
+def test_locust_counts_every_alert_that_never_comes_as_a_failure(lg_bootstrap, lg_topics,
+                                                                lg_env, tmp_path):
+    """Nothing reads the events (no appliance, no relay): every alert and dead letter owed
+    is a failure of its row once --alert-timeout is up, the produce row stays clean, and
+    the run exits 3 (answers lost), as ``loadgen run`` does."""
+    env = _locust_env(lg_env, lg_topics)
+    prefix = tmp_path / "missing"
+    started = time.monotonic()
+    proc = _headless(lg_env, env, lg_bootstrap, "-t", "3s", "--csv", str(prefix),
+                     "--alert-ratio", "0.5", "--bad-ratio", "0.2", "--alert-timeout", "1s",
+                     flag="--bootstrap-server")
+    took = time.monotonic() - started
+    assert proc.returncode == 3, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    rows = _csv_rows(f"{prefix}_stats.csv")
+    produce = rows[("kafka", "produce")]
+    alerts, dead = rows[("alert", "end_to_end")], rows[("dead_letter", "end_to_end")]
+    sent = int(produce["Request Count"])
+    assert sent > 50 and int(produce["Failure Count"]) == 0
+    # Every owed answer is counted once, as a failure: about half alerts, a fifth dead
+    # letters (a low-discrepancy sequence of kinds: off by a few at most).
+    assert int(alerts["Failure Count"]) == int(alerts["Request Count"])
+    assert int(dead["Failure Count"]) == int(dead["Request Count"])
+    assert abs(int(alerts["Request Count"]) - 0.5 * sent) <= 5
+    assert abs(int(dead["Request Count"]) - 0.2 * sent) <= 5
+    with open(f"{prefix}_failures.csv", newline="") as f:
+        failures = {(r["Method"], r["Name"]): r for r in csv.DictReader(f)}
+    assert failures[("alert", "end_to_end")]["Error"] == "MissingAnswer('no alert within 1 s')"
+    assert failures[("dead_letter", "end_to_end")]["Error"] == \
+        "MissingAnswer('no dead letter within 1 s')"
+    # The stop waited for the last answers' second, no longer (bound: interpreter start).
+    assert took < 3 + 1 + 30, took
 
 
 def _stops_with_one_line(proc, address: str, cause: str) -> None:

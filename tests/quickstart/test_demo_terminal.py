@@ -1,4 +1,4 @@
-"""``make demo`` on a terminal, as the README's first block has it (``--seconds 5``, the
+"""``make demo`` on a terminal, as the README's first block has it (``--duration 5s``, the
 report in the test's directory): readable lines, the summary, and none of Spark's
 warnings or a traceback, while its log file keeps everything.
 
@@ -24,7 +24,7 @@ DEMO_S = 1800  # a bound: `make demo` checks set-up, then a JVM start and 5 s of
 def test_make_demo_on_a_terminal_shows_no_spark_warning_and_logs_everything(tmp_path):
     report = tmp_path / "demo.json"
     command = shortened(block("make-demo"), {
-        "make demo": f'make demo DEMO_ARGS="--seconds 5 --report {report}"'})
+        "make demo": f'make demo DEMO_ARGS="--duration 5s --report {report}"'})
     term = Terminal(["bash", "-e", "-c", command], ROOT, user_env(), tmp_path / "terminal.txt")
     try:
         code = term.wait(timeout=DEMO_S)

@@ -1,19 +1,24 @@
 """The README's quick start, run as written on a terminal: ``appliance run`` with the
-example config, the README's Locust line against it, the metrics command, then Ctrl-C.
+example config, the README's Locust line against it, the metrics command, ``make watch``
+(Prometheus and Alertmanager) and the dashboards rendered from it, then Ctrl-C to each.
 
 One ``appliance run`` (one JVM) serves every check. It listens where the README says,
 127.0.0.1:9092 and :9464: this is the one test of the suite that uses those fixed ports
-(every other starts the embedded broker on a free port), and it waits, bounded, while
-another checkout's run of it holds them. The environment only moves the appliance's
-state (checkpoint, and with it the log file) into the test's directory; the commands are
-the README's. Locust's run is shortened to 5 s and writes its CSV (``LOCUST_CSV``).
+(every other starts the embedded broker on a free port), and of 9090 and :9093 (``make
+watch``), and it waits, bounded, while another checkout's run of it holds them. The
+environment only moves the appliance's state (checkpoint, and with it the log file) into
+the test's directory; the commands are the README's. Locust's run is shortened to 5 s
+and writes its CSV (``LOCUST_CSV``).
 """
 
 from __future__ import annotations
 
 import csv
+import json
 import re
 import subprocess
+import time
+import urllib.request
 
 import pytest
 from quickstart_blocks import (
@@ -29,13 +34,16 @@ from quickstart_blocks import (
 from terminal import Terminal
 
 from appliance.process.logwatch import last_event, log_events
+from dashboards import catalog
 
 PORTS = [9092, 9464]  # examples/appliance.toml: the embedded broker's default, metrics
+WATCH_PORTS = [9090, 9093]  # make watch: Prometheus, Alertmanager
 READY_S = 900  # a bound, not an expectation: a JVM start on a machine shared with others
 
 
 def test_every_marked_block_is_run_by_a_test():
-    assert set(blocks()) == {"make-demo", "appliance-run", "locust", "metrics"}
+    assert set(blocks()) == {"make-demo", "appliance-run", "locust", "metrics", "watch",
+                             "render"}
 
 
 def test_what_reads_as_trouble_on_a_terminal():
@@ -72,9 +80,49 @@ def _locust(tmp_path) -> dict[tuple[str, str], dict]:
         return {(r["Type"], r["Name"]): r for r in csv.DictReader(f)}
 
 
+def _appliance_scraped_up() -> bool:
+    """Prometheus of ``make watch`` has scraped the appliance, and it was up."""
+    url = "http://127.0.0.1:9090/api/v1/query?query=up%7Bjob%3D%22appliance%22%7D"
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            result = json.loads(answer.read())["data"]["result"]
+    except OSError:
+        return False
+    return [r["value"][1] for r in result] == ["1"]
+
+
+def _watch_and_render(tmp_path) -> None:
+    """``make watch`` as written, the appliance scraped up, the README's render line, then
+    Ctrl-C: Prometheus and Alertmanager stop (make itself reports the interrupt)."""
+    watch = Terminal(["bash", "-e", "-c", block("watch")], ROOT, user_env(),
+                     tmp_path / "watch.txt")
+    try:
+        ready = watch.wait_for(r"watch ready: [^\n]*\n", 600).group(0)
+        assert "Prometheus http://127.0.0.1:9090" in ready, ready
+        assert "Alertmanager http://127.0.0.1:9093" in ready, ready
+        deadline = time.monotonic() + 120
+        while not _appliance_scraped_up():
+            assert time.monotonic() < deadline, "Prometheus never scraped the appliance up"
+            time.sleep(1.0)
+        render = subprocess.run(["bash", "-e", "-c", block("render")], cwd=ROOT,
+                                env=user_env(), capture_output=True, text=True, timeout=600)
+        assert render.returncode == 0, render.stdout + render.stderr
+        boards = catalog.load()
+        assert f"rendered {len(boards)} dashboards into reports/dashboards" in render.stdout
+        for board in boards:
+            assert (ROOT / "reports" / "dashboards" / f"{board.uid}.png").stat().st_size > 0
+    finally:
+        if watch.proc.poll() is None:
+            watch.ctrl_c()
+        watch.wait(timeout=120)
+        watch.close()
+    assert "watch: stopped Prometheus and Alertmanager" in watch.text(), watch.text()[-3000:]
+    assert "Traceback" not in watch.text()
+
+
 @pytest.mark.timeout(2400)  # bounds: the ports' wait, a JVM start, 5 s of load, the stop
 def test_readme_commands_run_load_watch_and_stop(tmp_path):
-    wait_until_free(PORTS, timeout=900)
+    wait_until_free(PORTS + WATCH_PORTS, timeout=900)
     state = tmp_path / "state"
     env = user_env(APPLIANCE_QUERY_CHECKPOINT_DIR=str(state / "checkpoints"))
     log_file = state / "log" / "appliance.log"  # beside the checkpoint (appliance.cli)
@@ -86,7 +134,7 @@ def test_readme_commands_run_load_watch_and_stop(tmp_path):
         assert "events in events, alerts out alerts, dead letters events.dlq" in ready
         assert "metrics http://127.0.0.1:9464/metrics" in ready
         assert f"full log {log_file}" in ready
-        assert "Load it: loadgen run --bootstrap 127.0.0.1:9092 " in ready
+        assert "Load it: loadgen run --bootstrap-server 127.0.0.1:9092 " in ready
         assert last_event(log_file, "appliance.ready")["bootstrap"] == "127.0.0.1:9092"
 
         # A second appliance on the same config finds the port taken: one line, exit 2,
@@ -111,6 +159,8 @@ def test_readme_commands_run_load_watch_and_stop(tmp_path):
         metrics = _metrics()
         assert metrics["appliance_events_read_total"] > 0, metrics
         assert metrics["appliance_alerts_written_total"] > 0, metrics
+
+        _watch_and_render(tmp_path)
     finally:
         if term.proc.poll() is None:
             term.ctrl_c()

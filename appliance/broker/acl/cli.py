@@ -170,22 +170,46 @@ def _run(func):
 
 def _resource_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", required=True, help="the broker's --data-dir")
-    parser.add_argument("--topic", action="append", default=[])
-    parser.add_argument("--group", action="append", default=[])
-    parser.add_argument("--transactional-id", action="append", default=[])
+    parser.add_argument("--topic", action="append", default=[],
+                        help="a topic (repeatable; with --resource-pattern-type prefixed: "
+                             "a name prefix; * : every topic)")
+    parser.add_argument("--group", action="append", default=[],
+                        help="a consumer group (repeatable)")
+    parser.add_argument("--transactional-id", action="append", default=[],
+                        help="a transactional id (repeatable)")
     parser.add_argument("--cluster", action="store_true", help="the cluster resource")
     parser.add_argument("--operation", action="append", default=[],
                         help="READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, CLUSTER_ACTION, "
-                             "DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE or ALL")
+                             "DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE or ALL "
+                             "(repeatable)")
+
+
+_EXAMPLES = {
+    "add": "appliance broker-user acl add --data-dir D --allow-principal User:appliance "
+           "--operation READ --topic events",
+    "list": "appliance broker-user acl list --data-dir D --principal User:appliance",
+    "remove": "appliance broker-user acl remove --data-dir D --principal User:appliance "
+              "--topic events",
+}
 
 
 def register(acl_parser: argparse.ArgumentParser) -> None:
     """``broker-user acl`` and its three commands."""
-    sub = acl_parser.add_subparsers(dest="acl_command", required=True)
-    add = sub.add_parser("add", help="allow or deny principals operations on resources")
+    acl_parser.description = (
+        "The broker's ACLs in DATA_DIR/acls.json, edited offline under the broker's lock; "
+        "a running broker applies them on SIGHUP or restart. Flags as Kafka's kafka-acls; "
+        "bad input exits 2 with one line naming the flag.")
+    acl_parser.epilog = "examples:\n" + "\n".join(f"  {line}" for line in _EXAMPLES.values())
+    sub = acl_parser.add_subparsers(dest="acl_command", required=True, metavar="COMMAND")
+    add = sub.add_parser("add", help="allow or deny principals operations on resources",
+                         description="Allow or deny principals operations on resources; "
+                                     "prints the ACLs, exit 0 or 2.",
+                         epilog=f"examples:\n  {_EXAMPLES['add']}")
     _resource_flags(add)
-    add.add_argument("--allow-principal", action="append", default=[])
-    add.add_argument("--deny-principal", action="append", default=[])
+    add.add_argument("--allow-principal", action="append", default=[],
+                     help="a principal to allow, e.g. User:alice (repeatable)")
+    add.add_argument("--deny-principal", action="append", default=[],
+                     help="a principal to deny, e.g. User:mallory (repeatable)")
     add.add_argument("--host", default=WILDCARD, help="client IP the ACL applies to "
                                                       "(default * : any)")
     add.add_argument("--resource-pattern-type", choices=("literal", "prefixed"),
@@ -194,10 +218,13 @@ def register(acl_parser: argparse.ArgumentParser) -> None:
     add.set_defaults(func=_run(_add))
     for name, func, text in (("list", _list, "show ACLs (all, or those the flags match)"),
                              ("remove", _remove, "remove the ACLs the flags match")):
-        p = sub.add_parser(name, help=text)
+        p = sub.add_parser(name, help=text, description=f"{text[0].upper()}{text[1:]}; "
+                                                          f"exit 0 or 2.",
+                           epilog=f"examples:\n  {_EXAMPLES[name]}")
         _resource_flags(p)
-        p.add_argument("--principal", default=None)
-        p.add_argument("--host", default=None)
+        p.add_argument("--principal", default=None,
+                       help="only the ACLs of this principal, e.g. User:alice")
+        p.add_argument("--host", default=None, help="only the ACLs for this client IP")
         p.add_argument("--resource-pattern-type", choices=("literal", "prefixed"),
-                       default=None)
+                       default=None, help="only literal or only prefixed resources")
         p.set_defaults(func=_run(func))
