@@ -165,7 +165,7 @@ class QueryConfig(_Section):
     # Micro-batch: streaming micro-batches the warm-up runs after its rounds, so each
     # batch's planning is compiled before ``ready`` (appliance.query.warmup.StreamWarmup);
     # 0: none. Off by default: 12 took the first minute's p99 from ~730 to ~540 ms but
-    # ``ready`` came ~2 s later (docs/appliance.md). The other triggers ignore it.
+    # ``ready`` came ~2 s later (docs/bench/appliance-latency.md). The other triggers ignore it.
     warmup_batches: int = 0
     # Micro-batch and real-time: offset/commit logs written in the background
     # (appliance.tuning.ASYNC_PROGRESS). Continuous mode ignores it.

@@ -78,7 +78,7 @@ class TriggerMode:
     name: str
     # Spark's keyword for ``DataStreamWriter.trigger(**{keyword: interval})``.
     spark_keyword: str
-    # The interval when the config names none (bench-measured, see docs/appliance.md).
+    # The interval when the config names none (bench-measured: docs/bench/appliance-latency.md).
     default_interval: str
     # The shortest interval Spark accepts, and the Spark conf that can lower it.
     min_interval: str | None

@@ -48,7 +48,7 @@ RECORDS_PER_ROUND = 20_000
 # logs ``query_new_classes``).
 # 5,000 records left the hot loop interpreted or in C1: at 10,000 events/s its C2
 # compilations (1-3 s each on 2 cores) landed on real events and built seconds of backlog
-# (bench/appliance_latency.py, docs/appliance.md).
+# (bench/appliance_latency.py, docs/bench/appliance-latency.md).
 MIN_RECORDS = 40_000
 MAX_ROUNDS = 8
 # Wall-clock budget from the warm-up's start: more rounds while it lasts (the first

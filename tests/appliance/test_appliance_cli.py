@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from child_env import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def appliance(*args: str, env: dict | None = None, timeout: float = 60):
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("APPLIANCE_")}
-    full_env.update(env or {})
-    full_env["PYTHONPATH"] = str(ROOT)
     return subprocess.run([sys.executable, "-m", "appliance", *args], capture_output=True,
-                          text=True, timeout=timeout, env=full_env, cwd=ROOT)
+                          text=True, timeout=timeout, env=child_env(**(env or {})), cwd=ROOT)
 
 
 def write(path: Path, text: str) -> Path:

@@ -31,9 +31,10 @@ from pathlib import Path
 
 import pytest
 from appliance_mix import MIX_RULES, check_outputs, make_mix
+from appliance_process import ApplianceProcess
 from cluster_config import write_cluster_config
-from kafka_io import consume, produce
-from test_appliance_process import ApplianceProcess, has_all, scrape
+from kafka_io import consume, has_all, produce
+from scrape import appliance_metrics
 
 from appliance.process import process_group
 from appliance.query.rules import rules_version
@@ -169,7 +170,7 @@ STOP_S, LAG_READING_SLACK_S = 8.0, 2.0
 
 def _lag_ages(port: int, topic: str) -> dict[str, float]:
     prefix = "appliance_consumer_lag_seconds{"
-    return {name: value for name, value in scrape(port).items()
+    return {name: value for name, value in appliance_metrics(port).items()
             if name.startswith(prefix) and f'topic="{topic}"' in name}
 
 
@@ -248,7 +249,7 @@ def test_executor_kill_mid_stream_loses_no_alert(cluster_run, spark_cluster, bro
             assert first.proc.poll() is None, "the appliance exited instead of restarting"
             # A fresh checkpoint at start (0), then the restart in place resumed it.
             port = first.wait_for("appliance.ready", 5)["metrics_port"]
-            assert scrape(port)["appliance_recoveries_total"] == 1
+            assert appliance_metrics(port)["appliance_recoveries_total"] == 1
             # The budget (one restart) is spent: the next loss is the supervisor's.
             _kill_an_executor(cluster_run, spark_cluster)
             code = first.proc.wait(timeout=120)

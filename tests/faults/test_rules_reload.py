@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import pytest
-from fault_process import ROOT, ApplianceProcess, write_config
+from appliance_process import ApplianceProcess
+from fault_process import ROOT, write_config
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from loadrun import LoadThread, rules_yaml
 from swap_outage import is_outage, outage_bound_s

@@ -1,9 +1,8 @@
 // The embedded broker's ACLs with the real Java kafka-clients: each argument is a scenario
-// property file (client properties with the SASL login, plus check.name, check.action =
-// produce | fetch | group | delete, check.topic, check.group). Prints "NAME=ok", or
-// "NAME=<exception>" naming the first *AuthorizationException in the cause chain (else
-// the root cause). Credentials live in the files, never on the command line.
-import java.io.FileInputStream;
+// property file (Scenarios: client properties with the SASL login, plus check.name,
+// check.action = produce | fetch | group | delete, check.topic, check.group). Prints
+// "NAME=ok", or "NAME=<exception>" naming the first *AuthorizationException in the cause
+// chain (else the root cause).
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.*;
@@ -18,38 +17,21 @@ public class AclCheck {
     static final long TIMEOUT_MS = 30000;
 
     public static void main(String[] args) throws Exception {
-        for (String file : args) {
-            Properties props = new Properties();
-            try (FileInputStream in = new FileInputStream(file)) { props.load(in); }
-            String name = (String) props.remove("check.name");
-            String action = (String) props.remove("check.action");
-            String topic = (String) props.remove("check.topic");
-            String group = (String) props.remove("check.group");
-            String result;
-            try {
-                switch (action) {
-                    case "produce": result = produce(props, topic); break;
-                    case "fetch": result = fetch(props, topic); break;
-                    case "group": result = group(props, topic, group); break;
-                    case "delete": result = delete(props, topic); break;
-                    default: result = "unknown-action";
-                }
-            } catch (Exception e) {
-                result = describe(e);
-            }
-            System.out.println(name + "=" + result);
-        }
+        Scenarios.run(args, AclCheck::check,
+                t -> t.getClass().getSimpleName().endsWith("AuthorizationException"));
     }
 
-    static String describe(Throwable e) {
-        Throwable root = e;
-        for (Throwable t = e; t != null; t = t.getCause()) {
-            if (t.getClass().getSimpleName().endsWith("AuthorizationException")) {
-                return t.getClass().getSimpleName();
-            }
-            root = t;
+    static String check(String name, Properties props) throws Exception {
+        String action = (String) props.remove("check.action");
+        String topic = (String) props.remove("check.topic");
+        String group = (String) props.remove("check.group");
+        switch (action) {
+            case "produce": return produce(props, topic);
+            case "fetch": return fetch(props, topic);
+            case "group": return group(props, topic, group);
+            case "delete": return delete(props, topic);
+            default: return "unknown-action";
         }
-        return root.getClass().getSimpleName();
     }
 
     static String produce(Properties base, String topic) throws Exception {

@@ -1,10 +1,8 @@
 // The embedded broker's TLS/SASL listener with the real Java kafka-clients.
-// Arguments: scenario property files (client properties plus check.name, check.topic and
-// check.timeout.ms; credentials live in the files, never on the command line). For each
-// scenario it
-// produces one record and reads it back, then prints "NAME=ok", or "NAME=<exception>"
-// naming the first authentication exception in the cause chain (else the root cause).
-import java.io.FileInputStream;
+// Arguments: scenario property files (Scenarios: client properties plus check.name,
+// check.topic and check.timeout.ms). For each scenario it produces one record and reads it
+// back, then prints "NAME=ok", or "NAME=<exception>" naming the first authentication
+// exception in the cause chain (else the root cause).
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.*;
@@ -17,29 +15,13 @@ import org.apache.kafka.common.serialization.*;
 
 public class SecureCheck {
     public static void main(String[] args) throws Exception {
-        for (String file : args) {
-            Properties props = new Properties();
-            try (FileInputStream in = new FileInputStream(file)) { props.load(in); }
-            String name = (String) props.remove("check.name");
-            String topic = (String) props.remove("check.topic");
-            long timeoutMs = Long.parseLong((String) props.remove("check.timeout.ms"));
-            String result;
-            try {
-                result = roundTrip(props, topic, name, timeoutMs);
-            } catch (Exception e) {
-                result = describe(e);
-            }
-            System.out.println(name + "=" + result);
-        }
+        Scenarios.run(args, SecureCheck::check, t -> t instanceof AuthenticationException);
     }
 
-    static String describe(Throwable e) {
-        Throwable root = e;
-        for (Throwable t = e; t != null; t = t.getCause()) {
-            if (t instanceof AuthenticationException) return t.getClass().getSimpleName();
-            root = t;
-        }
-        return root.getClass().getSimpleName();
+    static String check(String name, Properties props) throws Exception {
+        String topic = (String) props.remove("check.topic");
+        long timeoutMs = Long.parseLong((String) props.remove("check.timeout.ms"));
+        return roundTrip(props, topic, name, timeoutMs);
     }
 
     static String roundTrip(Properties base, String topic, String name, long timeoutMs)
