@@ -33,6 +33,13 @@ MAX_ARGS = 6
 #: Arguments of one kind each probe passes (a function's result kind is fixed if every
 #: probe that analyses agrees on it).
 PROBES = ("NULL", "'x'", "1.5D", "2", "tags", "array('x')")
+#: A column's value of each kind (not a constant): a position that takes the kind as a
+#: literal but refuses it as this takes only constants (``round``'s scale).
+COLUMN_PROBES = {"string": "metric", "double": "value", "int": "CAST(value AS INT)",
+                 "boolean": "value > 0", "map": "tags", "array": "array(metric)",
+                 "date": "to_date(metric)",
+                 "timestamp": "timestamp_millis(CAST(ts AS BIGINT))",
+                 "binary": "CAST(metric AS BINARY)"}
 #: One argument of each kind the rules check tells apart, by its name there
 #: (``appliance.query.sql_types.probe_kind``): which of them each argument position takes.
 KIND_PROBES = {"null": "NULL", "string": "'x'", "double": "1.5D", "int": "2",
@@ -66,8 +73,9 @@ class SparkFunction(NamedTuple):
     deterministic: bool
     returns: str | None
     # Per argument count (up to 3), per position: the kinds of argument Spark accepted there
-    # with NULL in every other position (``appliance.query.sql_types.probe_kind``); a count
-    # whose all-NULL call Spark refuses is absent (nothing known).
+    # with NULL in every other position (``appliance.query.sql_types.probe_kind``), and
+    # "constant" where it took them only as literals; a count whose all-NULL call Spark
+    # refuses is absent (nothing known).
     accepts: dict[int, tuple[tuple[str, ...], ...]] = {{}}
 
 
@@ -106,6 +114,14 @@ def accepts(events, name: str, arities: tuple[int, ...]) -> dict[int, tuple[tupl
                 args[position] = literal
                 if kind == "null" or _analyses(events, f"{name}({', '.join(args)})"):
                     kinds.append(kind)
+            columns = []
+            for kind in kinds:
+                if kind in COLUMN_PROBES:
+                    args = ["NULL"] * count
+                    args[position] = COLUMN_PROBES[kind]
+                    columns.append(_analyses(events, f"{name}({', '.join(args)})"))
+            if columns and not any(columns):
+                kinds.append("constant")
             positions.append(tuple(kinds))
         out[count] = tuple(positions)
     return out

@@ -445,9 +445,12 @@ class _Checker:
         for i, (arg, found) in enumerate(zip(node.args, args, strict=True)):
             kind = probe_kind(found)
             if kind is not None and kind not in accepted[i]:
-                takes = ", ".join(k for k in accepted[i] if k != "null")
+                takes = ", ".join(k for k in accepted[i] if k not in ("null", "constant"))
                 self.add(f"{node.name}'s argument {i + 1} cannot be {_a(found)} ({_say(arg)}); "
                          f"Spark takes {takes or 'only NULL'} there")
+            elif "constant" in accepted[i] and not _constant(arg):
+                self.add(f"{node.name}'s argument {i + 1} must be a constant, not "
+                         f"{_say(arg)}")
 
     def _signed(self, node: s.Call, signature: Signature, args: list[SqlType]) -> SqlType:
         for i, (arg, found) in enumerate(zip(node.args, args, strict=True)):
@@ -491,6 +494,19 @@ class _Checker:
             return _t(TIMESTAMP)
         self.add(f"{what} have no common type ({' and '.join(sorted(t.name for t in known))})")
         return T_ANY
+
+
+def _constant(node: s.Node) -> bool:
+    """No field or lambda variable anywhere under ``node`` (Spark folds it to a value)."""
+    if isinstance(node, (s.Column, s.Lambda, s.Subquery)):
+        return False
+    for value in vars(node).values():
+        children = value if isinstance(value, tuple) else (value,)
+        for child in children:
+            items = child if isinstance(child, tuple) else (child,)
+            if any(isinstance(item, s.Node) and not _constant(item) for item in items):
+                return False
+    return True
 
 
 def _counts(arities: tuple[int, ...]) -> str:
