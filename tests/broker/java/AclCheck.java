@@ -11,7 +11,6 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.consumer.*;
 import org.apache.kafka.clients.producer.*;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.serialization.*;
 
 public class AclCheck {
     static final long TIMEOUT_MS = 30000;
@@ -35,15 +34,7 @@ public class AclCheck {
     }
 
     static String produce(Properties base, String topic) throws Exception {
-        Properties pp = new Properties();
-        pp.putAll(base);
-        String t = Long.toString(TIMEOUT_MS);
-        pp.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, t);
-        pp.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, t);
-        pp.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, t);
-        pp.put(ProducerConfig.LINGER_MS_CONFIG, "0");
-        pp.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
-        pp.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        Properties pp = Scenarios.producer(base, TIMEOUT_MS);
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(pp)) {
             producer.send(new ProducerRecord<>(topic, 0, null,
                     "java-acl".getBytes(StandardCharsets.UTF_8)))
@@ -53,13 +44,8 @@ public class AclCheck {
     }
 
     static Properties consumerProps(Properties base) {
-        Properties cp = new Properties();
-        cp.putAll(base);
-        cp.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, Long.toString(TIMEOUT_MS));
-        cp.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        Properties cp = Scenarios.consumer(base, TIMEOUT_MS);
         cp.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
-        cp.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
-        cp.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         return cp;
     }
 

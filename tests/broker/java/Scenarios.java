@@ -8,6 +8,10 @@ import java.io.FileInputStream;
 import java.io.IOException;
 import java.util.Properties;
 import java.util.function.Predicate;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 final class Scenarios {
     interface Check {
@@ -30,6 +34,33 @@ final class Scenarios {
             }
             System.out.println(name + "=" + result);
         }
+    }
+
+    /** A byte-array producer's settings over {@code base}: every wait bounded by
+     * {@code timeoutMs}, no batching. */
+    static Properties producer(Properties base, long timeoutMs) {
+        String t = Long.toString(timeoutMs);
+        Properties pp = new Properties();
+        pp.putAll(base);
+        pp.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, t);
+        pp.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, t);
+        pp.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, t);
+        pp.put(ProducerConfig.LINGER_MS_CONFIG, "0");
+        pp.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        pp.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        return pp;
+    }
+
+    /** A byte-array consumer's settings over {@code base}: API calls bounded by
+     * {@code timeoutMs}, nothing committed on its own. */
+    static Properties consumer(Properties base, long timeoutMs) {
+        Properties cp = new Properties();
+        cp.putAll(base);
+        cp.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, Long.toString(timeoutMs));
+        cp.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        cp.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        cp.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        return cp;
     }
 
     static String describe(Throwable e, Predicate<Throwable> telling) {

@@ -11,7 +11,6 @@ import org.apache.kafka.clients.consumer.*;
 import org.apache.kafka.clients.producer.*;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.AuthenticationException;
-import org.apache.kafka.common.serialization.*;
 
 public class SecureCheck {
     public static void main(String[] args) throws Exception {
@@ -26,27 +25,14 @@ public class SecureCheck {
 
     static String roundTrip(Properties base, String topic, String name, long timeoutMs)
             throws Exception {
-        String t = Long.toString(timeoutMs);
-        Properties pp = new Properties();
-        pp.putAll(base);
-        pp.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, t);
-        pp.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, t);
-        pp.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, t);
-        pp.put(ProducerConfig.LINGER_MS_CONFIG, "0");
-        pp.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
-        pp.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        Properties pp = Scenarios.producer(base, timeoutMs);
         byte[] value = ("java-" + name).getBytes(StandardCharsets.UTF_8);
         long offset;
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(pp)) {
             offset = producer.send(new ProducerRecord<>(topic, 0, null, value))
                     .get(timeoutMs + 5000, TimeUnit.MILLISECONDS).offset();
         }
-        Properties cp = new Properties();
-        cp.putAll(base);
-        cp.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, t);
-        cp.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-        cp.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
-        cp.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        Properties cp = Scenarios.consumer(base, timeoutMs);
         TopicPartition tp = new TopicPartition(topic, 0);
         try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(cp)) {
             consumer.assign(List.of(tp));
