@@ -14,6 +14,7 @@ from appliance_mix import MIX_RULES, check_outputs, make_mix
 from appliance_process import ApplianceProcess
 from kafka_io import consume, has_all, produce
 from scrape import appliance_metrics
+from short_intervals import SHORT_INTERVALS
 
 from appliance.config import Config
 from appliance.config import write_config as write_config_file
@@ -26,8 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # Per trigger: its [query] interval. Real-time runs 5-second batches instead of its
 # 5-minute default only so that a batch (and with it the lag metric) commits within the
 # test's bounds; replay after the kill is the same mechanism at any batch length.
-INTERVALS = {"continuous": "500 milliseconds", "realtime": "5 seconds",
-             "microbatch": None}  # the shipped default (0 s)
+INTERVALS = {**SHORT_INTERVALS, "microbatch": None}  # micro-batch: the shipped default (0 s)
 
 
 def write_config(tmp_path: Path, broker, topics: dict[str, str],

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 import pytest
 from appliance_mix import check_outputs, make_mix
 from kafka_io import consume, produce
+from short_intervals import SHORT_INTERVALS
 
 from appliance.config import Config
 from appliance.process.runner import Appliance
@@ -22,8 +23,7 @@ from appliance.query.warmup import MIN_RECORDS
 
 pytestmark = pytest.mark.spark
 
-INTERVALS = {"continuous": "500 milliseconds", "realtime": "5 seconds",
-             "microbatch": "200 milliseconds"}
+INTERVALS = SHORT_INTERVALS
 
 
 def topic_config(new_topic, broker, tmp_path, trigger: str, rules_yaml: str) -> Config:

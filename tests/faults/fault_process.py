@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from short_intervals import SHORT_INTERVALS
+
 from appliance.config import Config
 from appliance.config import write_config as write_config_file
 
 ROOT = Path(__file__).resolve().parents[2]
-INTERVALS = {"continuous": "500 milliseconds", "realtime": "5 seconds",
-             "microbatch": "200 milliseconds"}
+INTERVALS = SHORT_INTERVALS
 
 
 def write_config(directory: Path, bootstrap: str, topics: dict[str, str], trigger: str,
