@@ -18,7 +18,7 @@ import time
 import urllib.request
 
 import pytest
-from broker_helpers import batch, fetch, produce
+from wire_helpers import batch, fetch, metadata, produce
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.wire import errors, schemas
@@ -190,10 +190,10 @@ def test_acls_survive_a_restart_and_a_bad_file_stops_the_start(tmp_path):
 
 # -- enforcement ----------------------------------------------------------------------------
 
-def _metadata(c: WireClient, topics) -> dict:
-    body = {"topics": None if topics is None else [{"name": t} for t in topics],
-            "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
-    return {t["name"]: t["error_code"] for t in c.request(schemas.METADATA, 9, body)["topics"]}
+def _topic_errors(c: WireClient, topics) -> dict:
+    """topic -> the error code its Metadata entry carries."""
+    meta = metadata(c, topics, include_topic_authorized_operations=False)
+    return {t["name"]: t["error_code"] for t in meta["topics"]}
 
 
 def _join_error(c: WireClient, group: str) -> int:
@@ -235,8 +235,8 @@ def test_denied_then_allowed_through_the_offline_cli_and_sighup(locked_broker):
         assert produce(c, "events", 0, batch([b"x"]))["error_code"] == \
             errors.TOPIC_AUTHORIZATION_FAILED
         assert fetch(c, "events", 0, 0)["error_code"] == errors.TOPIC_AUTHORIZATION_FAILED
-        assert _metadata(c, ["events"]) == {"events": errors.TOPIC_AUTHORIZATION_FAILED}
-        assert _metadata(c, None) == {}  # all topics: the denied ones left out
+        assert _topic_errors(c, ["events"]) == {"events": errors.TOPIC_AUTHORIZATION_FAILED}
+        assert _topic_errors(c, None) == {}  # all topics: the denied ones left out
         assert _join_error(c, "g1") == errors.GROUP_AUTHORIZATION_FAILED
         assert _delete_topic_error(c, "alerts") == errors.TOPIC_AUTHORIZATION_FAILED
         find = c.request(schemas.FIND_COORDINATOR, 3, {"key": "g1", "key_type": 0})
@@ -268,7 +268,7 @@ def test_denied_then_allowed_through_the_offline_cli_and_sighup(locked_broker):
         written = produce(c, "events", 0, batch([b"x"]))
         assert written["error_code"] == errors.NONE
         assert fetch(c, "events", 0, written["base_offset"])["error_code"] == errors.NONE
-        assert _metadata(c, None) == {"events": errors.NONE, "alerts": errors.NONE}
+        assert _topic_errors(c, None) == {"events": errors.NONE, "alerts": errors.NONE}
         assert _join_error(c, "g1") in (errors.MEMBER_ID_REQUIRED, errors.NONE)
         assert _join_error(c, "g2") == errors.GROUP_AUTHORIZATION_FAILED
         assert c.request(schemas.INIT_PRODUCER_ID, 2, {

@@ -8,19 +8,12 @@ import os
 import struct
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import confluent_kafka as ck
 import pytest
-from broker_helpers import (
-    batch,
-    fetch,
-    list_offset,
-    produce,
-    record_offsets_values,
-    record_values,
-)
+from scrape import metric
+from wire_helpers import batch, fetch, list_offset, produce, record_offsets_values, record_values
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.wire import errors, schemas
@@ -136,13 +129,6 @@ def _events(log_path: Path, name: str) -> list[dict]:
     return [e for e in out if e.get("event") == name]
 
 
-def _metric(url: str, name: str) -> float:
-    text = urllib.request.urlopen(url, timeout=10).read().decode()
-    for line in text.splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    raise AssertionError(f"{name} not in {url}")
-
 
 def test_torn_tail_is_quarantined_and_earlier_records_kept(tmp_path):
     with EmbeddedBroker(data_dir=tmp_path, extra_args=["--topics", "torn:1"]) as b:
@@ -200,8 +186,8 @@ def test_damaged_frame_is_quarantined_and_every_frame_after_it_kept(tmp_path):
         assert (event["at_byte"], event["bytes"]) == (start, end - start)
         assert event["valid_frames_after"] == len(frames) - 2 and event["at_end"] is False
         assert Path(event["quarantine_file"]).read_bytes() == bytes(data[start:end])
-        assert _metric(b.metrics_url, "broker_recovery_quarantined_bytes_total") == end - start
-        assert _metric(b.metrics_url, "broker_recovery_quarantined_regions_total") == 1
+        assert metric(b.metrics_url, "broker_recovery_quarantined_bytes_total") == end - start
+        assert metric(b.metrics_url, "broker_recovery_quarantined_regions_total") == 1
         with WireClient(b.bootstrap) as c:
             assert produce(c, "crc", 0, batch([b"next"]))["base_offset"] == len(values)
         copied = Path(event["quarantine_file"]).stat().st_mtime_ns

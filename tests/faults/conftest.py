@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import os
 import random
+import subprocess
 import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from fault_knobs import LONG
@@ -42,6 +45,30 @@ def faults_seed(request) -> int:
 def rng(faults_seed):
     """A seeded RNG per test (``faults_seed``)."""
     return random.Random(faults_seed)
+
+
+@pytest.fixture
+def tmpfs(tmp_path) -> Iterator[Callable[[str], Path]]:
+    """``tmpfs(size) -> Path``: a tmpfs of ``size`` (``mount -o size=``, e.g. ``"8m"``)
+    mounted under the test's directory, a disk that fills for real; unmounted after the
+    test. Mounting needs root (CI runs as root)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root (CI runs as root)")
+    mounted: list[Path] = []
+
+    def mount(size: str) -> Path:
+        where = tmp_path / f"disk{len(mounted)}"
+        where.mkdir()
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs",
+                        str(where)], check=True)
+        mounted.append(where)
+        return where
+
+    try:
+        yield mount
+    finally:
+        for where in mounted:
+            subprocess.run(["umount", "-l", str(where)], check=False)
 
 
 @pytest.fixture

@@ -16,16 +16,15 @@ finds nothing to quarantine (no torn frame was left behind).
 
 from __future__ import annotations
 
-import os
 import random
-import subprocess
 import urllib.request
 from pathlib import Path
 
 import confluent_kafka as ck
 import pytest
-from broker_wire import metric_sum, produce, read_partition
 from preload import build_library
+from scrape import metric_sum
+from wire_helpers import produce_one, read_partition
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.wire import errors, schemas
@@ -38,17 +37,8 @@ BALLAST = 2 * 1024 * 1024  # what "the operator" deletes to free space
 
 
 @pytest.fixture
-def small_disk(tmp_path):
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root (CI runs as root)")
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12m,mode=0755", "tmpfs", str(mount)],
-                   check=True)
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
+def small_disk(tmpfs):
+    return tmpfs("12m")
 
 
 def _value(rng: random.Random, n: int) -> bytes:
@@ -76,7 +66,7 @@ def test_full_data_dir_refuses_then_recovers_and_keeps_every_acknowledged_record
             for n in range(2000):  # 16 MB of records: more than the disk holds
                 p = n % PARTITIONS
                 value = _value(rng, n)
-                code, offset = produce(c, TOPIC, p, value)
+                code, offset = produce_one(c, TOPIC, p, value)
                 if code == errors.NONE:
                     assert (p, offset) not in acked
                     acked[(p, offset)] = value
@@ -93,7 +83,7 @@ def test_full_data_dir_refuses_then_recovers_and_keeps_every_acknowledged_record
             for p in range(PARTITIONS):
                 stored = read_partition(b.bootstrap, TOPIC, p)
                 assert stored == {o: v for (q, o), v in acked.items() if q == p}
-            assert produce(c, TOPIC, 0, _value(rng, n))[0] == errors.KAFKA_STORAGE_ERROR
+            assert produce_one(c, TOPIC, 0, _value(rng, n))[0] == errors.KAFKA_STORAGE_ERROR
             assert metric_sum(b.metrics_url, "broker_storage_append_errors_total") >= 20
 
             # 2. A real client produces through the outage: librdkafka retries the
@@ -119,7 +109,7 @@ def test_full_data_dir_refuses_then_recovers_and_keeps_every_acknowledged_record
             for i in range(100):
                 p = i % PARTITIONS
                 value = _value(rng, 20_000 + i)
-                code, offset = produce(c, TOPIC, p, value)
+                code, offset = produce_one(c, TOPIC, p, value)
                 assert code == errors.NONE
                 assert offset == ends[p]  # no offset was burnt by the refused produces
                 ends[p] += 1
@@ -172,19 +162,19 @@ def test_io_errors_are_undone_refused_and_recovered_from(tmp_path, io_error_shim
         with WireClient(b.bootstrap) as c:
             for i in range(20):
                 value = _value(rng, i)
-                code, offset = produce(c, "eio", 0, value)
+                code, offset = produce_one(c, "eio", 0, value)
                 assert code == errors.NONE
                 acked[offset] = value
             trigger.write_text(fault)
             for i in range(5):
-                assert produce(c, "eio", 0, _value(rng, 100 + i))[0] == \
+                assert produce_one(c, "eio", 0, _value(rng, 100 + i))[0] == \
                     errors.KAFKA_STORAGE_ERROR
             assert _errno_count(b.metrics_url, "EIO") == 5
             assert read_partition(b.bootstrap, "eio", 0) == acked  # nothing half-kept
             trigger.unlink()
             for i in range(20):
                 value = _value(rng, 200 + i)
-                code, offset = produce(c, "eio", 0, value)
+                code, offset = produce_one(c, "eio", 0, value)
                 assert (code, offset) == (errors.NONE, 20 + i)
                 acked[offset] = value
         assert b.kill() == -9
