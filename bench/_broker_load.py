@@ -1,5 +1,5 @@
 """Drive a broker with volume, read it back whole, and watch its process: what the broker
-soak test (tests/broker/test_soak.py) and the broker bench (``bench.broker_soak``) share.
+soak test (tests/broker/test_memory_bound.py) and the broker bench (``bench.broker_soak``) share.
 
 Every record's value starts with its producer-side sequence number, which is also the
 offset the broker must give it (one producer, one partition, nothing else written), so a

@@ -9,7 +9,7 @@ setting. The per-connection term is what one connection may make the broker hold
 once: a partial request frame (larger ones come from the shared request pool), one read
 from its socket, one response being sent (``WRITE_HIGH`` unsent, then the piece being
 written), one parked request (a long-poll fetch, a rebalance; at most ``MAX_ITEMS``
-items). docs/broker.md ("Memory") states the same formula; tests/broker/test_soak.py and
+items). docs/broker.md ("Memory") states the same formula; tests/broker/test_memory_bound.py and
 ``bench.broker_soak`` measure the peak against ``bound``.
 
 ``server`` takes its write-side constants from here, so the formula and the mechanism

@@ -12,7 +12,6 @@ import stat
 
 import confluent_kafka as ck
 import pytest
-from broker_helpers import run_java
 from confluent_kafka import ElectionType
 from confluent_kafka.admin import (
     AdminClient,
@@ -22,6 +21,7 @@ from confluent_kafka.admin import (
     UserScramCredentialDeletion,
     UserScramCredentialUpsertion,
 )
+from java_programs import run_java
 from kafka import KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient
 from kafka.admin import OffsetSpec as KpOffsetSpec

@@ -1,6 +1,7 @@
-"""What the hostile-client tests need beside the broker: hand-made record batches (any
-header a client could claim, with a valid or a broken CRC-32C), the broker's memory, and a
-bystander client whose request latency is measured while a hostile one does its worst."""
+"""What the hostile-client tests need beside the broker and ``wire_helpers``: hand-made
+record batches (any header a client could claim, with a valid or a broken CRC-32C), a
+fetch that asks for everything, the broker's memory, and a bystander client whose request
+latency is measured while a hostile one does its worst."""
 
 from __future__ import annotations
 
@@ -10,13 +11,11 @@ import threading
 import time
 
 import crc32c
-from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from appliance.broker.wire import schemas
 from appliance.broker.wire.client import WireClient
+from bench._broker_load import process_memory
 
-PRODUCE_V = 8
-FETCH_V = 11
 # baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
 # baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount
 _HEAD = struct.Struct(">qiibIhiqqqhii")
@@ -35,26 +34,8 @@ def raw_batch(records: bytes, count: int, attributes: int = 0, producer_id: int 
     return bytes(head[:21]) + body
 
 
-def batch(values: list[bytes], producer_id: int = -1, epoch: int = -1,
-          sequence: int = -1) -> bytes:
-    b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
-                                  producer_id=producer_id, producer_epoch=epoch,
-                                  base_sequence=sequence, batch_size=1 << 30)
-    for i, v in enumerate(values):
-        b.append(i, timestamp=TS + i, key=None, value=v, headers=[])
-    return bytes(b.build())
-
-
-def produce(c: WireClient, topic: str, records: bytes, partition: int = 0) -> dict:
-    resp = c.request(schemas.PRODUCE, PRODUCE_V, {
-        "transactional_id": None, "acks": -1, "timeout_ms": 5000,
-        "topic_data": [{"name": topic, "partition_data": [
-            {"index": partition, "records": records}]}]})
-    return resp["responses"][0]["partition_responses"][0]
-
-
-def fetch_body(topic: str, copies: int = 1, offset: int = 0, max_bytes: int = 0x7FFFFFFF,
-               partition: int = 0) -> dict:
+def greedy_fetch_body(topic: str, copies: int = 1, offset: int = 0,
+                      max_bytes: int = 0x7FFFFFFF, partition: int = 0) -> dict:
     """A fetch naming one partition ``copies`` times, asking for everything."""
     return {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": max_bytes,
             "isolation_level": 0, "session_id": 0, "session_epoch": -1,
@@ -65,19 +46,8 @@ def fetch_body(topic: str, copies: int = 1, offset: int = 0, max_bytes: int = 0x
             "forgotten_topics_data": [], "rack_id": ""}
 
 
-def list_offset(c: WireClient, topic: str, timestamp: int, version: int = 5) -> dict:
-    resp = c.request(schemas.LIST_OFFSETS, version, {
-        "replica_id": -1, "isolation_level": 0,
-        "topics": [{"name": topic, "partitions": [{
-            "partition_index": 0, "current_leader_epoch": -1, "timestamp": timestamp}]}]})
-    return resp["topics"][0]["partitions"][0]
-
-
 def rss_bytes(pid: int) -> int:
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
+    return process_memory(pid).rss
 
 
 def closed_by_peer(sock: socket.socket, timeout: float) -> bool:

@@ -13,6 +13,7 @@ import time
 
 import pytest
 from fault_knobs import LONG, knob
+from hostile_wire import rss_bytes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -38,13 +39,6 @@ def fuzz_broker(tmp_path_factory):
     print(f"\nbroker fuzz: {stats['frames']} frames, {stats['closed']} connections closed, "
           f"{stats['answered']} still answering afterwards")
     b.stop()
-
-
-def rss_bytes(pid: int) -> int:
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
 
 
 def header(api_key: int, version: int, flexible: bool, corr: int = 7,

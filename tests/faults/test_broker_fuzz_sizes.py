@@ -18,7 +18,8 @@ import time
 
 import cramjam
 import pytest
-from hostile_wire import Bystander, batch, closed_by_peer, fetch_body, produce, raw_batch, rss_bytes
+from hostile_wire import Bystander, closed_by_peer, greedy_fetch_body, raw_batch, rss_bytes
+from wire_helpers import batch, produce
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.wire import schemas
@@ -39,7 +40,7 @@ def target(tmp_path_factory):
                        extra_args=["--group-initial-rebalance-delay-ms", "0"]).start()
     with WireClient(b.bootstrap, timeout=60) as c:
         for _ in range(8):  # 8 MiB for the fetch cases
-            produce(c, "data", batch([b"d" * (64 * 1024)] * 15))
+            produce(c, "data", 0, batch([b"d" * (64 * 1024)] * 15))
     yield b
     b.stop()
     print("\n" + "\n".join(RESULTS))
@@ -138,7 +139,7 @@ def _cases():
     def claimed_records(b):
         with WireClient(b.bootstrap) as c:
             for count in (2, 1000, 2**31 - 1):
-                assert produce(c, "bombs", raw_batch(b"\x0e" + b"\0" * 6, count))[
+                assert produce(c, "bombs", 0, raw_batch(b"\x0e" + b"\0" * 6, count))[
                     "error_code"] == 2
 
     def bombs(b):
@@ -147,7 +148,7 @@ def _cases():
             for codec, make in ((1, cramjam.gzip.compress), (3, cramjam.lz4.compress),
                                 (4, cramjam.zstd.compress)):
                 bomb = bytes(make(zeros))
-                assert produce(c, "bombs", raw_batch(bomb, 1, attributes=codec))[
+                assert produce(c, "bombs", 0, raw_batch(bomb, 1, attributes=codec))[
                     "error_code"] == 0, codec
             c.request(schemas.LIST_OFFSETS, 5, {
                 "replica_id": -1, "isolation_level": 0, "topics": [{
@@ -157,14 +158,16 @@ def _cases():
 
     def duplicate_fetch(b):
         with WireClient(b.bootstrap, timeout=60) as c:
-            c.send_raw(c.encode(schemas.FETCH, 11, fetch_body("data", copies=MAX_ITEMS - 10)))
+            body = greedy_fetch_body("data", copies=MAX_ITEMS - 10)
+            c.send_raw(c.encode(schemas.FETCH, 11, body))
             assert len(c.recv_frame()) < 10 * MIB
 
     def unread_pipeline(b):
         with socket.create_connection(_address(b), timeout=10) as sock:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-            frames = b"".join(encode_request(schemas.FETCH, 11, fetch_body("data", copies=50),
-                                             i, "fuzz") for i in range(50))
+            body = greedy_fetch_body("data", copies=50)
+            frames = b"".join(encode_request(schemas.FETCH, 11, body, i, "fuzz")
+                              for i in range(50))
             sock.sendall(frames)
             time.sleep(2)
 

@@ -18,18 +18,9 @@ import urllib.request
 
 import cramjam
 import pytest
-from hostile_wire import (
-    TS,
-    Bystander,
-    batch,
-    closed_by_peer,
-    fetch_body,
-    list_offset,
-    produce,
-    raw_batch,
-    rss_bytes,
-)
+from hostile_wire import TS, Bystander, closed_by_peer, greedy_fetch_body, raw_batch, rss_bytes
 from kafka import KafkaProducer
+from wire_helpers import batch, list_offset, produce
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.wire import errors, schemas
@@ -61,9 +52,9 @@ def test_a_batch_claiming_millions_of_records_is_refused(hostile):
     before, one ListOffsets by time took 4.4 s and stalled every other client."""
     claim = raw_batch(b"\x0e\x00\x00\x00\x01\x00\x00\x00", count=2_000_000)
     with WireClient(hostile.bootstrap) as c, Bystander(hostile.bootstrap) as bystander:
-        refused = produce(c, "walk", claim)
+        refused = produce(c, "walk", 0, claim)
         started = time.monotonic()
-        found = list_offset(c, "walk", TS)
+        found = list_offset(c, "walk", 0, TS)
         took = time.monotonic() - started
     print(f"\n{bystander.summary()}; ListOffsets {took * 1000:.1f} ms")
     assert refused["error_code"] == errors.CORRUPT_MESSAGE
@@ -82,9 +73,9 @@ def test_decompression_is_capped(hostile):
     claim = raw_batch(bomb, count=1, attributes=4)  # codec 4: zstd
     with WireClient(hostile.bootstrap) as c:
         before = rss_bytes(hostile.proc.pid)
-        assert produce(c, "bomb", claim)["error_code"] == errors.NONE
+        assert produce(c, "bomb", 0, claim)["error_code"] == errors.NONE
         with Bystander(hostile.bootstrap) as bystander:
-            found = list_offset(c, "bomb", TS)
+            found = list_offset(c, "bomb", 0, TS)
         grown = _grown(hostile, before)
     print(f"\n{bystander.summary()}; broker RSS grew {grown:.1f} MiB")
     assert (found["error_code"], found["offset"]) == (errors.NONE, 0)
@@ -97,7 +88,7 @@ def test_decompression_is_capped(hostile):
 def _fill(c: WireClient, topic: str, megabytes: int) -> None:
     value = b"x" * (64 * 1024)
     for _ in range(megabytes):
-        assert produce(c, topic, batch([value] * 15))["error_code"] == errors.NONE
+        assert produce(c, topic, 0, batch([value] * 15))["error_code"] == errors.NONE
 
 
 def test_a_fetch_naming_one_partition_many_times_gets_it_once(hostile):
@@ -105,7 +96,7 @@ def test_a_fetch_naming_one_partition_many_times_gets_it_once(hostile):
     capped by max_bytes and --fetch-max-bytes; before, an 853-byte Fetch returned 50 MB."""
     with WireClient(hostile.bootstrap, timeout=60) as c:
         _fill(c, "amp", 2)
-        request = c.encode(schemas.FETCH, 11, fetch_body("amp", copies=500))
+        request = c.encode(schemas.FETCH, 11, greedy_fetch_body("amp", copies=500))
         c.send_raw(request)
         frame = c.recv_frame()
         _, resp = c.decode_response(schemas.FETCH, 11, frame)
@@ -128,7 +119,7 @@ def test_pipelined_requests_of_a_client_that_does_not_read_cost_one_response(hos
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         c = WireClient.__new__(WireClient)
         c.client_id, c._corr = "hostile", 0
-        sock.sendall(b"".join(c.encode(schemas.FETCH, 11, fetch_body("amp", copies=20))
+        sock.sendall(b"".join(c.encode(schemas.FETCH, 11, greedy_fetch_body("amp", copies=20))
                               for _ in range(4)))
         time.sleep(3)  # the client reads nothing
         grown = _grown(hostile, before)
@@ -147,18 +138,18 @@ def test_a_batch_with_a_flipped_byte_is_refused(hostile):
     damaged = bytearray(batch([b"evil"]))
     damaged[-3] ^= 0x01
     with WireClient(hostile.bootstrap) as c:
-        assert produce(c, "crc", good)["error_code"] == errors.NONE
-        refused = produce(c, "crc", bytes(damaged))
+        assert produce(c, "crc", 0, good)["error_code"] == errors.NONE
+        refused = produce(c, "crc", 0, bytes(damaged))
         assert refused["error_code"] == errors.CORRUPT_MESSAGE
         assert "CRC" in refused["error_message"]
-        assert list_offset(c, "crc", -1)["offset"] == 1
+        assert list_offset(c, "crc", 0, -1)["offset"] == 1
 
 
 def test_control_and_transactional_batches_from_clients_are_refused(hostile):
     with WireClient(hostile.bootstrap) as c:
-        control = produce(c, "crc", raw_batch(b"\x0e\x00\x00\x00\x01\x00\x00\x00", count=1,
+        control = produce(c, "crc", 0, raw_batch(b"\x0e\x00\x00\x00\x01\x00\x00\x00", count=1,
                                               attributes=0x20))
-        txn = produce(c, "crc", raw_batch(b"\x0e\x00\x00\x00\x01\x00\x00\x00", count=1,
+        txn = produce(c, "crc", 0, raw_batch(b"\x0e\x00\x00\x00\x01\x00\x00\x00", count=1,
                                           attributes=0x10))
     assert control["error_code"] == errors.INVALID_RECORD
     assert txn["error_code"] == errors.INVALID_TXN_STATE
@@ -172,7 +163,7 @@ def test_a_producer_id_the_broker_did_not_issue_is_refused_and_survives_a_restar
                         log_path=tmp_path / "b.log") as b:
         with WireClient(b.bootstrap) as c:
             claim = batch([b"mine"], producer_id=(1 << 63) - 1, epoch=0, sequence=0)
-            assert produce(c, "pid", claim)["error_code"] == errors.UNKNOWN_PRODUCER_ID
+            assert produce(c, "pid", 0, claim)["error_code"] == errors.UNKNOWN_PRODUCER_ID
         b.kill()
         b.start()
         with WireClient(b.bootstrap) as c:
@@ -449,7 +440,7 @@ def test_the_metrics_endpoint_can_omit_names(tmp_path):
                         extra_args=["--metrics-port", "0", "--no-metrics-names"]) as b:
         with WireClient(b.bootstrap) as c:
             assert _commit(c, "secret-group", "secret-topic") == errors.NONE
-            produce(c, "secret-topic", batch([b"v"]))
+            produce(c, "secret-topic", 0, batch([b"v"]))
         text = urllib.request.urlopen(b.metrics_url, timeout=10).read().decode()
     assert "secret" not in text
     values = {line.split()[0]: float(line.split()[1]) for line in text.splitlines()

@@ -21,7 +21,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pytest
-from fault_process import ApplianceProcess, write_config
+from appliance_process import ApplianceProcess
+from fault_process import write_config
 from loadrun import LoadThread, rules_yaml
 
 from appliance.broker import EmbeddedBroker
