@@ -9,7 +9,7 @@ kafka-python, librdkafka - and what the alerts' downstream consumers and admin t
 waiting fetch is woken by the produce itself.
 
 Built to run unattended for months against hostile clients: its memory is bounded and
-stated (``memory_bound``; records are served from segment files, not held), the log has a
+stated (the memory_bound module; records are served from segment files, not held), the log has a
 retention by default (time, and a budget sized to the disk or RAM), and every request's
 cost is bounded (one request at a time per connection, frames and items sized to the
 API, CRC-32C checked on produce, decompression capped, walks sliced; docs/broker.md).
