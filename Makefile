@@ -18,7 +18,7 @@ SPARK_JARS         = $(shell $(PY) -c 'import pyspark, os; print(os.path.join(os
 VERSION            = $(shell $(PY) -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])')
 WHEEL              = dist/appliance-$(VERSION)-py3-none-any.whl
 
-.PHONY: setup system-deps class-archive connector dist test test-deploy faults demo watch bench lint clean faults-overload dashboards testbed testbed-down
+.PHONY: setup system-deps class-archive connector dist test test-fast test-deploy faults soak demo watch bench lint clean faults-overload dashboards docs testbed testbed-down
 
 setup: $(VENV)/.installed $(KAFKA_CLIENTS_JAR) connector system-deps class-archive $(COLLECTIONS)
 
@@ -80,6 +80,13 @@ test: setup
 	$(PY) -m pytest -m "exclusive and not deploy" -n 0
 	$(PY) -m pytest -m deploy tests/deploy -s
 
+# The inner loop: unit, contract and protocol tests; nothing that starts Spark or a Java
+# client, runs real clients end to end, kills, restarts or deploys (the e2e mark,
+# tests/conftest.py). A few minutes on two workers.
+FAST := not spark and not java and not e2e and not cluster and not deploy and not exclusive
+test-fast: setup
+	$(PY) -m pytest -m "$(FAST)" -n $(PYTEST_WORKERS) --dist loadfile
+
 # The end-to-end Ansible deploy onto the multi-host test bed (root; builds the bed).
 test-deploy: setup
 	$(PY) -m pytest -m deploy tests/deploy -s
@@ -88,6 +95,15 @@ test-deploy: setup
 # trigger (tests/faults/conftest.py reads FAULTS_LONG). Needs root for the tmpfs disk test.
 faults: setup
 	FAULTS_LONG=1 $(PY) -m pytest tests/faults -s -p no:cacheprovider
+
+# Hours of `appliance run` at a steady rate against a durable broker (issue 46): the
+# broker's memory, open files and the latencies must stay flat. SOAK_SECONDS sets the
+# length (default 4 h; e.g. `make soak SOAK_SECONDS=300` to try it), SOAK_RATE the events/s.
+# Samples: reports/soak/broker_soak.jsonl.
+SOAK_SECONDS ?= 14400
+SOAK_RATE ?= 1000
+soak: setup
+	SOAK_SECONDS=$(SOAK_SECONDS) SOAK_RATE=$(SOAK_RATE) $(PY) -m pytest tests/faults/test_soak.py -m soak -s -p no:cacheprovider
 
 # The long overload variant (issue 12): 60 s at twice the sustainable rate; `make test` runs
 # the same test for 10 s. Figures and plot: reports/overload/connector_overload_60s.{json,png}.
@@ -108,6 +124,11 @@ watch: setup
 
 bench: setup
 	$(PY) -m bench
+
+# The docs' pictures (docs/img/*.svg) drawn from their text (docs/img/*.dot) with
+# Graphviz's dot; tests/docs/test_pictures.py fails while a drawing is older than its text.
+docs: $(VENV)/.installed system-deps
+	$(PY) scripts/draw_docs.py
 
 lint: setup
 	$(VENV)/bin/ruff check appliance loadgen tests bench scripts dashboards

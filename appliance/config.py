@@ -165,7 +165,7 @@ class QueryConfig(_Section):
     # Micro-batch: streaming micro-batches the warm-up runs after its rounds, so each
     # batch's planning is compiled before ``ready`` (appliance.query.warmup.StreamWarmup);
     # 0: none. Off by default: 12 took the first minute's p99 from ~730 to ~540 ms but
-    # ``ready`` came ~2 s later (docs/appliance.md). The other triggers ignore it.
+    # ``ready`` came ~2 s later (docs/bench/appliance-latency.md). The other triggers ignore it.
     warmup_batches: int = 0
     # Micro-batch and real-time: offset/commit logs written in the background
     # (appliance.tuning.ASYNC_PROGRESS). Continuous mode ignores it.
@@ -351,11 +351,21 @@ class MetricsConfig(_Section):
     # In-band alert latency histogram (appliance.observability.alert_latency); off only to
     # measure its cost.
     alert_latency: bool = True
+    # Per-rule alert counts are exported for this many rules, those that alerted most
+    # (``appliance_rule_alerts_total{rule}``): with thousands of rules, one series each
+    # would swamp Prometheus. 0: none. Every rule's counts are on the ``/-/rules/stats``
+    # page (``appliance rules stats``).
+    top_rules: int = 10
 
     @field_validator("port")
     @classmethod
     def _port(cls, value: int) -> int:
         return _within(value, 0, 65535, "any free port")
+
+    @field_validator("top_rules")
+    @classmethod
+    def _top_rules(cls, value: int) -> int:
+        return _within(value, 0, 1000, "no per-rule series")
 
 
 class CpusConfig(_Section):

@@ -2,7 +2,7 @@
 
 Continuous, real-time and micro-batch run the same transformation but differ in how Spark
 schedules it, and that difference reaches config defaults, tuning, the query's start, what
-``ready`` means, health checks and how a running query is stopped for a rules swap. Each
+``ready`` means, health checks and how new rules reach the running query. Each
 difference is a field of ``TriggerMode`` with the reason next to it, so the rest of the
 code asks the mode (``mode.slot_per_partition``) instead of comparing its name, and a
 fourth mode would be one more table row. The Ansible deploy reads the same table through
@@ -42,19 +42,16 @@ class ReadySignal(enum.Enum):
     TRIGGER_COMPLETED = "a trigger completed in this run"
 
 
-class BoundaryStop(enum.Enum):
-    """How a running query is brought to a committed boundary before it is stopped for a
-    rules swap, so its successor on the same checkpoint replays as little as possible."""
+class RulesSwitch(enum.Enum):
+    """How a new rules version reaches the running query's tasks (the rule book,
+    ``appliance.query.rule_book``): no task stops either way."""
 
-    # Epochs commit every interval: wait for the next commit, then stop at once.
-    NEXT_COMMIT = "the next committed epoch or batch"
-    # A batch lasts minutes: ask the source to end the running batch now (the connector's
-    # batch-end signal), wait for its commit, then stop.
-    END_BATCH = "the running batch, ended early by the source"
-
-
-#: How long a swap waits for a batch to end and commit before it stops the query anyway.
-BATCH_BOUNDARY_WAIT_S = 30.0
+    # Epochs and micro-batches start every interval or sooner: the first one no task has
+    # entered runs the new rules, in every task (one version per epoch or batch).
+    NEXT_GENERATION = "from the next epoch or batch a task enters"
+    # A real-time batch lasts minutes: each task takes the new version at its next record
+    # (a partition switches at one record; each alert names the version that raised it).
+    LIVE = "at each task's next record"
 
 
 class QueryProbe(Protocol):
@@ -81,7 +78,7 @@ class TriggerMode:
     name: str
     # Spark's keyword for ``DataStreamWriter.trigger(**{keyword: interval})``.
     spark_keyword: str
-    # The interval when the config names none (bench-measured, see docs/appliance.md).
+    # The interval when the config names none (bench-measured: docs/bench/appliance-latency.md).
     default_interval: str
     # The shortest interval Spark accepts, and the Spark conf that can lower it.
     min_interval: str | None
@@ -115,7 +112,7 @@ class TriggerMode:
     # warmup_batches, appliance.query.warmup.StreamWarmup).
     plans_every_batch: bool
     ready: ReadySignal
-    boundary: BoundaryStop
+    rules_switch: RulesSwitch
 
     def trigger_kwargs(self, interval: str) -> dict[str, str]:
         """Keyword arguments of ``DataStreamWriter.trigger`` for ``interval``."""
@@ -148,13 +145,14 @@ class TriggerMode:
         """``trigger_kwargs`` with no waiting between triggers (the warm-up's)."""
         return {self.spark_keyword: "0 seconds"}
 
-    def boundary_wait_s(self, interval: str) -> float:
-        """How long a rules swap waits for the old query's boundary (``boundary``) before it
-        stops the query anyway: nothing is lost then, the successor replays more. A few
-        epochs where they commit every interval; else one batch's end and commit."""
-        if self.commits_every_interval:
-            return 3 * interval_ms(interval) / 1000.0 + 2.0
-        return BATCH_BOUNDARY_WAIT_S
+    def switch_wait_s(self, interval: str) -> float:
+        """How long a rules reload waits to see the new version in effect before it
+        answers (it takes effect anyway): a couple of epochs or batches where they pass
+        every interval, a moment where tasks switch live. An idle query runs nothing, so the
+        new rules wait, pending, for its first record."""
+        if self.rules_switch is RulesSwitch.LIVE:
+            return 2.0
+        return 2 * interval_ms(interval) / 1000.0 + 2.0
 
     def is_processing(self, probe: QueryProbe, partitions: int) -> bool:
         """Whether the started query processes events as they come (see ``ReadySignal``)."""
@@ -186,12 +184,12 @@ CONTINUOUS = TriggerMode(
     reports_idle_progress=False,
     plans_every_batch=False,
     ready=ReadySignal.EPOCH_COMMITTED,
-    boundary=BoundaryStop.NEXT_COMMIT,
+    rules_switch=RulesSwitch.NEXT_GENERATION,
 )
 # Every batch boundary stalls the long-running tasks (offset/commit log writes, planning),
 # so batches are long; the price is replay: after a crash the unfinished batch is re-read
 # from its start offsets, so up to one interval of events yields duplicate alerts (never
-# lost ones). A rules swap does not pay it: it ends the batch first (BoundaryStop.END_BATCH).
+# lost ones). New rules do not wait for the batch's end: tasks switch live (RulesSwitch.LIVE).
 REALTIME = TriggerMode(
     name="realtime",
     spark_keyword="realTime",
@@ -208,7 +206,7 @@ REALTIME = TriggerMode(
     reports_idle_progress=False,
     plans_every_batch=False,
     ready=ReadySignal.TASKS_LAUNCHED,
-    boundary=BoundaryStop.END_BATCH,
+    rules_switch=RulesSwitch.LIVE,
 )
 # A 0 s interval starts the next batch as soon as the last one ends (a fixed interval only
 # adds waiting).
@@ -228,7 +226,7 @@ MICROBATCH = TriggerMode(
     reports_idle_progress=True,
     plans_every_batch=True,
     ready=ReadySignal.TRIGGER_COMPLETED,
-    boundary=BoundaryStop.NEXT_COMMIT,
+    rules_switch=RulesSwitch.NEXT_GENERATION,
 )
 
 MODES: dict[str, TriggerMode] = {m.name: m for m in (CONTINUOUS, REALTIME, MICROBATCH)}

@@ -23,14 +23,15 @@ GC_OPTIONS = (
 
 
 # The JIT's compiler threads at nice 19, below the task threads. On two cores the C2
-# compilations after ``ready`` (0.7-7.8 s each, docs/appliance.md) are queueing delay for
-# the tasks; at nice 19 a compilation waits while a task thread wants the core, and still
-# runs on an idle one. HotSpot sets a thread's priority only under ThreadPriorityPolicy=1,
-# and then maps EVERY Java priority to a nice value (up to -5 for the highest, honoured for
-# root only): the mapping is pinned to 0 for all ten, so every other thread (GC, VM thread,
-# tasks) stays where it was, as root or not. A non-root JVM still prints one warning at
-# start ("-XX:ThreadPriorityPolicy=1 may require system level permission"): lowering its own
-# threads' priority needs none. HotSpot has no flag for the GC's threads alone.
+# compilations after ``ready`` (0.7-7.8 s each, docs/bench/appliance-latency.md) are
+# queueing delay for the tasks; at nice 19 a compilation waits while a task thread wants
+# the core, and still runs on an idle one. HotSpot sets a thread's priority only under
+# ThreadPriorityPolicy=1, and then maps EVERY Java priority to a nice value (up to -5 for
+# the highest, honoured for root only): the mapping is pinned to 0 for all ten, so every
+# other thread (GC, VM thread, tasks) stays where it was, as root or not. A non-root JVM
+# still prints one warning at start ("-XX:ThreadPriorityPolicy=1 may require system level
+# permission"): lowering its own threads' priority needs none. HotSpot has no flag for the
+# GC's threads alone.
 JIT_BELOW_TASKS = (
     "-XX:ThreadPriorityPolicy=1",
     "-XX:CompilerThreadPriority=19",

@@ -30,6 +30,8 @@ class Cell:
     tmpfs_checkpoint: bool = False   # checkpoint under /dev/shm instead of the disk
     # A live rules swap (``appliance rules reload``) this many seconds after ready.
     reload_at_s: float | None = None
+    # A generated rules file of this many rules (bench._rule_sets); 0: the shipped example.
+    rules: int = 0
     # Scheduling levers applied from outside (bench._sched): to the appliance JVM's threads
     # by name, and CPUs split between the appliance and the broker + load driver.
     threads: ThreadPolicy | None = None

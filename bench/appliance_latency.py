@@ -49,6 +49,7 @@ from appliance.process.logwatch import log_events, wait_for_event
 from appliance.topics import default_partitions
 from appliance.tuning import JVM_OPTIONS
 from bench import _machine as machine
+from bench import _rule_sets as rule_sets
 from bench import _sched as sched
 from bench._cells import BY_NAME, CELLS, Cell
 from bench._java import compile_driver
@@ -212,7 +213,10 @@ def _run_appliance(cell: Cell, broker, topics: dict[str, str], workdir: Path,
     base = Path("/dev/shm") if cell.tmpfs_checkpoint and Path("/dev/shm").is_dir() else workdir
     checkpoint = Path(tempfile.mkdtemp(prefix="bench-cp-", dir=base))
     rules = workdir / "rules.yml"
-    shutil.copyfile(RULES, rules)
+    if cell.rules:
+        rule_sets.rules_file(cell.rules, rules)
+    else:
+        shutil.copyfile(RULES, rules)
     config = write_config(cell, broker.bootstrap, topics, workdir, checkpoint, rules)
     log = workdir / f"{cell.name}.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith("APPLIANCE_")}

@@ -27,8 +27,10 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "reports" / "bench" / "broker_latency.json"
 
 
-def _run_java(cp: str, *args: str, timeout: float, broker_pid: int,
-              quiet_wait_s: float = 0.0) -> dict:
+def run_driver(cp: str, *args: str, timeout: float, broker_pid: int,
+               quiet_wait_s: float = 0.0) -> dict:
+    """One run of the Java driver (``latency`` or ``throughput`` mode), its JSON result
+    with how busy the CPUs were and the broker's CPU share."""
     busy_before = machine.wait_for_quiet(quiet_wait_s) if quiet_wait_s > 0 else None
     start, t0 = machine.cpu_times(), time.monotonic()
     broker_cpu0 = machine.process_cpu_s(broker_pid)
@@ -86,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             for _ in range(args.repeats):
                 topic = f"lat-{rate}-{uuid.uuid4().hex[:6]}"
                 broker.create_topics({topic: 1})
-                runs.append(_run_java(cp, "latency", broker.bootstrap, topic, str(rate),
+                runs.append(run_driver(cp, "latency", broker.bootstrap, topic, str(rate),
                                       str(args.seconds), str(args.warmup), str(wait_ms),
                                       timeout=args.seconds + args.warmup + 120,
                                       broker_pid=broker.proc.pid,
@@ -107,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.repeats):
             topic = f"tput-{uuid.uuid4().hex[:6]}"
             broker.create_topics({topic: 1})
-            runs.append(_run_java(cp, "throughput", broker.bootstrap, topic,
+            runs.append(run_driver(cp, "throughput", broker.bootstrap, topic,
                                   str(args.throughput_seconds), str(args.value_bytes),
                                   timeout=args.throughput_seconds + 200,
                                   broker_pid=broker.proc.pid,

@@ -16,6 +16,12 @@ processes share the cores. Medians over the rounds, in microseconds per record.
     .venv/bin/python -m bench.pipeline_cost                       # 200,000 records, 7 runs
     .venv/bin/python -m bench.pipeline_cost --records 20000 --warm 1 --runs 1   # smoke
 
+How the cost grows with the rules: ``--rules 1 100 1000 10000`` measures the transform with
+each generated rules file (``bench._rule_sets``: the driver's events are candidates for
+about one rule in 200) in the same JVM, with the rule book the appliance runs and, with
+``--naive``, the reference that compiles every rule into the plan (``NaiveRules``, up to
+``--naive-max`` rules: its plan and generated code grow with the count).
+
 Writes ``reports/bench/pipeline_cost.json``.
 """
 
@@ -87,11 +93,19 @@ def records_frame(spark, count: int, bad_every: int):
         "0 AS timestampType")
 
 
-def measure(args) -> dict:
-    from appliance.config import Config, TopicsConfig
-    from appliance.process.session import build_session
-    from appliance.query.pipeline import parse_events, transform
+def _rules(count: int):
+    import yaml
+
     from appliance.query.rules import parse_rule_set
+    from bench._rule_sets import rules_doc
+
+    text = RULES.read_text() if count == 0 else yaml.safe_dump(rules_doc(count))
+    return parse_rule_set(text, f"rules-{count}")
+
+
+def measure(args) -> dict:
+    from appliance.config import Config
+    from appliance.process.session import build_session
 
     config = Config.model_validate({"spark": {"master": "local[1]"},
                                     "query": {"trigger": "continuous"}})
@@ -99,11 +113,39 @@ def measure(args) -> dict:
     pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
     records = records_frame(spark, args.records, args.bad_every).cache()
     records.count()
-    rules = parse_rule_set(RULES.read_text())
+    if args.stage == "parse" or not args.rules:
+        result = _measure_one(args, spark, pid, records, 0, "book")
+    else:
+        result = {"by_rules": []}
+        for count in args.rules:
+            for evaluation in ("book", "naive") if args.naive else ("book",):
+                if evaluation == "naive" and count > args.naive_max:
+                    continue
+                one = _measure_one(args, spark, pid, records, count, evaluation)
+                print(f"pipeline_cost: {count} rules, {evaluation}: {one['task_cpu_us']} us "
+                      f"task CPU per record (plan {one['plan_s']} s)", file=sys.stderr,
+                      flush=True)
+                result["by_rules"].append({"rules": count, "evaluation": evaluation, **one})
+    spark.stop()
+    return result
+
+
+def _measure_one(args, spark, pid: int, records, count: int, evaluation: str) -> dict:
+    from appliance.config import TopicsConfig
+    from appliance.query.naive_rules import NaiveRules
+    from appliance.query.pipeline import parse_events, transform
+    from appliance.query.rule_book import RuleBook
+
+    planned = time.monotonic()
+    book = None
     if args.stage == "parse":
         out = parse_events(records)
     else:
-        out = transform(records, rules, TopicsConfig())
+        rules = _rules(count)
+        evaluator = (NaiveRules(rules) if evaluation == "naive"
+                     else (book := RuleBook.holding(spark, rules)))
+        out = transform(records, evaluator, TopicsConfig())
+    plan_s = round(time.monotonic() - planned, 3)
     rounds: list[Round] = []
     for i in range(args.warm + args.runs):
         wall0, cpu0, task0 = time.monotonic(), process_cpu_s(pid), task_cpu_s(pid)
@@ -115,9 +157,11 @@ def measure(args) -> dict:
               f"{done.task_cpu_s:.2f} s task CPU", file=sys.stderr, flush=True)
         if i >= args.warm:
             rounds.append(done)
-    spark.stop()
+    if book is not None:
+        book.close()
     per = 1e6 / args.records
     return {
+        "plan_s": plan_s,
         "wall_us": round(statistics.median(r.wall_s for r in rounds) * per, 3),
         "process_cpu_us": round(statistics.median(r.process_cpu_s for r in rounds) * per, 3),
         "task_cpu_us": round(statistics.median(r.task_cpu_s for r in rounds) * per, 3),
@@ -134,6 +178,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bad-every", type=int, default=50,
                         help="every Nth record is a dead letter (0: none)")
     parser.add_argument("--stage", choices=("transform", "parse"), default="transform")
+    parser.add_argument("--rules", type=int, nargs="*", default=[], metavar="N",
+                        help="rule counts to measure, each a generated rules file "
+                             "(default: the shipped example rules only)")
+    parser.add_argument("--naive", action="store_true",
+                        help="with --rules: the plan-compiled reference evaluation too")
+    parser.add_argument("--naive-max", type=int, default=1000, metavar="N",
+                        help="the most rules the reference is measured with")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args([] if argv is None else argv)
     if args.records < 1 or args.runs < 1 or args.warm < 0 or args.bad_every < 0:
@@ -143,7 +194,9 @@ def main(argv: list[str] | None = None) -> int:
     load0 = os.getloadavg()[0]
     result = measure(args)
     command = (f"python -m bench.pipeline_cost --records {args.records} --warm {args.warm} "
-               f"--runs {args.runs} --bad-every {args.bad_every} --stage {args.stage}")
+               f"--runs {args.runs} --bad-every {args.bad_every} --stage {args.stage}"
+               + (f" --rules {' '.join(map(str, args.rules))}" if args.rules else "")
+               + (f" --naive --naive-max {args.naive_max}" if args.naive else ""))
     doc = {"benchmark": "pipeline_cost", "command": command,
            "note": "microseconds per record, medians of the measured rounds; task = the "
                    "executor task thread's CPU (no JIT, no GC)",
@@ -152,9 +205,11 @@ def main(argv: list[str] | None = None) -> int:
            **result}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(doc, indent=2) + "\n")
-    print(f"pipeline_cost ({args.stage}): {result['wall_us']} us wall, "
-          f"{result['process_cpu_us']} us JVM CPU, {result['task_cpu_us']} us task CPU "
-          f"per record (load {load0:.1f} -> {doc['machine']['load_avg_end']:.1f})")
+    for row in result.get("by_rules", [result]):
+        label = f"{row['rules']} rules, {row['evaluation']}" if "rules" in row else args.stage
+        print(f"pipeline_cost ({label}): {row['wall_us']} us wall, "
+              f"{row['process_cpu_us']} us JVM CPU, {row['task_cpu_us']} us task CPU per "
+              f"record (load {load0:.1f} -> {doc['machine']['load_avg_end']:.1f})")
     return 0
 
 

@@ -161,6 +161,26 @@ APPLIANCE_LATENCY = Board("appliance-latency", "Appliance latency", "appliance",
           height=5, description="The running rules' content hash (alerts carry it as "
                                 "rules_version); a reload that applied a new file changes it."),
     )),
+    ("Rules", (
+        P("Rules that alert most", _q(
+            (f"topk(10, rate({sel('appliance_rule_alerts_total')}[{RI}]))", "{{rule}}")),
+          unit="ops", width=12,
+          description="Alerts per second listing each rule, for the [metrics] top_rules "
+                      "rules that alerted most since start (the only rules with a series: "
+                      "appliance rules stats lists every rule's counts)."),
+        P("Rules tried per event", _q(
+            (f"rate({sel('appliance_rule_evaluations_total')}[{RI}]) / clamp_min(rate("
+             f"{sel('appliance_rule_events_total')}[{RI}]), 1e-9)", "{{instance}}")),
+          width=6,
+          description="Rule evaluations per valid event: the index evaluates only the "
+                      "rules an event's metric, source and tags can match, plus the rules "
+                      "with no equality to file them by."),
+        P("Rules that never matched / no event reached", _q(
+            (sel("appliance_rules_unmatched"), "never matched"),
+            (sel("appliance_rules_unreached"), "no event reached")), kind="stat", width=6,
+          description="Never matched: no alert since start. No event reached: indexed rules "
+                      "whose required value (a metric name, a source, a tag) no event had."),
+    )),
 ))
 
 LOAD_TEST = Board("appliance-load-test", "Load test", "loadgen", (

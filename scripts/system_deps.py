@@ -6,8 +6,9 @@ deployed rule files), and with prometheus-alertmanager it is `make watch`'s loca
 curl runs the README's metrics command as written; gcc builds the LD_PRELOAD library the
 broker's power-loss test uses to drop every write that was not fsynced; systemd-nspawn
 (systemd-container), mmdebstrap, ssh and ssh-keygen (openssh-client) build and reach the
-Ansible test bed's hosts. We install them with apt-get when we are root; otherwise we
-print the one command a user must run.
+Ansible test bed's hosts; dot (graphviz) draws the docs' pictures (``make docs``) and
+their test checks they are current. We install them with apt-get when we are root;
+otherwise we print the one command a user must run.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ PACKAGES = {"kcat": "kcat", "prometheus": "prometheus", "promtool": "prometheus"
             "prometheus-alertmanager": "prometheus-alertmanager",
             "systemd-nspawn": "systemd-container", "mmdebstrap": "mmdebstrap",
             "ssh": "openssh-client", "ssh-keygen": "openssh-client", "ip": "iproute2",
-            "curl": "curl", "gcc": "gcc"}
+            "curl": "curl", "gcc": "gcc", "dot": "graphviz"}
 
 
 def missing() -> list[str]:

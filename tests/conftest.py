@@ -9,11 +9,45 @@ from __future__ import annotations
 import os
 import re
 import uuid
+from pathlib import Path
 
 import pytest
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.wire.codegen import STRICT_ENV
+
+TESTS = Path(__file__).resolve().parent
+#: What ``make test-fast`` (the inner loop) leaves out besides the spark, java, cluster,
+#: deploy and exclusive marks: suites and files that run real clients end to end, kill and
+#: restart processes, or run load for seconds. Their tests get the ``e2e`` mark here.
+E2E = {
+    "faults": "kill -9, power cuts, full disks, outages, the nemesis",
+    "quickstart": "the README's commands and make demo, as written",
+    "deploy": "ansible-playbook and ansible-lint over the site",
+    "broker/test_groups_clients.py": "real clients' consumer groups through rebalances",
+    "broker/test_admin_clients.py": "real admin clients against a live group",
+    "broker/test_acls_clients.py": "real clients allowed and denied",
+    "broker/test_auth_clients.py": "real clients over TLS and SASL",
+    "broker/test_kcat.py": "kcat as an independent client",
+    "broker/test_confluent_kafka.py": "librdkafka producing and consuming",
+    "broker/test_kafka_python.py": "kafka-python producing and consuming",
+    "broker/test_durability.py": "kill -9 and restarts on a data directory",
+    "broker/test_client_limits.py": "login floods and connection caps",
+    "broker/test_admin_cluster.py": "real admin clients' cluster calls and SCRAM logins",
+    "broker/test_topic_configs_clients.py": "real clients through every topic codec",
+    "broker/test_memory_bound.py": "a gigabyte through a broker",
+    "loadgen/test_loadgen_end_to_end.py": "load runs against the relay stand-in",
+    "loadgen/test_loadgen_locust.py": "Locust runs",
+    "bench/test_latency_driver.py": "the Java load driver",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        where = Path(item.fspath).resolve().relative_to(TESTS)
+        if where.parts[0] in E2E or where.as_posix() in E2E:
+            item.add_marker(pytest.mark.e2e)
+
 
 # Every broker the suite starts (in-process or as a subprocess, which inherits this) encodes
 # responses strictly: a handler's misspelt or missing response key fails the test instead of

@@ -3,6 +3,7 @@ and read a topic back whole (from the start, bounded in time) as ``(key, value)`
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable
 
@@ -46,3 +47,9 @@ def consume(bootstrap: str, topic: str, want: int | Callable[[list[tuple]], bool
         return records
     finally:
         consumer.close()
+
+
+def has_all(field: str, expected) -> Callable[[list[tuple]], bool]:
+    """``consume``'s ``want``: every expected ``field`` value is among the records' JSON
+    values (duplicates allowed)."""
+    return lambda records: set(expected) <= {json.loads(v)[field] for _k, v in records}

@@ -36,10 +36,14 @@ class TlsFiles:
     client_key: Path
 
 
-def _write_private(path: Path, data: bytes) -> None:
+def write_private(path: Path, data: str | bytes) -> Path:
+    """``data`` into ``path``, readable by its owner only from its creation (0600): keys,
+    and settings files that hold or point at a secret."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # a file that was there keeps its mode through O_CREAT
     with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
+        fh.write(data.encode() if isinstance(data, str) else data)
+    return path
 
 
 def _san(name: str) -> x509.GeneralName:
@@ -93,15 +97,37 @@ def make_tls(directory: Path, names: tuple[str, ...] = ("localhost", "127.0.0.1"
                      key=directory / "broker.key", client_cert=directory / "client.pem",
                      client_key=directory / "client.key")
     files.client_cert.write_bytes(client.public_bytes(serialization.Encoding.PEM))
-    _write_private(files.client_key, client_key.private_bytes(
+    write_private(files.client_key, client_key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption()))
     files.ca.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     files.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    _write_private(files.key, key.private_bytes(serialization.Encoding.PEM,
+    write_private(files.key, key.private_bytes(serialization.Encoding.PEM,
                                                 serialization.PrivateFormat.PKCS8,
                                                 serialization.NoEncryption()))
     return files
+
+
+def secured_appliance_config(path: Path, bootstrap: str, kafka: dict[str, str],
+                             checkpoint: str = "checkpoint") -> Path:
+    """An ``appliance.toml`` (0600) on a secured broker: ``kafka`` holds the [kafka] client
+    settings (never the password: the appliance reads it from
+    ``APPLIANCE_KAFKA_SASL_PASSWORD``); micro-batches every 500 ms, ``rules.yml`` beside
+    the config, ``local[2]``, metrics on a port the system picks."""
+    settings = "".join(f'"{key}" = "{value}"\n' for key, value in kafka.items())
+    return write_private(path, f"""[kafka]
+bootstrap_servers = "{bootstrap}"
+{settings}[query]
+trigger = "microbatch"
+interval = "500 milliseconds"
+checkpoint_dir = "{checkpoint}"
+[rules]
+path = "rules.yml"
+[spark]
+master = "local[2]"
+[metrics]
+port = 0
+""")
 
 
 def new_password() -> str:

@@ -8,11 +8,20 @@ kafka-python, librdkafka - and what the alerts' downstream consumers and admin t
 (consumer groups, committed offsets, configs), and puts produce->consume latency first: a
 waiting fetch is woken by the produce itself.
 
+Built to run unattended for months against hostile clients: its memory is bounded and
+stated (the memory_bound module; records are served from segment files, not held), the log has a
+retention by default (time, and a budget sized to the disk or RAM), and every request's
+cost is bounded (one request at a time per connection, frames and items sized to the
+API, CRC-32C checked on produce, decompression capped, walks sliced; docs/broker.md).
+
 APIs (advertised versions; the full table with what is not served and why is in
-docs/broker.md): Produce 3-9, Fetch 4-12 (topics by name), ListOffsets 1-6, Metadata 1-12,
+docs/broker.md): Produce 3-9, Fetch 4-12 (topics by name), ListOffsets 1-10, Metadata 1-12,
 ApiVersions 0-3 (unknown versions answered in v0), CreateTopics 0-5, DeleteTopics 0-5,
 CreatePartitions 0-3, InitProducerId 0-4 (idempotent producers), DeleteRecords 0-2,
 DescribeConfigs 0-4, AlterConfigs 0-2, IncrementalAlterConfigs 0-1, DescribeCluster 0-2;
+one node's answers to DescribeLogDirs 0-4, DescribeTopicPartitions 0, ListConfigResources
+0-1, ElectLeaders 0-2, Alter/ListPartitionReassignments 0; SCRAM users through
+Describe/AlterUserScramCredentials 0;
 consumer groups (the classic protocol): FindCoordinator 0-4, JoinGroup 0-9, SyncGroup 0-5,
 Heartbeat 0-4, LeaveGroup 0-5, OffsetCommit 0-8, OffsetFetch 0-8, DescribeGroups 0-5,
 ListGroups 0-5, DeleteGroups 0-2, OffsetDelete 0; SaslHandshake 0-1 and SaslAuthenticate 0-2
@@ -28,21 +37,26 @@ and each sub-package under a contract of its own):
   ``users_cli`` (``appliance broker-user``: the users file, and ``broker-user acl``);
 - ``cli`` (``appliance broker``: flags, start-up, signals);
 - ``server`` (TCP: framing, header parsing, dispatch, in-order responses per connection);
-- ``apis`` (the log's, topics' and cluster's handlers, and the dispatch table) and
-  ``broker_metrics`` (``broker_*`` for Prometheus, ``--metrics-port``);
-- ``admin_apis`` (configs and DeleteRecords) and ``groups/`` (consumer groups: ``apis``,
-  ``coordinator``, ``consumer_protocol``, ``offsets``);
+- ``apis`` (the log's, topics' and cluster's handlers, and the dispatch table),
+  ``broker_metrics`` (``broker_*`` for Prometheus, ``--metrics-port``) and
+  ``memory_bound`` (the memory formula, and the write-side constants it rests on);
+- ``admin_apis`` (configs and DeleteRecords), ``cluster_apis`` (log dirs, topic
+  partitions, config resources, elections, reassignments), ``scram_apis`` (SCRAM users)
+  and ``groups/`` (consumer groups: ``apis``, ``coordinator``, ``consumer_protocol``,
+  ``offsets``);
 - ``acl/`` (authorization: ``apis``, ``cli``, ``authorizer``, ``needs``, ``store``,
   ``model``), ``security/`` (authentication: ``listener``, ``sasl``, ``tls``,
-  ``credentials``, ``password_pool``, ``scram``) and ``connections/`` (per-IP ``cap`` and
-  ``rate``, the ``preauth_queue``);
-- ``storage/`` (the log: ``topic_registry``, ``fetch_wait``, ``partition``,
-  ``segments``, ``producer_state``, ``topic_configs``, ``segment_scan``, ``durable_io``);
-- ``wire/`` (Kafka's wire format: ``client``, ``schemas``, ``codegen``, ``codec``,
-  ``errors``, ``records``);
+  ``credentials``, ``password_pool``, ``scram``) and ``connections/`` (the per-IP and
+  broker-wide ``cap``, the per-IP ``rate``, the ``preauth_queue``, the ``request_pool``);
+- ``storage/`` (the log: ``topic_registry``, ``fetch_wait``, ``timestamp_search``,
+  ``partition``, ``segments``, ``batch_policy``, ``topic_configs``, ``log_budget``,
+  ``segment_file``, ``framed_scan``, ``producer_state``, ``producer_ids``,
+  ``memory_log``, ``offset_index``, ``batch_scan``, ``durable_io``);
+- ``wire/`` (Kafka's wire format: ``client``, ``request_limits``, ``schemas``,
+  ``codegen``, ``codec``, ``errors``, ``records``, ``compression``);
 - at the bottom, what every room may use: ``settings`` (``BrokerConfig``), ``caller``
-  (who sent a request), ``toml_file`` (reading an operator's TOML file) and
-  ``ready_line`` (waiting for a child's ready line).
+  (who sent a request), ``toml_file`` (reading an operator's TOML file), ``ready_line``
+  (waiting for a child's ready line) and ``slices`` (long work a slice at a time).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ is refused with INVALID_REQUEST, as Kafka refuses a config it cannot change at r
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from appliance.broker.acl import needs
 from appliance.broker.acl.authorizer import Authorizer
@@ -46,10 +46,13 @@ def _entry(name: str, value: str | None, read_only: bool, source: ConfigSource,
 
 class AdminApis:
     def __init__(self, config: BrokerConfig, registry: TopicRegistry,
-                 authorizer: Authorizer) -> None:
+                 authorizer: Authorizer,
+                 endpoint: Callable[[], tuple[str, int]] = lambda: ("127.0.0.1", 9092)
+                 ) -> None:
         self.config = config
         self.registry = registry
         self.authorizer = authorizer
+        self.endpoint = endpoint  # the advertised (host, port): known once listening
 
     def _denied(self, caller: Caller, rtype: int, name: str, topic_need: needs.Need,
                 broker_need: needs.Need) -> dict | None:
@@ -95,10 +98,11 @@ class AdminApis:
 
     def _broker_configs(self, keys, with_synonyms: bool, with_docs: bool) -> list[dict]:
         out = []
+        facts = topic_configs.BrokerFacts(self.config, *self.endpoint())
         for s in topic_configs.BROKER_SETTINGS:
             if keys is not None and s.name not in keys:
                 continue
-            value, source = s.value(self.config), s.source(self.config)
+            value, source = s.value(facts), s.source(facts)
             out.append(_entry(s.name, value, True, source, int(s.type), s.doc,
                               [{"name": s.name, "value": value, "source": int(source)}],
                               with_synonyms, with_docs))

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from functools import partial
+from typing import NamedTuple
 
 from appliance.broker.acl import needs
 from appliance.broker.acl.apis import AclApis
@@ -20,15 +22,24 @@ from appliance.broker.acl.model import CLUSTER_NAME, Operation, ResourceType
 from appliance.broker.acl.store import AclStore
 from appliance.broker.admin_apis import AdminApis
 from appliance.broker.caller import Caller
+from appliance.broker.cluster_apis import ClusterApis
 from appliance.broker.groups.apis import GroupApis
 from appliance.broker.groups.coordinator import GroupCoordinator
 from appliance.broker.groups.offsets import OffsetStore
+from appliance.broker.scram_apis import ScramApis
+from appliance.broker.security.credentials import Users
 from appliance.broker.settings import BrokerConfig
-from appliance.broker.storage.fetch_wait import FetchWait
-from appliance.broker.storage.partition import LEADER_EPOCH
+from appliance.broker.slices import Job, Slicer
+from appliance.broker.storage import timestamp_search
+from appliance.broker.storage.batch_policy import BatchPolicy
+from appliance.broker.storage.fetch_wait import FetchedPartition, FetchWait
+from appliance.broker.storage.partition import LEADER_EPOCH, PartitionLog
+from appliance.broker.storage.producer_ids import ProducerIdError
 from appliance.broker.storage.topic_registry import TopicError, TopicRegistry
 from appliance.broker.wire import errors, schemas
-from appliance.broker.wire.records import BatchError, split_batches
+from appliance.broker.wire.compression import CompressionError
+from appliance.broker.wire.records import BatchError, BatchHeader, split_batches, with_codec
+from appliance.logs import get_logger
 
 # Transactions are refused the way Kafka refuses a transactional id the caller may not use:
 # TRANSACTIONAL_ID_AUTHORIZATION_FAILED is fatal in every client, so a transactional
@@ -56,21 +67,40 @@ TOPIC_OPERATIONS = (Operation.READ, Operation.WRITE, Operation.CREATE, Operation
 NOT_REQUESTED = -2147483648
 
 
+class SpecialTimestamp:
+    """ListOffsets' timestamps that name a position instead of a time."""
+
+    LATEST = -1
+    EARLIEST = -2
+    MAX_TIMESTAMP = -3  # v7+ (KIP-734)
+    EARLIEST_LOCAL = -4  # v8+ (KIP-405): no tiered storage, so the log start
+    LATEST_TIERED = -5  # v9+ (KIP-1005): nothing is tiered: no offset
+
+
+class PartitionProduce(NamedTuple):
+    """One partition of a produce that passed the batch policy."""
+
+    partition: PartitionLog
+    batches: list[bytes | memoryview]
+    headers: list[BatchHeader]
+
+
+log = get_logger("appliance.broker")
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
 class Apis:
-    def __init__(self, config: BrokerConfig, registry: TopicRegistry, storage=None) -> None:
+    def __init__(self, config: BrokerConfig, registry: TopicRegistry, storage=None,
+                 users: Users | None = None) -> None:
         self.config = config
         self.registry = registry
         self.storage = storage
         self.advertised_host = config.host if config.host not in ("0.0.0.0", "") else "127.0.0.1"
         self.advertised_port = config.port
-        # Producer ids never repeat across restarts, even in memory where no state survives:
-        # a reused id would mix two producers' sequence numbers.
-        self._next_pid = max(registry.max_producer_id() + 1, _now_ms())
-        self._pid_epochs: dict[int, int] = {}
+        self.slicer = Slicer()
         self.offsets = OffsetStore(config.data_dir, fsync=config.flush != "write")
         self.coordinator = GroupCoordinator(config, self.offsets)
         # AclStoreError (a bad acls.json) stops the start: serving with fewer ACLs than
@@ -81,8 +111,11 @@ class Apis:
                                      else [])
         authz = self.authorizer
         groups = GroupApis(self.coordinator, self.offsets, registry, authz)
-        admin = AdminApis(config, registry, authz)
+        admin = AdminApis(config, registry, authz, lambda: (self.advertised_host,
+                                                            self.advertised_port))
         acls = AclApis(authz, self.acl_store)
+        cluster = ClusterApis(config, registry, authz)
+        scram = ScramApis(config, users, authz)
         self.handlers = {
             schemas.PRODUCE.key: self.produce,
             schemas.FETCH.key: self.fetch,
@@ -116,6 +149,14 @@ class Apis:
             schemas.CREATE_ACLS.key: acls.create_acls,
             schemas.DESCRIBE_ACLS.key: acls.describe_acls,
             schemas.DELETE_ACLS.key: acls.delete_acls,
+            schemas.DESCRIBE_LOG_DIRS.key: cluster.describe_log_dirs,
+            schemas.DESCRIBE_TOPIC_PARTITIONS.key: cluster.describe_topic_partitions,
+            schemas.LIST_CONFIG_RESOURCES.key: cluster.list_config_resources,
+            schemas.ELECT_LEADERS.key: cluster.elect_leaders,
+            schemas.ALTER_PARTITION_REASSIGNMENTS.key: cluster.alter_partition_reassignments,
+            schemas.LIST_PARTITION_REASSIGNMENTS.key: cluster.list_partition_reassignments,
+            schemas.DESCRIBE_USER_SCRAM_CREDENTIALS.key: scram.describe_user_scram_credentials,
+            schemas.ALTER_USER_SCRAM_CREDENTIALS.key: scram.alter_user_scram_credentials,
         }
 
     def reload_acls(self) -> int:
@@ -168,7 +209,8 @@ class Apis:
             by_id = {t.topic_id: t for t in reg.topics.values()}
             for item in wanted:
                 name = item["name"]
-                if name is None:  # asked by topic id
+                by_topic_id = name is None
+                if by_topic_id:
                     topic = by_id.get(item.get("topic_id") or b"")
                     name = topic.name if topic is not None else None
                 else:
@@ -178,8 +220,10 @@ class Apis:
                         or (topic is None and req["allow_auto_topic_creation"]
                             and self.config.auto_create_topics
                             and not self._may_create(caller, name))):
+                    # asked by id: the name of a topic it may not describe stays unsaid
                     out.append({"error_code": errors.TOPIC_AUTHORIZATION_FAILED,
-                                "name": name, "topic_id": item.get("topic_id"),
+                                "name": None if by_topic_id else name,
+                                "topic_id": item.get("topic_id"),
                                 "is_internal": False, "partitions": []})
                     continue
                 if topic is None and name is not None and req["allow_auto_topic_creation"]:
@@ -199,16 +243,25 @@ class Apis:
                 if req["include_cluster_authorized_operations"] else NOT_REQUESTED}
 
     def _cluster_operations(self, caller: Caller) -> int:
-        return self.authorizer.authorized_operations(caller, ResourceType.CLUSTER,
-                                                     CLUSTER_NAME, CLUSTER_OPERATIONS)
+        """What the caller may do to the cluster; as Kafka, only told to a caller that may
+        describe the cluster (0 otherwise)."""
+        authz = self.authorizer
+        if not authz.allows(caller, needs.DESCRIBE_CLUSTER_OPERATIONS, CLUSTER_NAME):
+            return 0
+        return authz.authorized_operations(caller, ResourceType.CLUSTER, CLUSTER_NAME,
+                                           CLUSTER_OPERATIONS)
 
     # -- Produce ------------------------------------------------------------------------
 
     def produce(self, version: int, req: dict, caller: Caller):
+        """Each partition's record set checked by its topic's batch policy (a refused
+        batch refuses the partition's whole set), then appended all or nothing. A topic
+        whose compression.type asks for another codec has its batches rewritten first,
+        on the slicer (``produce_job``)."""
         acks = req["acks"]
-        now = _now_ms()
         responses = []
         authz = self.authorizer
+        accepted: list[tuple[dict, PartitionProduce, BatchPolicy]] = []
         for t in req["topic_data"]:
             name = t["name"]
             if not authz.allows(caller, needs.PRODUCE_TOPIC, name):
@@ -221,105 +274,186 @@ class Apis:
             topic = self.registry.topics.get(name)
             if topic is None and self._may_create(caller, name):
                 topic = self.registry.maybe_auto_create(name)
-            max_msg = self.registry.limits(topic).max_message_bytes if topic is not None else 0
+            policy = self.registry.batch_policy(topic) if topic is not None else None
             parts = []
             for pd in t["partition_data"]:
                 index = pd["index"]
-                err, base, msg, log_start = errors.NONE, -1, None, -1
+                out = {"index": index, "error_code": errors.NONE, "base_offset": -1,
+                       "log_append_time_ms": -1, "log_start_offset": -1,
+                       "record_errors": [], "error_message": None}
+                parts.append(out)
                 partition = (topic.partitions[index]
                              if topic is not None and 0 <= index < len(topic.partitions)
                              else None)
                 if acks not in (-1, 0, 1):
-                    err, msg = errors.INVALID_REQUIRED_ACKS, f"acks={acks} (use -1, 0 or 1)"
-                elif partition is None:
-                    err = errors.UNKNOWN_TOPIC_OR_PARTITION
-                    msg = f"unknown topic-partition {name}-{index}"
-                else:
-                    records = pd["records"]
-                    try:
-                        if not records:
-                            raise BatchError("empty record set")
-                        headers = split_batches(records)
-                    except BatchError as exc:
-                        err, msg = errors.CORRUPT_MESSAGE, str(exc)
-                    else:
-                        err, base, msg = partition.append(records, headers, now, max_msg)
-                    log_start = partition.log_start_offset
-                parts.append({"index": index, "error_code": err, "base_offset": base,
-                              "log_append_time_ms": -1, "log_start_offset": log_start,
-                              "record_errors": [], "error_message": msg})
+                    out.update(error_code=errors.INVALID_REQUIRED_ACKS,
+                               error_message=f"acks={acks} (use -1, 0 or 1)")
+                    continue
+                if partition is None or policy is None:
+                    out.update(error_code=errors.UNKNOWN_TOPIC_OR_PARTITION,
+                               error_message=f"unknown topic-partition {name}-{index}")
+                    continue
+                out["log_start_offset"] = partition.log_start_offset
+                checked = self._checked(pd["records"], partition, policy, out)
+                if checked is not None:
+                    accepted.append((out, checked, policy))
             responses.append({"name": name, "partition_responses": parts})
-        if acks == 0:
+        body = {"responses": responses, "throttle_time_ms": 0}
+        if any(policy.compression is not None for _, _, policy in accepted):
+            result = self.slicer.run(self._produce_job(accepted, body))
+        else:
+            now = _now_ms()
+            for out, checked, _policy in accepted:
+                self._append(out, checked, now)
+            self._after_appends()
+            result = body
+        return None if acks == 0 else result
+
+    def _checked(self, records, partition: PartitionLog, policy: BatchPolicy,
+                 out: dict) -> PartitionProduce | None:
+        """The partition's batches if every one passes the policy, else None with the
+        error in ``out``."""
+        try:
+            if not records:
+                raise BatchError("empty record set")
+            headers = split_batches(records)
+        except BatchError as exc:
+            out.update(error_code=errors.CORRUPT_MESSAGE, error_message=str(exc))
             return None
-        return {"responses": responses, "throttle_time_ms": 0}
+        view = memoryview(records)
+        batches: list[bytes | memoryview] = []
+        for h in headers:
+            batch = view[h.start:h.start + h.size]
+            refused = policy.refusal(h, batch, self.registry.producer_ids)
+            if refused is not None:
+                out.update(error_code=refused.error, error_message=refused.message)
+                return None
+            batches.append(batch)
+        return PartitionProduce(partition, batches, headers)
+
+    def _append(self, out: dict, checked: PartitionProduce, now_ms: int) -> None:
+        err, base, msg = checked.partition.append(checked.batches, checked.headers, now_ms)
+        out.update(error_code=err, base_offset=base, error_message=msg,
+                   log_start_offset=checked.partition.log_start_offset)
+
+    def _after_appends(self) -> None:
+        if self.registry.budget.over:
+            self.registry.enforce_budget()
+
+    def _produce_job(self, accepted: list[tuple[dict, PartitionProduce, BatchPolicy]],
+                     body: dict) -> Job:
+        """Rewrite the batches of topics with a compression.type (on the worker thread,
+        at most max_decompressed_bytes each), then append as ``produce`` does."""
+        limit = self.config.max_decompressed_bytes
+        ready = []
+        for out, checked, policy in accepted:
+            batches, headers = [], []
+            for batch, h in zip(checked.batches, checked.headers, strict=True):
+                codec = policy.recompress_to(h)
+                if codec is not None:
+                    try:
+                        batch = yield partial(with_codec, batch, codec, limit)
+                    except CompressionError as exc:
+                        out.update(error_code=errors.CORRUPT_MESSAGE,
+                                   error_message=f"cannot recompress to {codec.config_name}: "
+                                                 f"{exc}")
+                        break
+                    h = split_batches(batch)[0]
+                batches.append(batch)
+                headers.append(h)
+            else:
+                ready.append((out, PartitionProduce(checked.partition, batches, headers)))
+        now = _now_ms()
+        for out, checked in ready:
+            self._append(out, checked, now)
+        self._after_appends()
+        return body
 
     # -- Fetch ------------------------------------------------------------------------
 
-    def _fetch_now(self, req: dict, found: list | None = None,
-                   denied: frozenset[str] = frozenset()) -> tuple[dict, int, bool]:
+    def _wanted(self, req: dict, denied: frozenset[str]) -> list[FetchedPartition]:
+        """The partitions a fetch asks for, each once (Kafka keeps the last of duplicates,
+        at the place of the first)."""
+        wanted: dict[tuple[str, int], FetchedPartition] = {}
+        for t in req["topics"]:
+            name = t["topic"]
+            for p in t["partitions"]:
+                index = p["partition"]
+                wanted[(name, index)] = FetchedPartition(
+                    name, index, p["fetch_offset"], max(p["partition_max_bytes"], 0),
+                    name in denied)
+        return list(wanted.values())
+
+    def _fetch_now(self, req: dict, wanted: list[FetchedPartition]) -> tuple[dict, int, bool]:
         """(response as of now, its record bytes, whether any partition has an error).
 
-        ``found`` collects the partitions read: what a long-poll waits on; the topics in
-        ``denied`` answer TOPIC_AUTHORIZATION_FAILED.
+        The response carries at most the request's ``max_bytes``, and never more than the
+        broker's ``--fetch-max-bytes`` (Kafka's fetch.max.bytes); the first batch found
+        goes whole even if larger, so a consumer always moves on (KIP-74).
         """
-        budget = req["max_bytes"] if req["max_bytes"] > 0 else 0x7FFFFFFF
+        asked = req["max_bytes"]
+        budget = min(asked if asked > 0 else self.config.fetch_max_bytes,
+                     self.config.fetch_max_bytes)
         total = 0
         failed = False
         read_committed = req["isolation_level"] == 1
-        responses = []
-        for t in req["topics"]:
-            name = t["topic"]
-            topic = self.registry.topics.get(name) if name not in denied else None
-            parts = []
-            for p in t["partitions"]:
-                index = p["partition"]
-                partition = (topic.partitions[index]
-                             if topic is not None and 0 <= index < len(topic.partitions)
-                             else None)
-                if partition is None:
-                    failed = True
-                    parts.append({"partition_index": index,
-                                  "error_code": errors.TOPIC_AUTHORIZATION_FAILED
-                                  if name in denied else errors.UNKNOWN_TOPIC_OR_PARTITION,
-                                  "high_watermark": -1, "last_stable_offset": -1,
-                                  "log_start_offset": -1, "aborted_transactions": None,
-                                  "records": b""})
-                    continue
-                limit = min(max(p["partition_max_bytes"], 0), max(budget - total, 0))
-                err, batches, n = partition.read(p["fetch_offset"], limit,
-                                                 at_least_one=total == 0)
-                failed = failed or err != errors.NONE
-                if found is not None:
-                    found.append(partition)
-                total += n
-                hwm = partition.high_watermark
-                parts.append({"partition_index": index, "error_code": err,
-                              "high_watermark": hwm, "last_stable_offset": hwm,
-                              "log_start_offset": partition.log_start_offset,
-                              "aborted_transactions": [] if read_committed else None,
-                              "preferred_read_replica": -1, "records": batches})
-            responses.append({"topic": name, "partitions": parts})
+        responses: list[dict] = []
+        by_topic: dict[str, list] = {}
+        for w in wanted:
+            parts = by_topic.get(w.topic)
+            if parts is None:
+                parts = by_topic[w.topic] = []
+                responses.append({"topic": w.topic, "partitions": parts})
+            partition = None if w.denied else self.registry.partition(w.topic, w.partition)
+            if partition is None:
+                failed = True
+                parts.append({"partition_index": w.partition,
+                              "error_code": errors.TOPIC_AUTHORIZATION_FAILED if w.denied
+                              else errors.UNKNOWN_TOPIC_OR_PARTITION,
+                              "high_watermark": -1, "last_stable_offset": -1,
+                              "log_start_offset": -1, "aborted_transactions": None,
+                              "records": b""})
+                continue
+            limit = min(w.max_bytes, max(budget - total, 0))
+            err, records, n = partition.read(w.offset, limit, at_least_one=total == 0)
+            failed = failed or err != errors.NONE
+            total += n
+            hwm = partition.high_watermark
+            parts.append({"partition_index": w.partition, "error_code": err,
+                          "high_watermark": hwm, "last_stable_offset": hwm,
+                          "log_start_offset": partition.log_start_offset,
+                          "aborted_transactions": [] if read_committed else None,
+                          "preferred_read_replica": -1, "records": records})
         return ({"throttle_time_ms": 0, "error_code": 0, "session_id": 0,
                  "responses": responses}, total, failed)
 
     def fetch(self, version: int, req: dict, caller: Caller):
-        partitions: list = []
         authz = self.authorizer
         denied = frozenset(t["topic"] for t in req["topics"]
                            if not authz.allows(caller, needs.FETCH_TOPIC, t["topic"])
                            ) if authz.enabled else frozenset()
-        resp, total, failed = self._fetch_now(req, partitions, denied)
+        wanted = self._wanted(req, denied)
+        resp, total, failed = self._fetch_now(req, wanted)
         wait_ms = req["max_wait_ms"]
-        if total >= req["min_bytes"] or wait_ms <= 0 or failed or not partitions:
+        logs = [log for w in wanted if not w.denied
+                and (log := self.registry.partition(w.topic, w.partition)) is not None]
+        if total >= req["min_bytes"] or wait_ms <= 0 or failed or not logs:
             return resp
-        waiter = FetchWait(asyncio.get_running_loop(), partitions, req["min_bytes"] - total,
-                           wait_ms, lambda: self._fetch_now(req, None, denied)[0])
+        # The parked fetch keeps only what it needs to answer: not the request.
+        fetch_req = {"max_bytes": req["max_bytes"], "isolation_level": req["isolation_level"]}
+        waiter = FetchWait(asyncio.get_running_loop(), logs, req["min_bytes"] - total,
+                           wait_ms, lambda: self._fetch_now(fetch_req, wanted)[0])
         return waiter.future
 
     # -- ListOffsets --------------------------------------------------------------------
 
     def list_offsets(self, version: int, req: dict, caller: Caller):
+        """Offsets by position (earliest, latest) at once; by timestamp (and v7+'s max
+        timestamp) through a walk over records, run on the slicer: the answer may be a
+        future."""
         topics = []
+        searches: list[tuple[dict, Job]] = []
+        limit = self.config.max_decompressed_bytes
         for t in req["topics"]:
             parts = []
             allowed = self.authorizer.allows(caller, needs.LIST_OFFSETS_TOPIC, t["name"])
@@ -332,18 +466,37 @@ class Apis:
                     out.update(error_code=errors.TOPIC_AUTHORIZATION_FAILED, leader_epoch=-1)
                 elif partition is None:
                     out.update(error_code=errors.UNKNOWN_TOPIC_OR_PARTITION, leader_epoch=-1)
-                elif ts == -2:
+                elif ts in (SpecialTimestamp.EARLIEST, SpecialTimestamp.EARLIEST_LOCAL):
                     out["offset"] = partition.log_start_offset
-                elif ts == -1:
+                elif ts == SpecialTimestamp.LATEST:
                     out["offset"] = partition.high_watermark
+                elif ts == SpecialTimestamp.LATEST_TIERED:
+                    pass  # no tiered storage: no offset (-1), as Kafka without it
+                elif ts == SpecialTimestamp.MAX_TIMESTAMP and version >= 7:
+                    searches.append((out, timestamp_search.max_timestamp(partition, limit)))
                 elif ts < 0:
                     out["error_code"] = errors.UNSUPPORTED_VERSION
                 else:
-                    out["offset"], out["timestamp"] = partition.offset_for_timestamp(ts)
-                out["old_style_offsets"] = [out["offset"]] if out["offset"] >= 0 else []
+                    searches.append((out, timestamp_search.first_at_or_after(
+                        partition, ts, limit)))
                 parts.append(out)
             topics.append({"name": t["name"], "partitions": parts})
-        return {"throttle_time_ms": 0, "topics": topics}
+        body = {"throttle_time_ms": 0, "topics": topics}
+        if not searches:
+            return self._old_style(body)
+        return self.slicer.run(self._searches(searches, body))
+
+    def _searches(self, searches: list[tuple[dict, Job]], body: dict) -> Job:
+        for out, search in searches:
+            out["offset"], out["timestamp"] = yield from search
+        return self._old_style(body)
+
+    @staticmethod
+    def _old_style(body: dict) -> dict:
+        for t in body["topics"]:
+            for out in t["partitions"]:
+                out["old_style_offsets"] = [out["offset"]] if out["offset"] >= 0 else []
+        return body
 
     # -- topic administration -----------------------------------------------------------
 
@@ -376,9 +529,11 @@ class Apis:
                 res.update(num_partitions=len(topic.partitions) or (
                     count if count > 0 else self.config.default_partitions),
                     replication_factor=1)
+                # as Kafka: a topic's configs only to a caller that may describe them
                 res["configs"] = [{"name": k, "value": v, "read_only": False,
                                    "config_source": 1, "is_sensitive": False}
-                                  for k, v in topic.configs.items()]
+                                  for k, v in topic.configs.items()] if authz.allows(
+                    caller, needs.CREATE_TOPICS_DESCRIBE_CONFIGS, t["name"]) else None
             except TopicError as exc:
                 res.update(error_code=exc.code, error_message=exc.message)
             out.append(res)
@@ -441,14 +596,18 @@ class Apis:
         if not (authz.allows(caller, needs.INIT_PRODUCER_ID_CLUSTER, CLUSTER_NAME)
                 or authz.allows_any(caller, needs.INIT_PRODUCER_ID_ANY_TOPIC)):
             return {"throttle_time_ms": 0, "error_code": errors.CLUSTER_AUTHORIZATION_FAILED}
+        ids = self.registry.producer_ids
         pid, epoch = req["producer_id"], req["producer_epoch"]
-        if pid >= 0 and self._pid_epochs.get(pid) == epoch and epoch < 32766:
-            self._pid_epochs[pid] = epoch + 1  # epoch bump after a client-side error
-            return {"throttle_time_ms": 0, "error_code": 0, "producer_id": pid,
-                    "producer_epoch": epoch + 1}
-        pid = self._next_pid
-        self._next_pid += 1
-        self._pid_epochs[pid] = 0
+        if pid >= 0:
+            bumped = ids.bump(pid, epoch)  # an epoch bump after a client-side error
+            if bumped is not None:
+                return {"throttle_time_ms": 0, "error_code": 0, "producer_id": pid,
+                        "producer_epoch": bumped}
+        try:
+            pid = ids.issue()
+        except ProducerIdError as exc:  # retriable: clients try again
+            log.error("broker.producer_ids_unavailable", error=str(exc))
+            return {"throttle_time_ms": 0, "error_code": errors.COORDINATOR_NOT_AVAILABLE}
         return {"throttle_time_ms": 0, "error_code": 0, "producer_id": pid, "producer_epoch": 0}
 
     def find_coordinator(self, version: int, req: dict, caller: Caller):

@@ -1,5 +1,10 @@
 """The broker's Prometheus metrics (``broker_*``), served by ``appliance broker --metrics-port``.
 
+The endpoint has no authentication (Prometheus scrapes it over the network it is bound
+to: ``--metrics-host``). What a scrape could tell a stranger is the names of topics and
+consumer groups; ``--no-metrics-names`` sums every per-topic and per-group series into
+one without labels (the totals stay, the names go).
+
 The event loop only bumps plain integers (a dict entry per API and error, a bucket count
 per produce/fetch, two byte counters); everything else (summing buckets, reading every
 partition's log end offset, connection count, every consumer group's members, state and
@@ -124,6 +129,10 @@ class BrokerCollector:
                 ("broker_connections_opened", m.connections_opened, "connections accepted"),
                 ("broker_connections_refused", self.server.connection_cap.refused,
                  "connections closed at once: their IP already had --max-connections-per-ip"),
+                ("broker_connections_over_max", self.server.connection_cap.refused_total,
+                 "connections closed at once: the broker already had --max-connections"),
+                ("broker_connections_idle_closed", self.server.idle_closed,
+                 "connections closed after --connections-max-idle-ms without traffic"),
                 ("broker_connections_throttled", self.server.connection_rate.throttled,
                  "connections held unread and closed: their IP was over "
                  "--max-connection-creation-rate-per-ip")):
@@ -142,22 +151,44 @@ class BrokerCollector:
         connections = GaugeMetricFamily("broker_connections", "open client connections")
         connections.add_metric([], float(len(self.server.connections)))
         yield connections
+        budget = self.server.registry.budget
+        for name, value, text in (
+                ("broker_log_bytes", budget.used,
+                 "bytes the log holds, every partition (in memory: with bookkeeping)"),
+                ("broker_log_budget_bytes", budget.limit,
+                 "what the log may hold before the oldest data goes (--retention-total-bytes)")):
+            gauge = GaugeMetricFamily(name, text)
+            gauge.add_metric([], float(value))
+            yield gauge
+        names = self.server.config.metrics_names
+        labels_of = ["topic", "partition"] if names else []
         end = GaugeMetricFamily("broker_log_end_offset", "next offset to be written",
-                                labels=["topic", "partition"])
+                                labels=labels_of)
         start = GaugeMetricFamily("broker_log_start_offset", "oldest offset still stored",
-                                  labels=["topic", "partition"])
+                                  labels=labels_of)
+        ends, starts = 0.0, 0.0
         for topic_name, topic in sorted(self.server.registry.topics.copy().items()):
             for part in list(topic.partitions):
-                labels = [topic_name, str(part.index)]
-                end.add_metric(labels, float(part.high_watermark))
-                start.add_metric(labels, float(part.log_start_offset))
+                if names:
+                    labels = [topic_name, str(part.index)]
+                    end.add_metric(labels, float(part.high_watermark))
+                    start.add_metric(labels, float(part.log_start_offset))
+                ends += part.high_watermark
+                starts += part.log_start_offset
+        if not names:
+            end.add_metric([], ends)
+            start.add_metric([], starts)
         yield end
         yield start
-        yield from self._groups()
+        yield from self._groups(names)
 
-    def _groups(self):
+    def _groups(self, names: bool):
         """Per consumer group: members, state, generation, rebalances; per partition with a
-        committed offset: that offset and the lag behind the log end (records)."""
+        committed offset: that offset and the lag behind the log end (records). Without
+        ``names``: members, rebalances and lag summed over every group."""
+        if not names:
+            yield from self._groups_summed()
+            return
         coordinator = self.server.apis.coordinator
         offsets = self.server.apis.offsets
         topics = self.server.registry.topics.copy()
@@ -196,6 +227,30 @@ class BrokerCollector:
                     lag.add_metric(labels, float(max(end - c.offset, 0)))
         yield from (members, state, generation, rebalances, committed, lag)
 
+
+    def _groups_summed(self):
+        coordinator = self.server.apis.coordinator
+        offsets = self.server.apis.offsets
+        topics = self.server.registry.topics.copy()
+        groups = list(coordinator.groups.values())
+        total_lag = 0
+        for group in groups:
+            for key, c in offsets.committed(group.group_id).items():
+                topic = topics.get(key.topic)
+                if topic is not None and key.partition < len(topic.partitions):
+                    total_lag += max(topic.partitions[key.partition].high_watermark
+                                     - c.offset, 0)
+        for family, name, value, text in (
+                (GaugeMetricFamily, "broker_groups", len(groups), "consumer groups"),
+                (GaugeMetricFamily, "broker_group_members",
+                 sum(len(g.members) for g in groups), "members of every consumer group"),
+                (CounterMetricFamily, "broker_group_rebalances",
+                 sum(g.rebalances for g in groups), "rebalances completed, every group"),
+                (GaugeMetricFamily, "broker_group_lag", total_lag,
+                 "records between committed offsets and the log end, every group")):
+            metric = family(name, text)
+            metric.add_metric([], float(value))
+            yield metric
 
     @staticmethod
     def _storage(stats):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import resource
 import signal
 import sys
 
@@ -13,8 +14,22 @@ from appliance.broker.connections.rate import THROTTLED_CLOSE_S
 from appliance.broker.security.listener import PROTOCOLS, ListenerError
 from appliance.broker.settings import (
     AUTHORIZERS,
+    DEFAULT_CONNECTIONS_MAX_IDLE_MS,
+    DEFAULT_FETCH_MAX_BYTES,
+    DEFAULT_GROUP_MAX_METADATA_BYTES,
+    DEFAULT_GROUP_MAX_SIZE,
+    DEFAULT_GROUPS_MAX_METADATA_BYTES,
+    DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_CONNECTIONS_PER_IP,
+    DEFAULT_MAX_DECOMPRESSED_BYTES,
+    DEFAULT_MAX_FRAME_BYTES,
+    DEFAULT_MAX_GROUPS,
     DEFAULT_MAX_PARTITIONS_PER_TOPIC,
+    DEFAULT_OFFSETS_RETENTION_MS,
+    DEFAULT_QUEUED_MAX_REQUEST_BYTES,
+    DEFAULT_RETENTION_MS,
+    DEFAULT_SEGMENT_BYTES,
+    DEFAULT_SEGMENT_MS,
     FLUSH_POLICIES,
     AuthorizerKind,
     BrokerConfig,
@@ -60,6 +75,23 @@ def _non_negative_float(value: str) -> float:
     return x
 
 
+def _minus_one_or_more(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {value!r}") from None
+    if n < -1:
+        raise argparse.ArgumentTypeError(f"must be -1 (no limit) or >= 0, got {n}")
+    return n
+
+
+def _positive_float(value: str) -> float:
+    x = _non_negative_float(value)
+    if x <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {value}")
+    return x
+
+
 def _positive(value: str) -> int:
     n = int(value)
     if n < 1:
@@ -99,20 +131,36 @@ def add_broker_options(parser: argparse.ArgumentParser) -> None:
                         help="create unknown topics on Metadata/Produce (default: refuse)")
     parser.add_argument("--default-partitions", type=_non_negative, default=1,
                         help="partitions of a topic created without a count")
-    parser.add_argument("--retention-bytes", type=_non_negative, default=None,
-                        help="per partition; oldest batches/segments go first")
-    parser.add_argument("--retention-ms", type=_non_negative, default=None,
-                        help="per partition; older batches/segments go (default: kept)")
+    ret = parser.add_argument_group(
+        "retention", "how much the log keeps (Kafka's settings and defaults, docs/broker.md "
+                     "\"Retention\"); topics may set retention.ms/retention.bytes")
+    ret.add_argument("--retention-ms", type=_minus_one_or_more, default=DEFAULT_RETENTION_MS,
+                     help="segments (in memory: batches) appended longer ago go (Kafka's "
+                          "log.retention.ms; default 604800000, 7 days; -1: kept by age)")
+    ret.add_argument("--retention-bytes", type=_minus_one_or_more, default=-1,
+                     help="per partition: the oldest segments go while it would still hold "
+                          "this much without them (log.retention.bytes; default -1: none)")
+    ret.add_argument("--retention-total-bytes", type=_non_negative, default=None,
+                     help="every partition together: past it the oldest data goes first "
+                          "(default: with --data-dir 80%% of the space the log may use at "
+                          "start, its own and the free; in memory 1/8 of RAM, at most 1 GiB)")
     parser.add_argument("--max-message-bytes", type=_non_negative, default=None,
                         help="largest accepted record batch (default 1048588)")
     parser.add_argument("--flush", choices=FLUSH_POLICIES, default="write",
                         help="write: write() before the ack (survives kill -9, not a power "
                              "cut); fsync: data and new directory entries synced before the "
                              "ack; interval: synced every --flush-interval-ms (docs/broker.md)")
+    parser.add_argument("--full-recovery", action="store_true",
+                        help="read every segment through at start, quarantining bytes that "
+                             "are not valid batches (default: only what a crash may have "
+                             "left unsynced; the rest is taken from its index)")
     parser.add_argument("--flush-interval-ms", type=_non_negative, default=1000,
                         help="with --flush interval: how often to sync")
-    parser.add_argument("--segment-bytes", type=_non_negative, default=64 * 1024 * 1024,
-                        help="a partition's segment file rolls at this size")
+    parser.add_argument("--segment-bytes", type=_non_negative, default=DEFAULT_SEGMENT_BYTES,
+                        help="a partition's segment file rolls at this size (default 64 MiB)")
+    parser.add_argument("--segment-ms", type=_positive, default=DEFAULT_SEGMENT_MS,
+                        help="... or once it is this old, so time retention can delete it "
+                             "(Kafka's log.roll.ms; default 7 days)")
     parser.add_argument("--max-partitions-per-topic", type=_positive,
                         default=DEFAULT_MAX_PARTITIONS_PER_TOPIC,
                         help="CreateTopics/CreatePartitions above this are refused with "
@@ -129,8 +177,49 @@ def add_broker_options(parser: argparse.ArgumentParser) -> None:
                              f"closed after {THROTTLED_CLOSE_S:g} s, before TLS or SASL (Kafka's "
                              "connection_creation_rate; default 0: no limit)")
     parser.add_argument("--metrics-port", type=_non_negative, default=None,
-                        help="serve Prometheus broker_* metrics on --host:PORT "
+                        help="serve Prometheus broker_* metrics on --metrics-host:PORT "
                              "(0: any free port, printed as 'broker metrics url=...')")
+    parser.add_argument("--metrics-host", default=None,
+                        help="address of the metrics endpoint (default: --host); e.g. the "
+                             "monitoring network's")
+    parser.add_argument("--metrics-names", action=argparse.BooleanOptionalAction,
+                        default=True,
+                        help="label topic and group metrics by name (default); with "
+                             "--no-metrics-names they are summed without names, so a scrape "
+                             "reveals no topic or group")
+    lim = parser.add_argument_group(
+        "request limits", "what one client may make the broker hold or do (docs/broker.md, "
+                          "\"Limits\")")
+    lim.add_argument("--max-request-bytes", type=_positive, default=DEFAULT_MAX_FRAME_BYTES,
+                     help="largest Produce request frame (Kafka's socket.request.max.bytes; "
+                          "default 104857600); other APIs have smaller limits")
+    lim.add_argument("--queued-max-request-bytes", type=_positive,
+                     default=DEFAULT_QUEUED_MAX_REQUEST_BYTES,
+                     help="request bytes being received, all connections together, beyond "
+                          "64 KiB each (Kafka's queued.max.request.bytes; default 256 MiB)")
+    lim.add_argument("--fetch-max-bytes", type=_positive, default=DEFAULT_FETCH_MAX_BYTES,
+                     help="largest fetch response (Kafka's fetch.max.bytes; default 55 MiB)")
+    lim.add_argument("--max-decompressed-bytes", type=_positive,
+                     default=DEFAULT_MAX_DECOMPRESSED_BYTES,
+                     help="what one batch may decompress to when the broker reads inside it "
+                          "(ListOffsets by time, a topic's compression.type; default 16 MiB)")
+    lim.add_argument("--connections-max-idle-ms", type=_non_negative,
+                     default=DEFAULT_CONNECTIONS_MAX_IDLE_MS,
+                     help="close a connection idle this long (Kafka's connections.max.idle.ms; "
+                          "default 600000; 0: never)")
+    lim.add_argument("--max-connections", type=_non_negative, default=DEFAULT_MAX_CONNECTIONS,
+                     help="connections of all clients together, kept below the open-files "
+                          f"limit (Kafka's max.connections; default {DEFAULT_MAX_CONNECTIONS})")
+    lim.add_argument("--producer-id-expiration-ms", type=_positive, default=86_400_000,
+                     help="forget an idempotent producer idle this long (Kafka's "
+                          "producer.id.expiration.ms; default a day)")
+    lim.add_argument("--max-producers-per-partition", type=_positive, default=1000,
+                     help="idempotent producers a partition remembers; the least recently "
+                          "written go first (default 1000)")
+    # For the bench's before/after comparison only (bench/broker_soak.py): not for use.
+    lim.add_argument("--max-in-flight-requests", type=int, choices=(0, 1), default=1,
+                     help=argparse.SUPPRESS)
+    lim.add_argument("--unsafe-skip-produce-crc", action="store_true", help=argparse.SUPPRESS)
     grp = parser.add_argument_group(
         "consumer groups", "the group coordinator, with Kafka's settings and defaults")
     grp.add_argument("--group-initial-rebalance-delay-ms", type=_non_negative, default=3000,
@@ -140,6 +229,25 @@ def add_broker_options(parser: argparse.ArgumentParser) -> None:
                      help="smallest session.timeout.ms a member may ask for (default 6000)")
     grp.add_argument("--group-max-session-timeout-ms", type=_non_negative, default=1_800_000,
                      help="largest session.timeout.ms a member may ask for (default 1800000)")
+    grp.add_argument("--offsets-retention-minutes", type=_positive_float,
+                     default=DEFAULT_OFFSETS_RETENTION_MS // 60_000,
+                     help="an empty group, and its committed offsets, go after this long "
+                          "(Kafka's offsets.retention.minutes; default 10080, 7 days)")
+    grp.add_argument("--max-groups", type=_positive, default=DEFAULT_MAX_GROUPS,
+                     help="groups the broker keeps; a new one beyond is refused "
+                          f"GROUP_MAX_SIZE_REACHED (default {DEFAULT_MAX_GROUPS})")
+    grp.add_argument("--group-max-size", type=_positive, default=DEFAULT_GROUP_MAX_SIZE,
+                     help="members of one group (Kafka's group.max.size; default "
+                          f"{DEFAULT_GROUP_MAX_SIZE})")
+    grp.add_argument("--group-max-metadata-bytes", type=_positive,
+                     default=DEFAULT_GROUP_MAX_METADATA_BYTES,
+                     help="the members' metadata and assignments of one group together "
+                          f"(default {DEFAULT_GROUP_MAX_METADATA_BYTES}, Kafka's bound: a "
+                          "group is one record of its offsets topic)")
+    grp.add_argument("--groups-max-metadata-bytes", type=_positive,
+                     default=DEFAULT_GROUPS_MAX_METADATA_BYTES,
+                     help="... of every group together (default 64 MiB): a join or "
+                          "assignment past it is refused UNKNOWN_SERVER_ERROR")
     sec = parser.add_argument_group(
         "security", "TLS and SASL of the listener (files only: secrets never go on the "
                     "command line; see docs/broker.md)")
@@ -197,9 +305,32 @@ def run_from_args(args: argparse.Namespace) -> int:
         print(f"broker: --default-partitions {args.default_partitions} is more than "
               f"--max-partitions-per-topic {args.max_partitions_per_topic}", file=sys.stderr)
         return 2
+    if args.queued_max_request_bytes < args.max_request_bytes:
+        print(f"broker: --queued-max-request-bytes {args.queued_max_request_bytes} is below "
+              f"--max-request-bytes {args.max_request_bytes}: such a request could never be "
+              f"read", file=sys.stderr)
+        return 2
     options = {"initial_topics": args.topics, "auto_create_topics": args.auto_create_topics,
                "default_partitions": max(args.default_partitions, 1),
-               "retention_bytes": args.retention_bytes, "retention_ms": args.retention_ms,
+               "retention_bytes": None if args.retention_bytes < 0 else args.retention_bytes,
+               "retention_ms": None if args.retention_ms < 0 else args.retention_ms,
+               "retention_total_bytes": args.retention_total_bytes,
+               "segment_ms": args.segment_ms, "full_recovery": args.full_recovery,
+               "max_frame_bytes": args.max_request_bytes,
+               "queued_max_request_bytes": args.queued_max_request_bytes,
+               "fetch_max_bytes": args.fetch_max_bytes,
+               "max_decompressed_bytes": args.max_decompressed_bytes,
+               "connections_max_idle_ms": args.connections_max_idle_ms,
+               "max_connections": args.max_connections,
+               "producer_id_expiration_ms": args.producer_id_expiration_ms,
+               "max_producers_per_partition": args.max_producers_per_partition,
+               "max_in_flight_requests": args.max_in_flight_requests,
+               "verify_produce_crc": not args.unsafe_skip_produce_crc,
+               "offsets_retention_ms": int(args.offsets_retention_minutes * 60_000),
+               "max_groups": args.max_groups, "group_max_size": args.group_max_size,
+               "group_max_metadata_bytes": args.group_max_metadata_bytes,
+               "groups_max_metadata_bytes": args.groups_max_metadata_bytes,
+               "metrics_names": args.metrics_names,
                "flush": Flush(args.flush), "flush_interval_ms": args.flush_interval_ms,
                "max_partitions_per_topic": args.max_partitions_per_topic,
                "max_connections_per_ip": args.max_connections_per_ip,
@@ -218,20 +349,41 @@ def run_from_args(args: argparse.Namespace) -> int:
     if args.max_message_bytes is not None:
         options["max_message_bytes"] = args.max_message_bytes
     return run_broker(args.host, args.port, args.data_dir, metrics_port=args.metrics_port,
-                      **options)
+                      metrics_host=args.metrics_host, **options)
 
 
-async def _serve(config: BrokerConfig, loop_name: str, metrics_port: int | None = None) -> int:
+def raise_open_files() -> int:
+    """Raise the soft open-files limit to the hard one (a unit's LimitNOFILE, else the
+    shell's): every connection and segment holds a descriptor. Returns the soft limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY:
+        try:
+            hard = int(open("/proc/sys/fs/nr_open").read())
+        except (OSError, ValueError):
+            hard = 1 << 20
+    if soft == resource.RLIM_INFINITY or soft >= hard:
+        return soft if soft != resource.RLIM_INFINITY else hard
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ValueError, OSError):
+        return soft
+    return hard
+
+
+async def _serve(config: BrokerConfig, loop_name: str, metrics_port: int | None = None,
+                 metrics_host: str | None = None, open_files: int = 1 << 20) -> int:
     from appliance.broker.broker_metrics import BrokerMetrics
     from appliance.broker.broker_metrics import serve as serve_metrics
     from appliance.broker.server import BrokerServer
 
     log = get_logger("appliance.broker")
+    from appliance.broker.storage.durable_io import StorageError
     from appliance.broker.storage.topic_registry import TopicError
 
     try:
-        server = BrokerServer(config, BrokerMetrics() if metrics_port is not None else None)
-    except OSError as exc:
+        server = BrokerServer(config, BrokerMetrics() if metrics_port is not None else None,
+                              open_files=open_files)
+    except (OSError, StorageError) as exc:
         log.error("broker.data_dir_unusable", data_dir=config.data_dir, error=str(exc))
         print(f"broker: --data-dir {config.data_dir}: {exc}", file=sys.stderr)
         return 2
@@ -255,14 +407,15 @@ async def _serve(config: BrokerConfig, loop_name: str, metrics_port: int | None 
         return 1
     http = None
     if metrics_port is not None:
+        where = metrics_host or config.host
         try:
-            http, bound = serve_metrics(server, config.host, metrics_port)
+            http, bound = serve_metrics(server, where, metrics_port)
         except OSError as exc:
             log.error("broker.metrics_bind_failed", port=metrics_port, error=str(exc))
             print(f"broker: --metrics-port {metrics_port}: {exc}", file=sys.stderr)
             await server.stop()
             return 1
-        url = f"http://{config.host}:{bound}/metrics"
+        url = f"http://{where}:{bound}/metrics"
         log.info("broker.metrics", url=url)
         print(f"{METRICS_PREFIX}{url}", flush=True)
     stop = asyncio.Event()
@@ -276,7 +429,11 @@ async def _serve(config: BrokerConfig, loop_name: str, metrics_port: int | None 
              security_protocol=config.security_protocol,
              sasl_mechanisms=list(server.security.sasl.mechanisms) if server.security.sasl
              else [],
-             topics=sorted(server.registry.topics), flush=config.flush)
+             topics=sorted(server.registry.topics), flush=config.flush,
+             open_files=open_files, max_connections=server.max_connections,
+             log_budget_bytes=server.registry.budget.limit,
+             log_budget=server.registry.budget.source,
+             log_bytes=server.registry.budget.used)
     await stop.wait()
     log.info("broker.stopping", bootstrap=bootstrap)
     await server.stop()
@@ -298,9 +455,11 @@ def _reload_acls(server, log) -> None:
 
 
 def run_broker(host: str = "127.0.0.1", port: int = 9092, data_dir: str | None = None,
-               metrics_port: int | None = None, **options) -> int:
+               metrics_port: int | None = None, metrics_host: str | None = None,
+               **options) -> int:
     """Run until a signal; 0 on a clean stop, 1 if the broker cannot start."""
     configure()
     config = BrokerConfig(host=host, port=port, data_dir=data_dir, **options)
     loop_name = _install_uvloop()
-    return asyncio.run(_serve(config, loop_name, metrics_port))
+    open_files = raise_open_files()
+    return asyncio.run(_serve(config, loop_name, metrics_port, metrics_host, open_files))

@@ -1,15 +1,24 @@
-"""The TCP side: framing, header parsing, dispatch, and in-order responses per connection.
+"""The TCP side: framing, header parsing, dispatch, and responses per connection.
 
-Requests on one connection are processed as they arrive, but responses leave in request
-order (Kafka's per-connection guarantee): a long-polling fetch holds back the responses
-queued behind it, never the processing of the requests themselves.
+One request at a time per connection, as Kafka: once a request is read, nothing more is
+read from its connection until its response has been handed to the kernel whole (a
+long-polling fetch holds its connection until it is answered; "handed to the kernel": the
+transport holds at most ``WRITE_HIGH`` of it). What one connection costs
+is then bounded: one request frame being received (limited per API,
+``wire.request_limits``, and past ``SMALL_FRAME`` drawn from the broker-wide request pool,
+``connections.request_pool``), one request decoded, one response being sent. A response's
+record bytes from segment files are streamed from the file a chunk at a time while the
+socket takes them (``FileRange``), never held whole. (``--max-in-flight-requests 0`` lifts
+the rule for the bench's comparison: requests are then read as they arrive and answered
+in order, the way this broker worked before.)
 
 Nothing one client does may stall the others on the one event loop: a connection over the
-per-IP cap is closed when accepted, before its TLS handshake (the listener accepts plain
-TCP and starts TLS itself, for that reason); requests of connections that have not
-authenticated wait in a queue worked on for a bounded time per loop iteration
+per-IP or broker-wide cap is closed when accepted, before its TLS handshake (the listener
+accepts plain TCP and starts TLS itself, for that reason); requests of connections that
+have not authenticated wait in a queue worked on for a bounded time per loop iteration
 (``connections.preauth_queue``); SASL/PLAIN passwords are checked in worker processes
-(``security.password_pool``).
+(``security.password_pool``); a connection idle for ``connections.max.idle.ms`` is
+closed.
 """
 
 from __future__ import annotations
@@ -27,22 +36,28 @@ from typing import Any, cast
 from appliance.broker.apis import Apis
 from appliance.broker.broker_metrics import BrokerMetrics
 from appliance.broker.caller import Caller
-from appliance.broker.connections.cap import ConnectionCap
+from appliance.broker.connections.cap import ConnectionCap, effective_total
 from appliance.broker.connections.preauth_queue import PreAuthQueue
 from appliance.broker.connections.rate import THROTTLED_CLOSE_S, ConnectionRate
+from appliance.broker.connections.request_pool import SMALL_FRAME, RequestPool
+from appliance.broker.memory_bound import STREAM_RUN, WRITE_HIGH, WRITE_LOW
 from appliance.broker.security import listener, sasl
 from appliance.broker.security.password_pool import PasswordWorkers
 from appliance.broker.settings import BrokerConfig
+from appliance.broker.storage.segment_file import FileRange
 from appliance.broker.storage.segments import Storage
 from appliance.broker.storage.topic_registry import TopicRegistry
 from appliance.broker.wire import errors, schemas
 from appliance.broker.wire.codec import DecodeError, Reader, Schema, Writer
 from appliance.broker.wire.codegen import decode_struct, encode_struct, strict_from_env
+from appliance.broker.wire.request_limits import RequestLimits
 from appliance.logs import get_logger
 
 log = get_logger("appliance.broker")
 _SIZE = struct.Struct(">i")
+_API_KEY = struct.Struct(">h")
 ACCEPT_RETRY_S = 0.1  # after a failed accept (descriptors exhausted): do not spin
+IDLE_CHECK_MAX_S = 30.0  # idle connections are looked for at least this often
 
 
 def _family(host: str) -> socket.AddressFamily:
@@ -63,7 +78,8 @@ class PendingResponse:
 
 
 class BrokerServer:
-    def __init__(self, config: BrokerConfig, metrics: BrokerMetrics | None = None) -> None:
+    def __init__(self, config: BrokerConfig, metrics: BrokerMetrics | None = None,
+                 open_files: int = 1 << 20) -> None:
         self.config = config
         self.metrics = metrics  # counters for --metrics-port; None: nothing counted
         self.security = listener.from_config(config)  # ListenerError: unusable TLS/SASL
@@ -73,14 +89,22 @@ class BrokerServer:
         for name, count in config.initial_topics.items():
             if name not in self.registry.topics:
                 self.registry.create(name, count)
-        self.apis = Apis(config, self.registry, self.storage)
+        self.apis = Apis(config, self.registry, self.storage,
+                         self.security.sasl.users if self.security.sasl else None)
         self._server: asyncio.base_events.Server | None = None  # plain listeners
         self._tls_listener: socket.socket | None = None  # TLS listeners accept themselves
         self._accept_task: asyncio.Task | None = None
         self._handshakes: set[asyncio.Task] = set()
         self._retention_timer: asyncio.TimerHandle | None = None
         self.connections: set[Connection] = set()
-        self.connection_cap = ConnectionCap(config.max_connections_per_ip)
+        self.max_connections = effective_total(config.max_connections, open_files)
+        self.connection_cap = ConnectionCap(config.max_connections_per_ip,
+                                            self.max_connections)
+        self.request_limits = RequestLimits.from_config(config)
+        self.request_pool = RequestPool(config.queued_max_request_bytes)
+        self._idle_timer: asyncio.TimerHandle | None = None
+        self.idle_closed = 0  # connections closed for connections.max.idle.ms
+        self._next_group_expiry = 0.0  # monotonic: when empty groups are looked at next
         self.connection_rate = ConnectionRate(config.max_connection_creation_rate_per_ip)
         self._held: set[socket.socket] = set()  # TLS sockets over the rate, closed later
         self.preauth = PreAuthQueue()
@@ -116,6 +140,7 @@ class BrokerServer:
         host, port = sock.getsockname()[:2]
         self.apis.advertised_port = port
         self._schedule_retention()
+        self._schedule_idle_check()
         if self.storage is not None:
             self.storage.start(loop)
         return self.apis.advertised_host, port
@@ -168,16 +193,46 @@ class BrokerServer:
 
     def _retention_tick(self) -> None:
         try:
-            dropped = self.registry.enforce_retention()
-            if dropped:
-                log.info("broker.retention", dropped_batches=dropped)
+            freed = self.registry.enforce_retention()
+            if freed:
+                log.info("broker.retention", freed_bytes=freed)
+            now = time.monotonic()
+            if now >= self._next_group_expiry:
+                self.apis.coordinator.expire_groups()
+                self._next_group_expiry = now + min(
+                    self.config.offsets_retention_check_ms,
+                    self.config.offsets_retention_ms / 2) / 1000.0
         except Exception:
             log.exception("broker.retention_failed")
         self._schedule_retention()
 
+    def _schedule_idle_check(self) -> None:
+        idle_ms = self.config.connections_max_idle_ms
+        if idle_ms <= 0:
+            return
+        every = min(idle_ms / 1000.0 / 4, IDLE_CHECK_MAX_S)
+        self._idle_timer = asyncio.get_running_loop().call_later(every, self._idle_check)
+
+    def _idle_check(self) -> None:
+        """Close connections idle for ``connections.max.idle.ms`` (Kafka's: nothing read
+        or written, no request in progress)."""
+        limit_s = self.config.connections_max_idle_ms / 1000.0
+        now = time.monotonic()
+        closed = 0
+        for conn in list(self.connections):
+            if not conn.closed and conn.idle_for(now) > limit_s:
+                conn.close_quietly()
+                closed += 1
+        self.idle_closed += closed
+        if closed:
+            log.info("broker.idle_connections_closed", connections=closed,
+                     idle_ms=self.config.connections_max_idle_ms)
+        self._schedule_idle_check()
+
     async def stop(self) -> None:
-        if self._retention_timer is not None:
-            self._retention_timer.cancel()
+        for timer in (self._retention_timer, self._idle_timer):
+            if timer is not None:
+                timer.cancel()
         if self._server is not None:
             self._server.close()
         if self._accept_task is not None:
@@ -197,8 +252,9 @@ class BrokerServer:
         if self._server is not None:
             await self._server.wait_closed()
         if self.storage is not None:
-            self.storage.close()
+            self.storage.close(self.registry.producer_snapshots())
         self.apis.offsets.close()
+        self.apis.slicer.shutdown()
         if self.password_checks is not None:
             self.password_checks.shutdown()
 
@@ -209,7 +265,8 @@ class Connection(asyncio.Protocol):
         self.admitted_ip = admitted_ip  # TLS listeners: the cap and rate let it in on accept
         self.made = False  # connection_made ran (TLS: the handshake finished)
         self.apis = server.apis
-        self.max_frame = server.config.max_frame_bytes
+        self.limits = server.request_limits
+        self.max_frame = self.limits.largest_frame
         self.transport: asyncio.Transport | None = None
         self.buf = bytearray()
         self._corked: list[bytes] | None = None  # responses held to leave in one send()
@@ -229,6 +286,17 @@ class Connection(asyncio.Protocol):
         self._deferred: deque[memoryview] = deque()  # requests in the server's PreAuthQueue
         if self.sasl is not None:
             self.max_frame = min(self.max_frame, sasl.UNAUTHENTICATED_MAX_FRAME)
+        # One request at a time (Kafka's rule): ``busy`` from reading a request until its
+        # response is in the kernel; reading stops meanwhile.
+        self.one_at_a_time = server.config.max_in_flight_requests == 1
+        self.busy = False
+        self._parsing = False
+        self._out: deque[bytes | FileRange] = deque()  # a response being streamed
+        self._write_paused = False  # the transport holds unsent bytes
+        self._no_read: set[str] = set()  # why reading is paused (busy, pool, write, ...)
+        self._reserved = 0  # request-pool bytes held for the frame being received
+        self._pool_waiting = False
+        self.last_active = time.monotonic()
 
     # -- asyncio callbacks ----------------------------------------------------------------
 
@@ -248,7 +316,7 @@ class Connection(asyncio.Protocol):
             # over its IP's creation rate: unread, closed later (see connections/rate.py);
             # uvloop starts reading after this returns, so data_received checks ``closed``
             self.closed = True
-            self._stop_reading()
+            self._pause("closed")
             self._close_timer = asyncio.get_running_loop().call_later(
                 THROTTLED_CLOSE_S, self.close_quietly)
             self.server.connections.add(self)
@@ -259,6 +327,11 @@ class Connection(asyncio.Protocol):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:
                 pass
+        # pause_writing once WRITE_HIGH bytes are left unsent, resume_writing below
+        # WRITE_LOW: a response counts as sent (the next request may be read) once no more
+        # than that is left in the transport, so that is all one connection holds of it.
+        cast(asyncio.Transport, transport).set_write_buffer_limits(high=WRITE_HIGH,
+                                                                   low=WRITE_LOW)
         self._caller = Caller("", ip)
         self.server.connections.add(self)
         if self.server.metrics is not None:
@@ -271,16 +344,26 @@ class Connection(asyncio.Protocol):
             self._auth_timer = asyncio.get_running_loop().call_later(
                 self.server.config.auth_timeout_ms / 1000.0, self._auth_timeout)
 
-    def _stop_reading(self) -> None:
+    def _pause(self, reason: str) -> None:
+        self._no_read.add(reason)
         try:
             cast(asyncio.Transport, self.transport).pause_reading()
         except (AttributeError, RuntimeError):  # closing already, or no transport
             pass
 
+    def _unpause(self, reason: str) -> None:
+        self._no_read.discard(reason)
+        if not self._no_read and not self.closed and self.transport is not None:
+            try:
+                self.transport.resume_reading()
+            except RuntimeError:
+                pass
+
     def close_quietly(self) -> None:
         """Close without a log line (the caller logged why)."""
         self.closed = True
         self.buf.clear()
+        self._drop_output()
         if self.transport is not None:
             self.transport.abort()
         self._release()
@@ -289,10 +372,21 @@ class Connection(asyncio.Protocol):
         if self.ip is not None:
             self.server.connection_cap.release(self.ip)
             self.ip = None
+        self._give_back_pool()
+        if self._pool_waiting:
+            self.server.request_pool.forget(self)
+            self._pool_waiting = False
+
+    def _drop_output(self) -> None:
+        for part in self._out:
+            if isinstance(part, FileRange):
+                part.done()
+        self._out.clear()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self._release()
+        self._drop_output()
         for timer in (self._auth_timer, self._close_timer):
             if timer is not None:
                 timer.cancel()
@@ -307,55 +401,126 @@ class Connection(asyncio.Protocol):
                      buffered_bytes=len(self.buf))
 
     def pause_writing(self) -> None:
-        if self.transport is not None:
-            self.transport.pause_reading()
+        self._write_paused = True
+        self._pause("write")
 
     def resume_writing(self) -> None:
-        if self.transport is not None and not self.closed and not self._deferred:
-            self.transport.resume_reading()
+        self._write_paused = False
+        if self.closed:
+            return
+        self._unpause("write")
+        if self._out:
+            self._pump()
+        else:
+            self._sent()
+
+    def idle_for(self, now: float) -> float:
+        """Seconds without traffic, 0 while a request is in progress."""
+        if self.busy or self.pending or self._out or self._deferred:
+            return 0.0
+        return now - self.last_active
+
+    # -- reading requests -------------------------------------------------------------------
 
     def data_received(self, data: bytes) -> None:
         if self.closed:  # held off (over the creation rate) or closing: never read
-            self._stop_reading()
+            self._pause("closed")
             return
+        self.last_active = time.monotonic()
         if self.server.metrics is not None:
             self.server.metrics.bytes_in += len(data)
         if self.buf:  # a partial frame is pending: join once, then parse from bytes
             self.buf += data
-            if len(self.buf) >= 4:
-                size = _SIZE.unpack_from(self.buf, 0)[0]
-                if 0 <= size <= self.max_frame and len(self.buf) - 4 < size:
-                    # Still short of the pending frame: copying the whole buffer to parse
-                    # nothing would make a big frame sent in small pieces cost O(n^2).
-                    return
+            if not self._frame_waiting():
+                return
             data = bytes(self.buf)
             self.buf.clear()
+        self._parse(data)
+
+    def _frame_waiting(self) -> bool:
+        """Does the buffer hold a whole frame (or one that must be refused)? Checks a
+        partial frame's announced size and reserves request-pool bytes for it."""
+        if len(self.buf) < 4:
+            return False
+        size = _SIZE.unpack_from(self.buf, 0)[0]
+        if size < 0 or size > self.max_frame or len(self.buf) - 4 >= size:
+            return True
+        if len(self.buf) >= 6:
+            api_key = _API_KEY.unpack_from(self.buf, 4)[0]
+            if size > self.limits.frame_bytes(api_key):
+                return True  # refused by _parse
+        if size > SMALL_FRAME and not self._reserved and not self._pool_waiting:
+            if self.server.request_pool.reserve(self, size):
+                self._reserved = size
+            else:
+                self._pool_waiting = True
+                self._pause("pool")
+        # Still short of the frame: copying the whole buffer to parse nothing would make
+        # a big frame sent in small pieces cost O(n^2).
+        return False
+
+    def pool_granted(self) -> None:
+        if self.closed:
+            self.server.request_pool.release(self._frame_size())
+            return
+        self._pool_waiting = False
+        self._reserved = self._frame_size()
+        self._unpause("pool")
+
+    def _frame_size(self) -> int:
+        return _SIZE.unpack_from(self.buf, 0)[0] if len(self.buf) >= 4 else 0
+
+    def _give_back_pool(self) -> None:
+        if self._reserved:
+            self.server.request_pool.release(self._reserved)
+            self._reserved = 0
+
+    def _parse(self, data: bytes) -> None:
         view = memoryview(data)  # frames are parsed in place, without copying
         pos, n = 0, len(data)
-        # Responses to requests that arrived together leave together: one send() syscall
-        # (costly in a VM) instead of one per pipelined request.
-        self._corked = []
+        # In --max-in-flight-requests 0 mode, responses to requests that arrived together
+        # leave together: one send() syscall instead of one per pipelined request.
+        self._corked = None if self.one_at_a_time else []
+        self._parsing = True
         try:
             pos = self._parse_frames(data, view, pos, n)
         finally:
+            self._parsing = False
             corked, self._corked = self._corked, None
-            if corked and not self.closed and self.transport is not None:
-                self.transport.write(corked[0] if len(corked) == 1 else b"".join(corked))
-            if self.closing and not self.closed and not self.pending:
+            if corked and not self.closed:
+                self._send(corked[0] if len(corked) == 1 else b"".join(corked))
+            if self.closing and not self.closed and not self.pending and not self.busy:
                 self._close_after_answer()  # else once the answers before it are out
         if pos < n and not self.closed:
             self.buf += view[pos:]
+            if self.busy:
+                self._pause("busy")
+            else:
+                self._frame_waiting()  # checks and reserves for the partial frame
 
     def _parse_frames(self, data: bytes, view: memoryview, pos: int, n: int) -> int:
-        """Handle every whole frame in ``data``; returns where the partial tail starts."""
+        """Handle the whole frames in ``data`` (one-at-a-time: until one is in flight);
+        returns where the rest starts."""
         while n - pos >= 4:
+            if self.busy:
+                break
             size = _SIZE.unpack_from(data, pos)[0]
             if size < 0 or size > self.max_frame:
                 self.close("frame size out of range", frame_size=size,
                            max_frame_bytes=self.max_frame)
                 return n
+            if n - pos >= 6:
+                api_key = _API_KEY.unpack_from(data, pos + 4)[0]
+                limit = self.limits.frame_bytes(api_key)
+                if size > limit:
+                    self.close("request frame over its API's limit", api_key=api_key,
+                               frame_size=size, limit_bytes=limit)
+                    return n
             if n - pos - 4 < size:
                 break
+            self._give_back_pool()  # the frame it was reserved for is whole
+            if self.one_at_a_time:
+                self.busy = True
             try:
                 self._on_frame(view[pos + 4:pos + 4 + size])
             except Exception as exc:  # a bug must cost one connection, never the broker
@@ -366,6 +531,27 @@ class Connection(asyncio.Protocol):
             if self.closed or self.closing:
                 return n
         return pos
+
+    def _request_done(self) -> None:
+        """The response is in the kernel (or there is none): read the next request."""
+        if not self.one_at_a_time or not self.busy:
+            return
+        self.busy = False
+        if self.closing and not self.closed:
+            self._close_after_answer()
+            return
+        self._unpause("busy")
+        if self.buf and not self._parsing:
+            asyncio.get_running_loop().call_soon(self._parse_buffered)
+
+    def _parse_buffered(self) -> None:
+        if self.closed or self.busy or not self.buf:
+            return
+        if not self._frame_waiting():
+            return
+        data = bytes(self.buf)
+        self.buf.clear()
+        self._parse(data)
 
     # -- requests -------------------------------------------------------------------------
 
@@ -410,8 +596,7 @@ class Connection(asyncio.Protocol):
         """Not authenticated yet: the request waits its turn, and nothing more is read."""
         if not self._deferred:
             self.server.preauth.submit(self)
-            if self.transport is not None:
-                self.transport.pause_reading()
+            self._pause("preauth")
         self._deferred.append(frame)
 
     def run_deferred(self) -> bool:
@@ -426,13 +611,14 @@ class Connection(asyncio.Protocol):
             self.close("internal error", error=repr(exc))
         if self.closed or self.closing:
             self._deferred.clear()
-            if self.closing and not self.closed and not self.pending:
+            if self.closing and not self.closed and not self.pending and not self.busy:
                 self._close_after_answer()
             return False
         if self._deferred:
             return True
-        if self.transport is not None:
-            self.transport.resume_reading()
+        self._unpause("preauth")
+        if self.buf and not self.busy:
+            asyncio.get_running_loop().call_soon(self._parse_buffered)
         return False
 
     def _handle(self, frame: memoryview) -> None:
@@ -472,7 +658,8 @@ class Connection(asyncio.Protocol):
             client_id = r.raw(n) if n > 0 else b""
             if flexible:
                 r.skip_tagged()
-            req = decode_struct(schema.request, r, version, flexible, schema.name + "Request")
+            req = decode_struct(schema.request, r, version, flexible, schema.name + "Request",
+                                self.limits.max_items)
         except DecodeError as exc:
             self.close("malformed request", api=schema.name, api_version=version,
                        error=str(exc))
@@ -496,7 +683,8 @@ class Connection(asyncio.Protocol):
         if metrics is not None and result is not None:
             metrics.request_done(api_key, started, result)
         if result is None:
-            return  # acks=0 produce: no response by protocol
+            self._request_done()  # acks=0 produce: no response by protocol
+            return
         self._respond(schemas.response_header_flexible(api_key, version), corr, schema,
                       version, result)
 
@@ -537,7 +725,7 @@ class Connection(asyncio.Protocol):
         if self.sasl.state is sasl.State.FAILED:
             self.closing = True
         elif self.sasl.authenticated and api_key == schemas.SASL_AUTHENTICATE.key:
-            self.max_frame = self.server.config.max_frame_bytes
+            self.max_frame = self.limits.largest_frame
             if self._auth_timer is not None:
                 self._auth_timer.cancel()
             # Kafka's principal for a SASL login: User:<name>; what ACLs name.
@@ -545,6 +733,8 @@ class Connection(asyncio.Protocol):
             log.info("broker.authenticated", peer=str(self.peer), user=self.sasl.user,
                      mechanism=self.sasl.mechanism)
         return result
+
+    # -- writing responses ------------------------------------------------------------------
 
     def _respond(self, header_flexible: bool, corr: int, schema: Schema | None, version: int,
                  result) -> None:
@@ -578,7 +768,7 @@ class Connection(asyncio.Protocol):
                 result = result.result()
             self.pending.popleft()
             self._write(entry, result)
-        if self.closing:
+        if self.closing and not self.busy:
             self._close_after_answer()
 
     def _write(self, entry: PendingResponse, body: dict) -> None:
@@ -593,22 +783,83 @@ class Connection(asyncio.Protocol):
             w.uvarint(0)
         encode_struct(schema.response, w, version, schema.flexible(version), body,
                       schema.name + "Response", self.strict)
-        w.parts[0] = _SIZE.pack(sum(map(len, w.parts)) - 4)
-        self._send(b"".join(w.parts))
+        total = sum(map(len, w.parts))
+        w.parts[0] = _SIZE.pack(total - 4)
+        if total > WRITE_HIGH or any(isinstance(part, FileRange) for part in w.parts):
+            self._stream(w.parts)  # out a piece at a time, never copied whole
+        else:
+            self._send(b"".join(w.parts))
 
     def _write_raw_token(self, body: dict) -> None:
         """A v0 SASL answer: the token alone, size-prefixed. A failure has no frame in
         v0: the client learns it from the close that follows."""
         if body["error_code"] != errors.NONE:
+            self._request_done()
             return
         token = bytes(body["auth_bytes"])
         self._send(_SIZE.pack(len(token)) + token)
 
     def _send(self, data: bytes) -> None:
-        """One whole answer frame: counted, then corked or written."""
-        if self.server.metrics is not None:
-            self.server.metrics.bytes_out += len(data)
-        if self._corked is not None:
+        """Whole answer frames: behind a response still streaming, else corked, else
+        written."""
+        if self._out:
+            self._out.append(data)
+        elif self._corked is not None:
             self._corked.append(data)
         elif self.transport is not None and not self.closed:
-            self.transport.write(data)
+            self._transport_write(data)
+            if not self._write_paused:
+                self._sent()
+
+    def _transport_write(self, data: bytes) -> None:
+        if self.server.metrics is not None:
+            self.server.metrics.bytes_out += len(data)
+        assert self.transport is not None
+        self.transport.write(data)
+
+    def _stream(self, parts: list) -> None:
+        """A large response: its parts go out one after the other (small ones joined up to
+        ``STREAM_RUN``; record bytes from segment files a chunk at a time), each when the
+        socket has taken the last. The stored batches it sends are referenced, not
+        copied, so a client that does not read costs its connection ``WRITE_HIGH``."""
+        if self._corked:  # answers before it leave first
+            self._out.append(b"".join(self._corked))
+            self._corked.clear()
+        run: list = []
+        run_bytes = 0
+        for part in parts:
+            if isinstance(part, FileRange) or len(part) >= STREAM_RUN:
+                if run:
+                    self._out.append(b"".join(run))
+                    run, run_bytes = [], 0
+                self._out.append(part)
+                continue
+            run.append(part)
+            run_bytes += len(part)
+            if run_bytes >= STREAM_RUN:
+                self._out.append(b"".join(run))
+                run, run_bytes = [], 0
+        if run:
+            self._out.append(b"".join(run))
+        self._pump()
+
+    def _pump(self) -> None:
+        while self._out and not self._write_paused and not self.closed:
+            part = self._out[0]
+            if isinstance(part, FileRange):
+                chunk = part.next_chunk()
+                if chunk is None:
+                    self._out.popleft()
+                    continue
+            else:
+                chunk = part
+                self._out.popleft()
+            self._transport_write(chunk)
+        if not self._out and not self._write_paused and not self.closed:
+            self._sent()
+
+    def _sent(self) -> None:
+        """Everything written so far is in the kernel."""
+        if not self._out and not self.pending:
+            self.last_active = time.monotonic()
+            self._request_done()

@@ -7,6 +7,31 @@ from enum import StrEnum
 
 DEFAULT_MAX_MESSAGE_BYTES = 1_048_588  # Kafka's default max.message.bytes
 DEFAULT_MAX_FRAME_BYTES = 104_857_600  # Kafka's socket.request.max.bytes
+DAY_MS = 86_400_000
+DEFAULT_RETENTION_MS = 7 * DAY_MS  # Kafka's log.retention.hours=168
+DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024
+DEFAULT_SEGMENT_MS = 7 * DAY_MS  # Kafka's log.roll.hours=168
+DEFAULT_SEGMENT_INDEX_BYTES = 10 * 1024 * 1024  # Kafka's log.index.size.max.bytes
+DEFAULT_INDEX_INTERVAL_BYTES = 4096  # Kafka's log.index.interval.bytes
+DEFAULT_FETCH_MAX_BYTES = 57_671_680  # Kafka's fetch.max.bytes (55 MiB)
+# What one batch may decompress to, when the broker decompresses it (ListOffsets by
+# timestamp, a topic's compression.type): 16 times the default max.message.bytes.
+DEFAULT_MAX_DECOMPRESSED_BYTES = 16 * 1024 * 1024
+DEFAULT_CONNECTIONS_MAX_IDLE_MS = 600_000  # Kafka's connections.max.idle.ms
+# Kafka's max.connections is unlimited; here every connection costs memory (see
+# docs/broker.md, "Memory"), so there is a cap, above the per-IP one.
+DEFAULT_MAX_CONNECTIONS = 4096
+# Kafka's queued.max.request.bytes (unlimited there): request bytes buffered across all
+# connections; past it the broker stops reading until requests are done.
+DEFAULT_QUEUED_MAX_REQUEST_BYTES = 256 * 1024 * 1024
+DEFAULT_OFFSETS_RETENTION_MS = 7 * DAY_MS  # Kafka's offsets.retention.minutes=10080
+DEFAULT_MAX_GROUPS = 10_000
+DEFAULT_GROUP_MAX_SIZE = 1000  # members per group (Kafka's group.max.size)
+# The members' metadata and assignments of one group: Kafka stores a group as one record
+# of the offsets topic, so it cannot exceed that topic's max message size.
+DEFAULT_GROUP_MAX_METADATA_BYTES = DEFAULT_MAX_MESSAGE_BYTES
+# ... and of every group together: what groups may cost the broker's memory.
+DEFAULT_GROUPS_MAX_METADATA_BYTES = 64 * 1024 * 1024
 # Kafka has no such limit; this broker keeps every partition's batches in memory and
 # makes a directory per partition (one fsync each with --data-dir), so a topic of 100,000
 # partitions asked by one client would stall every other client while it is created.
@@ -51,12 +76,30 @@ class BrokerConfig:
     data_dir: str | None = None
     flush: Flush = Flush.WRITE
     flush_interval_ms: int = 1000  # for Flush.INTERVAL
-    segment_bytes: int = 64 * 1024 * 1024
-    retention_bytes: int | None = None  # per partition
-    retention_ms: int | None = None
+    segment_bytes: int = DEFAULT_SEGMENT_BYTES
+    segment_ms: int = DEFAULT_SEGMENT_MS
+    retention_bytes: int | None = None  # per partition (None: no limit)
+    retention_ms: int | None = DEFAULT_RETENTION_MS  # None: kept by age forever
+    # Every partition together (storage/log_budget.py): None sizes it at start, to the
+    # disk with data_dir, else to the host's memory.
+    retention_total_bytes: int | None = None
     retention_check_ms: int = 1000
+    # Read every segment through at start (as before indexes), quarantining bad bytes:
+    # for an operator who suspects damage below the recovery point.
+    full_recovery: bool = False
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+    fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES
+    producer_id_expiration_ms: int = DAY_MS  # Kafka's producer.id.expiration.ms
+    max_producers_per_partition: int = 1000
+    connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS  # 0: never
+    max_connections: int = DEFAULT_MAX_CONNECTIONS  # 0: only the open-files limit
+    queued_max_request_bytes: int = DEFAULT_QUEUED_MAX_REQUEST_BYTES
+    # Requests handled at once per connection: 1 is Kafka's rule (the next request is
+    # read once the previous response is sent); 0 (no limit) exists for the bench only.
+    max_in_flight_requests: int = 1
+    verify_produce_crc: bool = True  # False exists for the bench only
     auto_create_topics: bool = False
     default_partitions: int = 1
     max_partitions_per_topic: int = DEFAULT_MAX_PARTITIONS_PER_TOPIC
@@ -88,10 +131,24 @@ class BrokerConfig:
     group_min_session_timeout_ms: int = 6_000
     group_max_session_timeout_ms: int = 1_800_000
     group_initial_rebalance_delay_ms: int = 3_000
+    offsets_retention_ms: int = DEFAULT_OFFSETS_RETENTION_MS
+    offsets_retention_check_ms: int = 60_000
+    max_groups: int = DEFAULT_MAX_GROUPS
+    group_max_size: int = DEFAULT_GROUP_MAX_SIZE
+    group_max_metadata_bytes: int = DEFAULT_GROUP_MAX_METADATA_BYTES
+    groups_max_metadata_bytes: int = DEFAULT_GROUPS_MAX_METADATA_BYTES
     # Authorization (acl/): "none" allows everything; "acl" denies what no ACL binding in
     # DATA_DIR/acls.json allows, except to the super users (principals, e.g. "User:admin").
     authorizer: AuthorizerKind = AuthorizerKind.NONE
     super_users: tuple[str, ...] = ()
+    # The metrics endpoint (--metrics-port): label topics and groups by name, or only
+    # count them (a scrape anyone on its network can read then names nothing).
+    metrics_names: bool = True
+
+    @property
+    def retention_ms_set(self) -> bool:
+        """Set by a flag, not Kafka's 7-day default."""
+        return self.retention_ms != DEFAULT_RETENTION_MS
 
 
 def parse_topics(spec: str) -> dict[str, int]:

@@ -1,9 +1,9 @@
 """The CPUs the appliance's own processes keep to for their first seconds after ``ready``.
 
 Why: a fresh JVM compiles its hot code during the first seconds of real traffic (C2
-compilations of 0.7-7.8 s each, docs/appliance.md). Where the broker shares the host, the
-compiler, the GC and the task threads take every core, and the broker's event loop waits
-for a time slice: the first seconds' tail of every trigger. Keeping the appliance to some
+compilations of 0.7-7.8 s each, docs/bench/appliance-latency.md). Where the broker shares
+the host, the compiler, the GC and the task threads take every core, and the broker's event
+loop waits for a time slice: the first seconds' tail of every trigger. Keeping the appliance to some
 CPUs for those seconds leaves the others to the broker; then the appliance gets back every
 CPU it had (the steady state wants them). Before ``ready`` nothing is restricted: a split
 from the start made the start-up ~7.5 s longer on two cores.

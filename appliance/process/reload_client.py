@@ -44,15 +44,21 @@ class Answer:
         return self.result.exit_code
 
 
-def status_url(config: Config) -> str:
-    """The running appliance's status page, from the config it runs with."""
+def status_url(config: Config, path: str = STATUS_PATH) -> str:
+    """The running appliance's status page (or another of its pages, ``path``), from the
+    config it runs with."""
     host, port = config.metrics.host, config.metrics.port
     if port == 0:
         raise ReloadClientError("metrics.port is 0 (a random port): pass --url "
-                                f"http://HOST:PORT{STATUS_PATH} from the appliance's log")
+                                f"http://HOST:PORT{path} from the appliance's log")
     host = "127.0.0.1" if host in _ANY else host
     host = f"[{host}]" if ":" in host else host
-    return f"http://{host}:{port}{STATUS_PATH}"
+    return f"http://{host}:{port}{path}"
+
+
+def read_page(url: str) -> dict[str, Any]:
+    """One of the running appliance's JSON pages; ReloadClientError if none answers."""
+    return _status(url)
 
 
 def _status(url: str) -> dict[str, Any]:
@@ -67,8 +73,13 @@ def _status(url: str) -> dict[str, Any]:
 def _line(outcome: dict[str, Any]) -> str:
     source, result = outcome["source"], outcome["result"]
     if result == ReloadResult.APPLIED.value:
+        start = outcome.get("effective_from")
+        when = ("runs from the next epoch or batch (none has run since)"
+                if not outcome.get("in_effect") else
+                "runs" if start is None else f"runs from epoch or batch {start}")
         return (f"{source}: applied, rules version {outcome['version']} (was "
-                f"{outcome['previous_version']}); alerting waited {outcome['swap_s']:.3f} s")
+                f"{outcome['previous_version']}) {when}; alerting waited "
+                f"{outcome['swap_s']:.3f} s")
     if result == ReloadResult.UNCHANGED.value:
         return f"{source}: unchanged, rules version {outcome['version']} keeps running"
     if result == ReloadResult.REJECTED.value:

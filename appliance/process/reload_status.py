@@ -20,7 +20,7 @@ STATUS_PATH = "/-/rules"
 
 
 class ReloadResult(enum.Enum):
-    APPLIED = "applied"      # the new rules run
+    APPLIED = "applied"      # the new rules run (from the epoch or batch it names)
     UNCHANGED = "unchanged"  # the file's content is the running version: nothing to swap
     REJECTED = "rejected"    # the file failed validation: the running rules stay
     FAILED = "failed"        # the swap itself failed (the running rules stay, if they can)
@@ -40,7 +40,9 @@ class ReloadOutcome:
     previous_version: str
     error: str | None = None       # REJECTED / FAILED: the first problem, one line
     problems: tuple[str, ...] = ()  # REJECTED: every problem, one line each
-    swap_s: float | None = None     # APPLIED: old query stopped -> new one processing
+    swap_s: float | None = None     # APPLIED: how long alerting waited (0 but in real-time)
+    effective_from: int | None = None  # APPLIED: the first epoch or batch the rules run
+    in_effect: bool | None = None      # APPLIED: a task ran them before the answer
     seconds: float = 0.0            # the whole request, validation and compilation included
     started_at: float = 0.0         # unix time the reload started (read the file)
     finished_at: float = field(default_factory=time.time)

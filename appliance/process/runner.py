@@ -5,9 +5,12 @@ task slots for a local master) is checked before Spark starts, so a typo costs a
 not a JVM start. ``Appliance`` is used in-process by ``demo`` and the benchmark;
 ``run`` adds signal handling and exit codes for ``appliance run``.
 
-Two jobs live next door: what the runner knows of its started query (processing yet,
-committed, failed) is ``appliance.process.query_probes``; changing the rules without a
-restart (SIGHUP, ``appliance rules reload``) is ``appliance.process.rules_swap``.
+The rules are data, not code: compiled once by the driver's Spark session into the query's
+rule book (``appliance.query.rule_book``), which the query's plan asks per event; the warm-up
+runs the same plan over its own book. Two jobs live next door: what the runner knows of its
+started query (processing yet, committed, failed) is ``appliance.process.query_probes``;
+changing the rules without a restart (SIGHUP, ``appliance rules reload``) is
+``appliance.process.rules_swap``.
 
 The modules that pull in pyspark or prometheus_client (session, warmup, pipeline, metrics,
 alert_latency) are imported by the methods that start those parts, not above: there is no
@@ -35,11 +38,11 @@ from appliance.process.embedded_kafka import EmbeddedPortInUse, start_embedded
 from appliance.process.query_probes import READY_TIMEOUT_S, QueryProbes
 from appliance.process.reload_status import ReloadOutcome, ReloadResult
 from appliance.process.restarts import RestartBudget, in_place_cause
-from appliance.process.rules_swap import PlannedQuery, RulesSwap
+from appliance.process.rules_swap import RulesSwap
 from appliance.process.slots import wait_for_slots
 from appliance.query.checkpoint import repair as repair_checkpoint
 from appliance.query.epoch_watch import EpochWatch
-from appliance.query.rules import Rule, RulesError, RuleSet, analyze_rules, load_rule_set
+from appliance.query.rules import Rule, RulesError, RuleSet, load_rule_set
 from appliance.topics import (
     TopicError,
     client_config,
@@ -47,7 +50,7 @@ from appliance.topics import (
     ensure_topics,
     partition_counts,
 )
-from appliance.trigger import TriggerMode
+from appliance.trigger import RulesSwitch, TriggerMode
 from appliance.tuning import IDLE_PROGRESS_INTERVAL_MS, tuning_for
 
 if TYPE_CHECKING:  # imported for real by the methods that start these parts (docstring)
@@ -55,12 +58,13 @@ if TYPE_CHECKING:  # imported for real by the methods that start these parts (do
 
     from prometheus_client.registry import Collector
     from pyspark.sql import SparkSession
-    from pyspark.sql.streaming import StreamingQuery
+    from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
     from appliance.broker import EmbeddedBroker
     from appliance.observability.alert_latency import AlertObserver
     from appliance.observability.metrics import ApplianceCollector, MetricsPoller
     from appliance.observability.rules_metrics import RulesCollector
+    from appliance.query.rule_book import CompiledRules, RuleBook
     from appliance.query.warmup import WarmupResult
 
 
@@ -136,6 +140,8 @@ class Appliance:
         self._collector: ApplianceCollector | None = None  # once serving
         self._restarts = RestartBudget(config.query.executor_loss_restarts)
         self.rules_swap = RulesSwap(self, config)
+        self.book: RuleBook | None = None  # once Spark runs
+        self.compiled: CompiledRules | None = None  # the rules compiled at start-up
         self.rules_metrics: RulesCollector | None = None  # once serving
         self._cpus: ReadyCpus | None = None  # once ready, with [cpus] after_ready
 
@@ -160,6 +166,16 @@ class Appliance:
         if self.spark is None:
             raise RuntimeError("no SparkSession: start_spark() comes first")
         return self.spark
+
+    def rule_book(self) -> RuleBook:
+        if self.book is None:
+            raise RuntimeError("no rule book: compile_rules() comes first")
+        return self.book
+
+    def _compiled(self) -> CompiledRules:
+        if self.compiled is None:
+            raise RuntimeError("no compiled rules: compile_rules() comes first")
+        return self.compiled
 
     def _bootstrap_servers(self) -> str:
         if self.bootstrap is None:
@@ -237,6 +253,23 @@ class Appliance:
         return ({**bootstrap, **tuning.source_options, **cfg.source.options, **passthrough},
                 {**bootstrap, **tuning.sink_options, **cfg.sink.options, **passthrough})
 
+    def compile_rules(self) -> None:
+        """Compile the loaded rules with Spark's analyzer into the query's rule book (raises
+        ``RulesError`` listing every rule Spark refuses)."""
+        from appliance.query.rule_book import RuleBook
+
+        rule_set = self.running_rules()
+        started = time.monotonic()
+        live = self.mode.rules_switch is RulesSwitch.LIVE
+        book = self.book = self.book or RuleBook(self.session(), live=live)
+        compiled = self.compiled = book.compile(rule_set)
+        book.publish(compiled)
+        timings = compiled.timings
+        log.info("rules.compiled", rules=len(rule_set), version=rule_set.version,
+                 seconds=round(time.monotonic() - started, 3), parse_ms=timings.parse_ms,
+                 analyze_ms=timings.analyze_ms, optimize_ms=timings.optimize_ms,
+                 analyses=timings.analyses, index=compiled.index)
+
     def warm_up(self) -> None:
         """Run the query's plan on synthetic records (appliance.query.warmup) before ``ready``."""
         from appliance.query.warmup import START, StreamWarmup, warm_up
@@ -251,14 +284,13 @@ class Appliance:
             plan = replace(START, budget_s=0.0, stream=StreamWarmup(
                 self.mode.eager_trigger_kwargs(), self.mode.output_mode, tuning.query_options,
                 batches=cfg.warmup_batches))
-        self.warmup = warm_up(self.session(), self.running_rules(), self.warmup_topic(),
+        self.warmup = warm_up(self.session(), self._compiled(), self.warmup_topic(),
                               self.client_config(), source, sink,
                               latency_headers=self.config.metrics.alert_latency, plan=plan)
 
-    def plan_query(self, rule_set: RuleSet) -> PlannedQuery:
-        """The query for ``rule_set``, built and ready to start: the Python side of
-        planning (every rule's expressions, the pipeline's projections) is done, so a rules
-        swap does it while the old query still runs."""
+    def plan_query(self) -> DataStreamWriter:
+        """The query, built and ready to start: it evaluates the rule book's rules, whatever
+        version the book holds when each epoch or batch begins."""
         from appliance.query.stream_query import StreamSpec, stream_writer
 
         cfg = self.config
@@ -273,24 +305,20 @@ class Appliance:
             checkpoint=cfg.query.checkpoint_dir, output_mode=self.mode.output_mode,
             trigger=self.mode.trigger_kwargs(cfg.query.trigger_interval),
             topics=cfg.topics, latency_headers=cfg.metrics.alert_latency)
-        writer = stream_writer(self.session(), rule_set, spec)
-        return PlannedQuery(rule_set, writer)
+        return stream_writer(self.session(), self.rule_book(), spec)
 
-    def start_query(self, planned: RuleSet | PlannedQuery | None = None) -> None:
-        """Start the query (default: the current rules), whose rules become the current
-        ones once it started."""
+    def start_query(self) -> None:
+        """Start the query on the rule book (at start-up, and again after a failure)."""
         cfg = self.config
-        if not isinstance(planned, PlannedQuery):
-            planned = self.plan_query(planned or self.running_rules())
+        writer = self.plan_query()
         self.repair_checkpoint()
         Path(cfg.query.checkpoint_dir).mkdir(parents=True, exist_ok=True)
         self.recovered = self.probes.starting()
-        query = planned.writer.start()
+        query = writer.start()
         self.probes.started(query, self.session())
-        rule_set = self.rule_set = planned.rule_set
         log.info("query.started", id=str(query.id), trigger=self.mode.name,
                  interval=cfg.query.interval, checkpoint=cfg.query.checkpoint_dir,
-                 rules_version=rule_set.version)
+                 rules_version=self.running_rules().version)
 
     def repair_checkpoint(self) -> None:
         """Move aside what a crash left in the checkpoint (see ``appliance.query.checkpoint``)."""
@@ -304,6 +332,7 @@ class Appliance:
         from appliance.observability.metrics import ApplianceCollector, MetricsPoller
         from appliance.observability.rules_metrics import RulesCollector
         from appliance.process.reload_status import STATUS_PATH
+        from appliance.query.book_stats import PAGE_PATH as STATS_PATH
 
         query = self.config.query
         collector = self._collector = ApplianceCollector(
@@ -311,7 +340,9 @@ class Appliance:
             progress_interval_s=self.mode.progress_interval_s(query.trigger_interval,
                                                               IDLE_PROGRESS_INTERVAL_MS))
         rule_set = self.running_rules()
-        rules_metrics = self.rules_metrics = RulesCollector(rule_set.version, len(rule_set))
+        top_rules = self.config.metrics.top_rules
+        rules_metrics = self.rules_metrics = RulesCollector(
+            rule_set.version, len(rule_set), stats=self.rule_book().stats, top_rules=top_rules)
         poller = self._poller = MetricsPoller(
             collector, self.client_config(), self.config.topics,
             self.config.query.checkpoint_dir, self.query_active,
@@ -326,7 +357,8 @@ class Appliance:
             collectors.extend((histogram, observer))
         self._metrics_server, self.metrics_port = serve(
             collectors, self.config.metrics.host, self.config.metrics.port,
-            pages={STATUS_PATH: self.rules_swap.status})
+            pages={STATUS_PATH: self.rules_swap.status,
+                   STATS_PATH: lambda: rules_metrics.book_stats().page(top_rules)})
 
     def query_active(self) -> bool:
         return self.probes.active()
@@ -345,7 +377,7 @@ class Appliance:
         if slots is not None:
             check_slots(self.mode, partitions, slots, f"spark.master={master}")
         self.start_spark()
-        analyze_rules(self.session(), self.rules, cfg.rules.path)
+        self.compile_rules()
         if slots is None:
             check_cluster_slots(self.session(), self.mode, partitions)
         if cfg.query.warmup:
@@ -395,8 +427,7 @@ class Appliance:
 
     def query_new_classes(self) -> int:
         """Classes Spark has generated since the query was planned, warm-up excluded: 0
-        while the query runs the classes the warm-up compiled and JIT-warmed (the warm-up's
-        own first round, with its extra rule, generates classes of its own before that)."""
+        while the query runs the classes the warm-up compiled and JIT-warmed."""
         return self.generated_classes() - self._classes_before_query
 
     def wait_until_processing(self, timeout: float = 60.0) -> bool:
@@ -487,7 +518,7 @@ class Appliance:
         self.rules_swap.request()
 
     def reload_rules(self) -> ReloadOutcome:
-        """Re-read ``[rules] path`` and swap the query onto it (``RulesSwap.reload``)."""
+        """Re-read ``[rules] path`` and publish it into the query (``RulesSwap.reload``)."""
         return self.rules_swap.reload()
 
     def stop(self) -> None:
@@ -502,6 +533,7 @@ class Appliance:
         self._poller = self._metrics_server = self._observer = None
         spark = self.spark if self._own_spark else None
         broker, self.broker = self.broker, None
+        book, self.book = self.book, None
         cpus, self._cpus = self._cpus, None
 
         def close_metrics_server() -> None:
@@ -514,6 +546,7 @@ class Appliance:
             ("query", query.stop if query is not None else None),
             ("metrics", poller.stop if poller is not None else None),
             ("alert_latency", observer.stop if observer is not None else None),
+            ("rule_book", book.close if book is not None and spark is None else None),
             ("metrics_server", close_metrics_server if server is not None else None),
             ("spark", spark.stop if spark is not None else None),
             ("broker", (lambda: broker.__exit__(None, None, None))

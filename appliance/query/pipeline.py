@@ -19,7 +19,7 @@ or turn a wrong type into null (``from_json``), it walked each record three time
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from typing import Protocol
 
 from py4j.java_gateway import JavaObject
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -42,7 +42,7 @@ from appliance.query.alert_headers import (
     SOURCE_TIMESTAMP_HEADER,
 )
 from appliance.query.events import FIELD_NAMES, FIELDS
-from appliance.query.rules import SEVERITIES, Rule, RuleSet
+from appliance.query.rules import SEVERITIES
 
 # The columns of the Kafka source (Spark's built-in ``kafka`` format has the same).
 KAFKA_READ_SCHEMA = StructType([
@@ -90,17 +90,17 @@ def parse_events(records: DataFrame) -> DataFrame:
                        *[F.col("_read")[name].alias(name) for name in FIELD_NAMES])
 
 
-def _matched_rules(rules: Iterable[Rule]) -> Column:
-    """Array of {id, severity, message, ordinal} for every rule whose ``when`` is true."""
-    candidates = [
-        F.when(F.col("error").isNull() & F.coalesce(F.expr(rule.when).cast("boolean"),
-                                                    F.lit(False)),
-               F.struct(F.lit(rule.id).alias("id"), F.lit(rule.severity).alias("severity"),
-                        F.lit(rule.message).alias("message"),
-                        F.lit(rule.ordinal).alias("ordinal")))
-        for rule in rules
-    ]
-    return F.array_compact(F.array(*candidates))  # the rules that did not match are null
+class RuleEvaluation(Protocol):
+    """What ``route`` asks of the rules: their verdict on an event, as a column.
+
+    ``appliance.query.rule_book.RuleBook`` (what the appliance runs) and
+    ``appliance.query.naive_rules.NaiveRules`` (the reference) both answer it.
+    """
+
+    def column(self, event: Column) -> Column:
+        """``struct<version string, rules array<struct<id, severity, message, ordinal>>>``
+        for ``event``, a struct of the event's fields (``FIELD_NAMES`` order)."""
+        ...
 
 
 def _highest_severity(matched: Column) -> Column:
@@ -108,12 +108,12 @@ def _highest_severity(matched: Column) -> Column:
     return F.element_at(names, F.array_max(matched["ordinal"]))
 
 
-def _alert_headers(version: str, latency: bool) -> Column:
+def _alert_headers(version: Column, latency: bool) -> Column:
     """The alert record's headers: the rules version, and with ``latency`` what the
     appliance's in-band latency observer reads (the source event record's Kafka timestamp,
     epoch ms as ASCII decimal, and the alert's severity)."""
     headers = [F.struct(F.lit(RULES_VERSION_HEADER).alias("key"),
-                        F.lit(version).cast("binary").alias("value"))]
+                        version.cast("binary").alias("value"))]
     if latency:
         source_ms = F.expr("unix_millis(_timestamp)").cast("string").cast("binary")
         headers += [
@@ -124,15 +124,15 @@ def _alert_headers(version: str, latency: bool) -> Column:
     return F.array(*headers)
 
 
-def _alert_json(matched: str, version: str) -> Column:
-    """The alert record's JSON; ``matched``: the name of the ``_matched_rules`` column;
+def _alert_json(matched: str, version: Column) -> Column:
+    """The alert record's JSON; ``matched``: the name of the matched rules' array column;
     ``version``: the rules version that raised it."""
     listed = F.expr(f"transform({matched}, r -> named_struct("
                     "'id', r.id, 'severity', r.severity, 'message', r.message))")
     return F.to_json(F.struct(
         F.col("event_id").alias("alert_id"), "event_id", "source", "metric", "value", "ts",
         F.col("_severity").alias("severity"), listed.alias("rules"),
-        F.lit(version).alias("rules_version"),
+        version.alias("rules_version"),
     ))
 
 
@@ -162,22 +162,26 @@ def _dead_letter_json() -> Column:
     ), {"ignoreNullFields": "false"})
 
 
-def route(events: DataFrame, rules: RuleSet, topics: TopicsConfig,
+def route(events: DataFrame, rules: RuleEvaluation, topics: TopicsConfig,
           latency_headers: bool = True) -> DataFrame:
     """Parsed events -> rows ``key, value, topic, headers`` for the Kafka sink (one per
     record at most).
 
-    Valid events matching no rule are dropped by the final ``where``. Each alert carries
-    its rules version as a header and, with ``latency_headers``, the headers the in-band
-    latency metric reads (``appliance.observability.alert_latency``); dead letters carry
-    none.
+    The rules are evaluated once per valid event, in a projection of their own (``_match``,
+    referenced by the later ones). Valid events matching no rule are dropped by the final
+    ``where``. Each alert carries the rules version that raised it as a header and, with
+    ``latency_headers``, the headers the in-band latency metric reads
+    (``appliance.observability.alert_latency``); dead letters carry none.
     """
-    matched = events.withColumn("_matched", _matched_rules(rules))
+    event = F.struct(*[F.col(name) for name in FIELD_NAMES])
+    matched = events.withColumn("_match", F.when(F.col("error").isNull(), rules.column(event)))
+    flat = matched.select("*", F.col("_match.rules").alias("_matched"),
+                          F.col("_match.version").alias("_version")).drop("_match")
     # Its own projection: the severity is used by both the JSON and a header.
-    with_matches = matched.withColumn("_severity", _highest_severity(F.col("_matched")))
+    with_matches = flat.withColumn("_severity", _highest_severity(F.col("_matched")))
     has_match = F.col("error").isNull() & (F.size("_matched") > 0)
     with_alert = with_matches.withColumn(
-        "_alert", F.when(has_match, _alert_json("_matched", rules.version)))
+        "_alert", F.when(has_match, _alert_json("_matched", F.col("_version"))))
     alert_bytes = F.expr("octet_length(_alert)")
     oversize = F.when(alert_bytes > F.lit(MAX_ALERT_BYTES), F.concat(
         F.lit("alert too large: "), alert_bytes.cast("string"),
@@ -189,7 +193,8 @@ def route(events: DataFrame, rules: RuleSet, topics: TopicsConfig,
     value = F.when(F.col("error").isNotNull(), _dead_letter_json()).otherwise(F.col("_alert"))
     key = F.when(is_alert, F.col("event_id").cast("binary")).otherwise(F.col("_key"))
     columns = [key.alias("key"), value.alias("value"), topic.alias("topic"),
-               F.when(is_alert, _alert_headers(rules.version, latency_headers)).alias("headers")]
+               F.when(is_alert, _alert_headers(F.col("_version"), latency_headers))
+               .alias("headers")]
     # Catalyst pushes a filter down through deterministic projections by inlining them: the
     # condition ``topic IS NOT NULL`` would then carry its own copy of the whole parse,
     # rule evaluation and alert JSON, computed a second time for every record (measured:
@@ -200,7 +205,7 @@ def route(events: DataFrame, rules: RuleSet, topics: TopicsConfig,
     return kept.drop("_partition_id")
 
 
-def transform(records: DataFrame, rules: RuleSet, topics: TopicsConfig,
+def transform(records: DataFrame, rules: RuleEvaluation, topics: TopicsConfig,
               latency_headers: bool = True) -> DataFrame:
     """Kafka read schema in, Kafka write schema (``key, value, topic, headers``) out."""
     return route(parse_events(records), rules, topics, latency_headers)

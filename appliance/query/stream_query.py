@@ -17,8 +17,7 @@ from pyspark.sql.streaming import DataStreamWriter
 
 from appliance.config import TopicsConfig
 from appliance.connector import CONNECTOR_FORMAT
-from appliance.query.pipeline import transform
-from appliance.query.rules import RuleSet
+from appliance.query.pipeline import RuleEvaluation, transform
 
 
 @dataclass(frozen=True)
@@ -38,9 +37,10 @@ class StreamSpec:
     latency_headers: bool              # as ``transform`` takes it
 
 
-def stream_writer(spark: SparkSession, rules: RuleSet, spec: StreamSpec) -> DataStreamWriter:
-    """The query for ``rules`` as ``spec`` says, planned on the Python side and ready to
-    ``start()``."""
+def stream_writer(spark: SparkSession, rules: RuleEvaluation,
+                  spec: StreamSpec) -> DataStreamWriter:
+    """The query evaluating ``rules`` (the appliance's rule book) as ``spec`` says, planned
+    on the Python side and ready to ``start()``."""
     records = spark.readStream.format(CONNECTOR_FORMAT).options(**spec.reader_options).load()
     output = transform(records, rules, spec.topics, latency_headers=spec.latency_headers)
     return (output.writeStream.format(CONNECTOR_FORMAT).queryName(spec.name)

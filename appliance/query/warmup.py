@@ -32,6 +32,7 @@ from appliance import logs
 from appliance.config import TopicsConfig
 from appliance.connector import CONNECTOR_FORMAT
 from appliance.query.pipeline import transform
+from appliance.query.rule_book import CompiledRules, RuleBook
 from appliance.query.rules import Rule, RuleSet
 from appliance.query.stream_query import StreamSpec, stream_writer
 from appliance.topics import end_offsets, offsets_consumer
@@ -39,22 +40,23 @@ from appliance.topics import end_offsets, offsets_consumer
 log = logs.get_logger("appliance.warmup")
 
 RECORDS_PER_ROUND = 20_000
-# Records through the query's EXACT plan (its rules, nothing added) before ready. Spark
-# caches generated classes by their source, and literals (topic names) are references, not
-# source, nor are names that change per planning (appliance.query.pipeline has no Python
-# lambdas): so the warm-up's classes are the ones the query runs, and their JIT-compiled
-# code is ready for the first real event (``appliance.ready`` logs ``query_new_classes``).
+# Records through the query's plan before ready. Spark caches generated classes by their
+# source, and literals (topic names, the rule book's handle) are references, not source, nor
+# are names that change per planning (appliance.query.pipeline has no Python lambdas); the
+# rules are data in a rule book, not code: so the warm-up's classes are the ones the query
+# runs, and their JIT-compiled code is ready for the first real event (``appliance.ready``
+# logs ``query_new_classes``).
 # 5,000 records left the hot loop interpreted or in C1: at 10,000 events/s its C2
 # compilations (1-3 s each on 2 cores) landed on real events and built seconds of backlog
-# (bench/appliance_latency.py, docs/appliance.md).
-MIN_EXACT_RECORDS = 40_000
+# (bench/appliance_latency.py, docs/bench/appliance-latency.md).
+MIN_RECORDS = 40_000
 MAX_ROUNDS = 8
-# Wall-clock budget from the warm-up's start: more exact rounds while it lasts (the first
+# Wall-clock budget from the warm-up's start: more rounds while it lasts (the first
 # round, with class loading and the synthetic write, usually spends it on its own).
 BUDGET_S = 4.0
 # Matches every synthetic "alert" record, so the alert-JSON path is loaded and run whatever
-# the operator's rules are. Only in the FIRST round: a plan with an extra rule generates
-# different classes from the query's, so the later rounds run the query's exact plan.
+# the operator's rules are: the warm-up's own rule book holds the query's compiled rules and
+# this one after them (the plan is the query's either way: the book is data).
 WARMUP_RULE = Rule(id="appliance-warmup", severity="info",
                    when="source = 'appliance-warmup-alert'", message="warm-up")
 
@@ -63,7 +65,6 @@ WARMUP_RULE = Rule(id="appliance-warmup", severity="info",
 class WarmupResult:
     mode: str          # "kafka" (reader + plan + sink) or "memory" (plan only, noop sink)
     rounds: int
-    exact_rounds: int  # of ``rounds``, those through the query's exact plan
     seconds: float
     round_seconds: tuple[float, ...]
     stream_batches: int = 0  # micro-batches of the streaming warm-up (StreamWarmup)
@@ -71,11 +72,6 @@ class WarmupResult:
     @property
     def records(self) -> int:
         return self.rounds * RECORDS_PER_ROUND
-
-    @property
-    def exact_records(self) -> int:
-        """Of ``records``, those through the query's exact plan."""
-        return self.exact_rounds * RECORDS_PER_ROUND
 
 
 # Synthetic event JSON, built by Spark itself (no Python worker, no driver-side list): 10%
@@ -138,9 +134,7 @@ class StreamWarmup:
 class WarmupPlan:
     """How much to warm a fresh JVM before ``ready``."""
 
-    # A first round with ``WARMUP_RULE`` added, so the alert path runs whatever the rules.
-    rule_round: bool = True
-    min_exact_records: int = MIN_EXACT_RECORDS
+    min_records: int = MIN_RECORDS
     max_rounds: int = MAX_ROUNDS
     budget_s: float = BUDGET_S
     # Streaming micro-batches after the rounds (Kafka mode only), or None.
@@ -150,13 +144,13 @@ class WarmupPlan:
 START = WarmupPlan()
 
 
-def warm_up(spark: SparkSession, rules: RuleSet, topic: str | None, client: dict,
+def warm_up(spark: SparkSession, rules: CompiledRules, topic: str | None, client: dict,
             source_options: dict[str, str], sink_options: dict[str, str],
             latency_headers: bool, plan: WarmupPlan = START) -> WarmupResult:
-    """Run the query's transformation over synthetic records: (``plan.rule_round``) one
-    round with the warm-up rule added, then the exact plan for at least
-    ``plan.min_exact_records`` records, then more rounds until ``plan.budget_s`` is spent
-    (at most ``plan.max_rounds`` in all).
+    """Run the query's transformation over synthetic records for at least
+    ``plan.min_records`` records, then more rounds until ``plan.budget_s`` is spent (at most
+    ``plan.max_rounds`` in all), under the query's compiled ``rules`` plus ``WARMUP_RULE``
+    (a rule book of the warm-up's own).
 
     ``topic``: a warm-up topic on the appliance's Kafka (None: plan only, from memory);
     ``client``: kafka-python settings to read its end offsets with.
@@ -165,7 +159,18 @@ def warm_up(spark: SparkSession, rules: RuleSet, topic: str | None, client: dict
     ``latency_headers``: as the query's ``transform`` gets it (part of the exact plan).
     """
     started = time.monotonic()
-    exact_rules, first_rules = rules, rules.with_rule(WARMUP_RULE)
+    book = RuleBook(spark)
+    try:
+        book.publish(rules.plus(book.compile(RuleSet.of([WARMUP_RULE]))))
+        return _warm_up(spark, book, topic, client, source_options, sink_options,
+                        latency_headers, plan, started)
+    finally:
+        book.close()
+
+
+def _warm_up(spark: SparkSession, book: RuleBook, topic: str | None, client: dict,
+             source_options: dict[str, str], sink_options: dict[str, str],
+             latency_headers: bool, plan: WarmupPlan, started: float) -> WarmupResult:
     mode = "memory" if topic is None else "kafka"
     out_topics = TopicsConfig(events=topic or "appliance-warmup",
                               alerts=topic or "appliance-warmup",
@@ -184,36 +189,27 @@ def warm_up(spark: SparkSession, rules: RuleSet, topic: str | None, client: dict
         finally:
             consumer.close()
         start_json, end_json = _offsets_json(before, topic), _offsets_json(after, topic)
+        records = (spark.read.format(CONNECTOR_FORMAT).options(**source_options)
+                   .option("subscribe", topic).option("startingOffsets", start_json)
+                   .option("endingOffsets", end_json).load())
+    else:
+        records = synthetic_records(spark, RECORDS_PER_ROUND)
+    # Every round shares one DataFrame, analysed once: a round is then the records' time,
+    # not the plan's analysis again (from memory: 0.45 s a round instead of 1.0).
+    output = transform(records, book, out_topics, latency_headers)
 
-    def planned(plan_rules: RuleSet) -> DataFrame:
-        if topic is None:
-            records = synthetic_records(spark, RECORDS_PER_ROUND)
-        else:
-            records = (spark.read.format(CONNECTOR_FORMAT).options(**source_options)
-                       .option("subscribe", topic).option("startingOffsets", start_json)
-                       .option("endingOffsets", end_json).load())
-        return transform(records, plan_rules, out_topics, latency_headers)
-
-    def run(output: DataFrame) -> None:
+    def run() -> None:
         if topic is None:
             output.write.format("noop").mode("overwrite").save()
         else:
             output.write.format(CONNECTOR_FORMAT).mode("append").options(**sink_options).save()
 
-    # The exact rounds (at least two: MIN_EXACT_RECORDS) share one DataFrame, analysed once:
-    # a round is then the records' time, not the rules' parsing and analysis again (from
-    # memory: 0.45 s a round instead of 1.0).
-    exact = planned(exact_rules)
-    rounds, exact_rounds, round_seconds = 0, 0, []
+    rounds, round_seconds = 0, []
     while rounds < plan.max_rounds and (
-            exact_rounds * RECORDS_PER_ROUND < plan.min_exact_records
+            rounds * RECORDS_PER_ROUND < plan.min_records
             or time.monotonic() - started < plan.budget_s):
         round_started = time.monotonic()
-        if rounds == 0 and plan.rule_round:
-            run(planned(first_rules))
-        else:
-            run(exact)
-            exact_rounds += 1
+        run()
         rounds += 1
         round_seconds.append(round(time.monotonic() - round_started, 2))
     stream_batches = 0
@@ -221,18 +217,18 @@ def warm_up(spark: SparkSession, rules: RuleSet, topic: str | None, client: dict
         log.warning("warmup.stream_skipped", wanted=plan.stream.batches,
                     reason="no warm-up topic: streaming batches need Kafka")
     elif plan.stream is not None and topic is not None:
-        stream_batches = _stream(spark, exact_rules, topic, start_json, out_topics,
+        stream_batches = _stream(spark, book, topic, start_json, out_topics,
                                  source_options, sink_options, latency_headers, plan.stream)
-    result = WarmupResult(mode=mode, rounds=rounds, exact_rounds=exact_rounds,
+    result = WarmupResult(mode=mode, rounds=rounds,
                           seconds=round(time.monotonic() - started, 2),
                           round_seconds=tuple(round_seconds), stream_batches=stream_batches)
     log.info("warmup.done", mode=result.mode, rounds=result.rounds, records=result.records,
-             exact_records=result.exact_records, seconds=result.seconds,
-             round_seconds=list(result.round_seconds), stream_batches=stream_batches)
+             seconds=result.seconds, round_seconds=list(result.round_seconds),
+             stream_batches=stream_batches)
     return result
 
 
-def _stream(spark: SparkSession, rules: RuleSet, topic: str, start_json: str,
+def _stream(spark: SparkSession, rules: RuleBook, topic: str, start_json: str,
             out_topics: TopicsConfig, source_options: dict[str, str],
             sink_options: dict[str, str], latency_headers: bool, stream: StreamWarmup) -> int:
     """Run ``stream.batches`` micro-batches of the exact query over the synthetic records

@@ -13,3 +13,20 @@ import pytest
 @pytest.fixture(scope="session")
 def appliance_spark(spark):
     return spark
+
+
+@pytest.fixture
+def rule_book(appliance_spark):
+    """``rule_book(rule_set) -> RuleBook``: a rule book holding ``rule_set`` (what
+    ``transform`` evaluates), closed after the test."""
+    from appliance.query.rule_book import RuleBook
+
+    books = []
+
+    def make(rule_set):
+        books.append(RuleBook.holding(appliance_spark, rule_set))
+        return books[-1]
+
+    yield make
+    for book in books:
+        book.close()

@@ -6,7 +6,8 @@ import textwrap
 
 import pytest
 
-from appliance.query.rules import Rule, RulesError, analyze_rules, load_rules, parse_rules
+from appliance.query.rule_book import compile_rules
+from appliance.query.rules import Rule, RulesError, RuleSet, load_rules, parse_rules
 
 
 def rules_yaml(*rules: tuple[str, str, str]) -> str:
@@ -38,7 +39,19 @@ def test_message_defaults_to_the_expression():
     ("Bad_Id", "info", "value > 1", "r.yml: rule 'Bad_Id': id: must match [a-z0-9][a-z0-9-]*"),
     ("a", "fatal", "value > 1", "r.yml: rule 'a': severity: must be one of info, warning, "
                                 "critical (got 'fatal')"),
-    ("a", "info", "value >", "r.yml: rule 'a': when: does not parse"),
+    ("a", "info", "value >", "r.yml: rule 'a': when: column 8: an expression after '>', "
+                             "found the end of the expression"),
+    ("a", "info", "value > 1 AND", "r.yml: rule 'a': when: column 14: AND needs an "
+                                   "expression on its right"),
+    ("a", "info", "value > > 1", "r.yml: rule 'a': when: column 9: expected a value"),
+    ("a", "info", "value > 1 hot", "r.yml: rule 'a': when: column 11: a rule is one "
+                                   "expression, not a named column"),
+    ("a", "info", "my_udf(value) > 1", "r.yml: rule 'a': when: unknown function 'my_udf'"),
+    ("a", "info", "abs(value, 2) > 1", "r.yml: rule 'a': when: abs takes 1 argument, not 2"),
+    ("a", "info", "tags LIKE 'x%'", "r.yml: rule 'a': when: LIKE matches text, and 'tags' "
+                                    "is a map<string,string>"),
+    ("a", "info", "NOT value", "r.yml: rule 'a': when: NOT needs true/false, and 'value' is "
+                               "a double"),
     ("a", "info", "hostname = 'x'", "r.yml: rule 'a': when: unknown field 'hostname'"),
     ("a", "info", "sum(value) > 10", "r.yml: rule 'a': when: aggregate functions are not "
                                      "allowed (sum)"),
@@ -49,7 +62,8 @@ def test_message_defaults_to_the_expression():
      "r.yml: rule 'a': when: current-time functions are not allowed"),
     ("a", "info", "now() > ts", "r.yml: rule 'a': when: current-time functions"),
     ("a", "info", "rand() > 0.5", "r.yml: rule 'a': when: must be deterministic"),
-    ("a", "info", "value + 1", "r.yml: rule 'a': when: must be a boolean expression"),
+    ("a", "info", "value + 1", "r.yml: rule 'a': when: must be a boolean expression (it is "
+                               "double)"),
     ("a", "info", "SELECT 1", "r.yml: rule 'a': when: must be a boolean expression, not a "
                               "statement"),
     ("a", "info", "value > 1; value < 2", "r.yml: rule 'a': when: must be exactly one"),
@@ -111,7 +125,9 @@ def test_missing_file(tmp_path):
 
 
 @pytest.mark.spark
-def test_spark_analysis_rejects_what_only_spark_knows(appliance_spark):
+def test_spark_compilation_names_each_rule_spark_refuses(appliance_spark):
+    """The running appliance's own check: all rules analysed at once, a failing analysis
+    halved down to the rules at fault, each named with Spark's message."""
     bad = [
         Rule("not-boolean", "info", "concat(source, metric)", ""),
         Rule("python-udf", "info", "my_python_udf(value) > 1", ""),
@@ -119,7 +135,7 @@ def test_spark_analysis_rejects_what_only_spark_knows(appliance_spark):
         Rule("good", "info", "metric = 'cpu' AND value > 1", ""),
     ]
     with pytest.raises(RulesError) as err:
-        analyze_rules(appliance_spark, bad, "r.yml")
+        compile_rules(appliance_spark, RuleSet(tuple(bad), "v", "r.yml"))
     found = err.value.problems
     assert len(found) == 3, found
     assert found[0] == "r.yml: rule 'not-boolean': when: must be a boolean expression " \
@@ -129,16 +145,16 @@ def test_spark_analysis_rejects_what_only_spark_knows(appliance_spark):
 
 
 @pytest.mark.spark
-def test_spark_analysis_catches_nondeterminism_and_aggregates(appliance_spark):
-    # Expressions sqlglot cannot judge, checked by Spark's analyzer directly.
+def test_spark_compilation_catches_nondeterminism_and_aggregates(appliance_spark):
     bad = [Rule("nd", "info", "value > rand()", ""),
            Rule("agg", "info", "count(1) > 0", ""),
            Rule("win", "info", "row_number() OVER (ORDER BY ts) = 1", "")]
     with pytest.raises(RulesError) as err:
-        analyze_rules(appliance_spark, bad, "r.yml")
+        compile_rules(appliance_spark, RuleSet(tuple(bad), "v", "r.yml"))
     assert err.value.problems == [
         "r.yml: rule 'nd': when: must be deterministic",
         "r.yml: rule 'agg': when: aggregate and window functions are not allowed",
         "r.yml: rule 'win': when: aggregate and window functions are not allowed",
     ]
-    analyze_rules(appliance_spark, load_rules("examples/rules.yml"))
+    examples = load_rules("examples/rules.yml")
+    compile_rules(appliance_spark, RuleSet(tuple(examples), "v", "examples/rules.yml"))

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import pyspark
 import pytest
+from child_env import child_env
 from kafka_io import consume, produce
 
 from appliance.config import Config, load_config
@@ -111,7 +111,7 @@ def test_blank_setting_is_a_config_error(tmp_path):
     (tmp_path / "appliance.toml").write_text('[spark]\nclass_archive = " "\n')
     proc = subprocess.run([sys.executable, "-m", "appliance", "run", "--config",
                            str(tmp_path / "appliance.toml")], capture_output=True, text=True,
-                          timeout=120, env=_env())
+                          timeout=120, env=child_env())
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "spark.class_archive" in lines[0], proc.stderr
@@ -169,7 +169,7 @@ def test_prune_cli_reports_each_archive(tmp_path):
     shutil.rmtree(tmp_path / "gone")
     proc = subprocess.run([sys.executable, "-m", "appliance", "class-archive", "prune"],
                           capture_output=True, text=True, timeout=120,
-                          env={**_env(), class_archive.DIR_ENV: str(tmp_path)})
+                          env={**child_env(), class_archive.DIR_ENV: str(tmp_path)})
     assert proc.returncode == 0, proc.stderr
     # One line per archive, in the cache's name order; the removed archive's name is
     # derived from its (temporary) installation path, so either line may come first.
@@ -192,7 +192,7 @@ def test_built_archive_is_mapped_by_the_next_run_which_still_alerts(tmp_path, br
     archive = tmp_path / "archive" / "driver.jsa"
     built = subprocess.run([sys.executable, "-m", "appliance", "class-archive", "build",
                             "--path", str(archive)], capture_output=True, text=True,
-                           timeout=900, env=_env())
+                           timeout=900, env=child_env())
     assert built.returncode == 0, built.stderr[-3000:]
     assert archive.is_file() and archive.stat().st_size > 1 << 20
     assert "wrote" in built.stderr
@@ -215,7 +215,7 @@ def test_built_archive_is_mapped_by_the_next_run_which_still_alerts(tmp_path, br
     with log.open("wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "appliance", "run", "--config",
                                  str(config)], stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True, env=_env())
+                                stdin=subprocess.DEVNULL, start_new_session=True, env=child_env())
     try:
         assert wait_for_event(log, "spark.ready", proc, 600)["class_archive"] == str(archive)
         wait_for_event(log, "appliance.ready", proc, 600)
@@ -233,12 +233,6 @@ def test_built_archive_is_mapped_by_the_next_run_which_still_alerts(tmp_path, br
             == [("ca-1", ["hot"])]
     finally:
         process_group.stop(proc, grace=90, whole_group=True)
-
-
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("APPLIANCE_")}
-    env["PYTHONPATH"] = str(ROOT)
-    return env
 
 
 def _maps(pid: int) -> str:

@@ -4,11 +4,12 @@ needs a JVM: each answers before Spark starts."""
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
 from pathlib import Path
+
+from child_env import child_env
 
 import appliance
 
@@ -16,10 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(*argv: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("APPLIANCE_")}
-    full_env.update(env or {}, PYTHONPATH=str(ROOT))
     return subprocess.run([sys.executable, "-m", *argv], capture_output=True, text=True,
-                          timeout=120, env=full_env, cwd=ROOT)
+                          timeout=120, env=child_env(**(env or {})), cwd=ROOT)
 
 
 def test_version_of_both_commands():

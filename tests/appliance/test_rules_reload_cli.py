@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import urllib.request
 from pathlib import Path
 
 import pytest
+from child_env import child_env
+from ports import free_port
 
 from appliance.config import Config, write_config
 from appliance.observability.http import serve
@@ -23,19 +24,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("APPLIANCE_")}
     return subprocess.run([sys.executable, "-m", "appliance", "rules", "reload", *args],
-                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
+                          capture_output=True, text=True, cwd=ROOT, env=child_env(), timeout=60)
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_no_running_appliance_is_one_line_and_exit_1(tmp_path):
-    port = _free_port()
+    port = free_port()
     config = write_config(Config.model_validate({"metrics": {"port": port}}),
                           tmp_path / "appliance.toml")
     result = _cli("--config", str(config))

@@ -19,8 +19,8 @@ from appliance.trigger import (
     MODES,
     REALTIME,
     TRIGGERS,
-    BoundaryStop,
     ReadySignal,
+    RulesSwitch,
     trigger_mode,
 )
 from appliance.tuning import IDLE_PROGRESS_INTERVAL_MS, main, tuning_for
@@ -57,8 +57,9 @@ def test_the_modes_differ_where_spark_differs():
     assert [m.slot_per_partition for m in MODES.values()] == [True, True, False]
     assert [m.ready for m in MODES.values()] == [
         ReadySignal.EPOCH_COMMITTED, ReadySignal.TASKS_LAUNCHED, ReadySignal.TRIGGER_COMPLETED]
-    assert REALTIME.boundary is BoundaryStop.END_BATCH
-    assert CONTINUOUS.boundary is MICROBATCH.boundary is BoundaryStop.NEXT_COMMIT
+    # new rules: between epochs or micro-batches; live inside a real-time batch (minutes)
+    assert REALTIME.rules_switch is RulesSwitch.LIVE
+    assert CONTINUOUS.rules_switch is MICROBATCH.rules_switch is RulesSwitch.NEXT_GENERATION
     # only a micro-batch query plans each trigger again (its warm-up may stream batches),
     # and the warm-up's batches follow one another without the interval's waiting
     assert [m.plans_every_batch for m in MODES.values()] == [False, False, True]
@@ -110,12 +111,12 @@ def test_what_ready_means_per_mode():
     assert MICROBATCH.is_processing(Probe(progress=True), partitions=2)
 
 
-def test_progress_interval_and_boundary_wait_follow_the_mode():
+def test_progress_interval_and_rules_switch_wait_follow_the_mode():
     assert CONTINUOUS.progress_interval_s("100 ms", IDLE_PROGRESS_INTERVAL_MS) == 0.1
     assert MICROBATCH.progress_interval_s("0 seconds", IDLE_PROGRESS_INTERVAL_MS) == 1.0
     assert REALTIME.progress_interval_s("5 minutes", IDLE_PROGRESS_INTERVAL_MS) == 300.0
-    assert CONTINUOUS.boundary_wait_s("1 second") == 5.0
-    assert REALTIME.boundary_wait_s("5 minutes") < 60  # never waits out a long batch
+    assert CONTINUOUS.switch_wait_s("1 second") == 4.0   # two epochs and a margin
+    assert REALTIME.switch_wait_s("5 minutes") < 60      # never waits out a long batch
 
 
 #: Where the trigger facts must not be written again: Python packages (every module but the

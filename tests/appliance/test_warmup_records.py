@@ -18,10 +18,11 @@ pytestmark = pytest.mark.spark
 COUNT = 1_000  # 20 bad records: each of the 5 bad values 4 times
 
 
-def test_through_the_pipeline_each_record_gives_the_output_its_id_promises(appliance_spark):
+def test_through_the_pipeline_each_record_gives_the_output_its_id_promises(appliance_spark,
+                                                                          rule_book):
     topics = TopicsConfig(alerts="alerts", dead_letters="dead")
-    out = transform(synthetic_records(appliance_spark, COUNT), RuleSet.of([WARMUP_RULE]),
-                    topics).collect()
+    out = transform(synthetic_records(appliance_spark, COUNT),
+                    rule_book(RuleSet.of([WARMUP_RULE])), topics).collect()
     alerts = {json.loads(r.value)["event_id"] for r in out if r.topic == "alerts"}
     dead = [json.loads(r.value) for r in out if r.topic == "dead"]
     assert alerts == {f"warmup-{i}" for i in range(COUNT) if i % 10 == 3}

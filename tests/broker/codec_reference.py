@@ -10,7 +10,15 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from appliance.broker.wire.codec import PRIM_DEFAULTS, Array, DecodeError, Field, Reader, Writer
+from appliance.broker.wire.codec import (
+    PRIM_DEFAULTS,
+    Array,
+    DecodeError,
+    Field,
+    Reader,
+    Struct,
+    Writer,
+)
 
 _U32 = struct.Struct(">I")
 
@@ -108,7 +116,12 @@ def interpret_decode(fields: list[Field], r: Reader, version: int, flexible: boo
             out[f.name] = f.default
             continue
         t = f.type
-        if isinstance(t, Array):
+        if isinstance(t, Struct):
+            if t.nullable and r.int8() < 0:
+                out[f.name] = None
+            else:
+                out[f.name] = interpret_decode(t.fields, r, version, flexible)
+        elif isinstance(t, Array):
             out[f.name] = _decode_array(t, r, version, flexible)
         else:
             out[f.name] = _decode_prim(t, r, flexible)
@@ -137,7 +150,13 @@ def interpret_encode(fields: list[Field], w: Writer, version: int, flexible: boo
             continue
         v = value.get(f.name, f.default)
         t = f.type
-        if isinstance(t, Array):
+        if isinstance(t, Struct):
+            if t.nullable:
+                w.int8(-1 if v is None else 1)
+                if v is None:
+                    continue
+            interpret_encode(t.fields, w, version, flexible, v or {})
+        elif isinstance(t, Array):
             _encode_array(t, w, version, flexible, v)
         else:
             if v is None and t in PRIM_DEFAULTS:

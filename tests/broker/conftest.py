@@ -1,4 +1,5 @@
-"""Broker-suite fixtures: the Java check program, compiled once per session."""
+"""Broker-suite fixtures: the Java check programs, compiled once per session, and the
+broker the consumer-group tests share per module."""
 
 from __future__ import annotations
 
@@ -6,7 +7,10 @@ import shutil
 import subprocess
 
 import pytest
-from broker_helpers import JAVA_SRC, KAFKA_CLIENTS_JAR, ROOT, java_classpath
+from group_harness import GROUP_BROKER_ARGS
+from java_programs import JAVA_SRC, KAFKA_CLIENTS_JAR, ROOT, java_classpath
+
+from appliance.broker import EmbeddedBroker
 
 
 @pytest.fixture(scope="session")
@@ -20,3 +24,12 @@ def java_checks() -> str:
     subprocess.run(["javac", "-nowarn", "-encoding", "UTF-8", "-d", str(out),
                     "-cp", java_classpath(out), *sources], check=True, timeout=180)
     return java_classpath(out)
+
+
+@pytest.fixture(scope="module")
+def group_broker(tmp_path_factory):
+    """A broker for consumer groups of real clients (``group_harness.GROUP_BROKER_ARGS``),
+    shared by a module's tests: each names its own topics and groups."""
+    with EmbeddedBroker(extra_args=GROUP_BROKER_ARGS,
+                        log_path=tmp_path_factory.mktemp("groups") / "broker.log") as b:
+        yield b

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from broker_helpers import batch, produce
+from wire_helpers import batch, produce
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.wire import errors, schemas
@@ -32,6 +32,8 @@ from appliance.broker.wire.client import WireClient
 HERE = Path(__file__).resolve().parent
 PARTITIONS = 6
 SESSION_MS = 6000
+# New groups wait 1 s for their members (Kafka's 3 s default, shortened for the tests).
+GROUP_BROKER_ARGS = ["--group-initial-rebalance-delay-ms", "1000"]
 # After a member is killed the coordinator notices when its session times out; then the
 # survivors learn of the rebalance from their next heartbeat (session/6 here) and rejoin.
 # The allowance covers that and a loaded shared machine; it is a bound, not a measurement
@@ -319,8 +321,7 @@ def run_group_lifecycle(tmp_path: Path, launch: Callable[..., list[str]], assign
     every record was consumed at least once and the committed offsets never went back."""
     topic, group = f"grp-{label}", f"group-{label}"
     broker = EmbeddedBroker(data_dir=tmp_path / "data", topics={topic: PARTITIONS},
-                            extra_args=["--group-initial-rebalance-delay-ms", "1000"],
-                            log_path=tmp_path / "broker.log")
+                            extra_args=GROUP_BROKER_ARGS, log_path=tmp_path / "broker.log")
     broker.start()
     procs: list[Members] = []
     watch = OffsetWatch(broker, group, topic)
@@ -403,12 +404,6 @@ def run_group_lifecycle(tmp_path: Path, launch: Callable[..., list[str]], assign
             if m.alive():
                 m.kill()
         broker.stop()
-
-
-def group_broker(tmp_path: Path, **kw) -> EmbeddedBroker:
-    """A broker whose new groups wait 1 s for their members (the 3 s default, shortened)."""
-    return EmbeddedBroker(extra_args=["--group-initial-rebalance-delay-ms", "1000"],
-                          log_path=tmp_path / "broker.log", **kw)
 
 
 def run_assignor_round(broker: EmbeddedBroker, tmp_path: Path, launch: Callable[..., list[str]],

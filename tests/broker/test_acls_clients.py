@@ -12,7 +12,6 @@ from __future__ import annotations
 import time
 
 import pytest
-from broker_helpers import run_java
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import (
     AclBinding,
@@ -23,6 +22,7 @@ from confluent_kafka.admin import (
     ResourcePatternType,
     ResourceType,
 )
+from java_programs import run_java
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KpTopicPartition
 from kafka import errors as kp_errors
@@ -36,7 +36,7 @@ from kafka.admin import (
     ResourcePatternFilter,
 )
 from kafka.admin import ResourceType as KpResourceType
-from secure_helpers import broker_args, new_password
+from secure_helpers import broker_args, new_password, write_private
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.security.credentials import add_user
@@ -327,11 +327,10 @@ def test_java_client_allowed_and_denied(broker, java_checks, tmp_path):
 
 def _java_file(tmp_path, b, user: str, action: str, topic: str) -> str:
     path = tmp_path / f"{user}-{action}.properties"
-    path.write_text("\n".join([
+    write_private(path, "\n".join([
         f"check.name={user}-{action}", f"check.action={action}", f"check.topic={topic}",
         "check.group=java-group", f"bootstrap.servers={b.bootstrap}",
         "security.protocol=SASL_PLAINTEXT", f"sasl.mechanism={MECHANISM}",
         "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
         f'username="{user}" password="{b.passwords[user]}";']) + "\n")
-    path.chmod(0o600)
     return str(path)

@@ -18,7 +18,7 @@ import time
 import urllib.request
 
 import pytest
-from broker_helpers import batch, fetch, produce
+from wire_helpers import batch, fetch, metadata, produce
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.wire import errors, schemas
@@ -131,6 +131,20 @@ def test_create_describe_delete_round_trip(admin_broker, version):
             {"alerts", "logs."} if version >= 1 else {"alerts"})
 
 
+def test_filters_are_matched_as_given_as_kafka_reads_them(admin_broker):
+    """A filter is not a binding: a principal of ``*`` is no error (it matches bindings
+    whose principal is ``*``: none, all of them being TYPE:NAME), ``User:*`` matches the
+    wildcard bindings, and no principal matches every one."""
+    with WireClient(admin_broker.bootstrap) as c:
+        resp = c.request(schemas.CREATE_ACLS, 3, {"creations": [
+            creation("star-topic", READ, "User:*"), creation("star-topic", READ)]})
+        assert [r["error_code"] for r in resp["results"]] == [errors.NONE, errors.NONE]
+        assert described(c, 3, name="star-topic", principal="*") == set()
+        assert described(c, 3, name="star-topic", principal="User:*") == {
+            (TOPIC, "star-topic", LITERAL, "User:*", READ, ALLOW)}
+        assert {row[3] for row in described(c, 3, name="star-topic")} == {"User:*", ANON}
+
+
 def test_a_bad_creation_is_refused_with_its_field_and_the_good_ones_kept(admin_broker):
     with WireClient(admin_broker.bootstrap) as c:
         resp = c.request(schemas.CREATE_ACLS, 3, {"creations": [
@@ -144,8 +158,9 @@ def test_a_bad_creation_is_refused_with_its_field_and_the_good_ones_kept(admin_b
         assert [m.split(":")[0] for m in messages] == ["principal", "operation", "host"]
         assert described(c, 3, principal="User:carol") == {
             (TOPIC, "events", LITERAL, "User:carol", READ, ALLOW)}
-        bad = c.request(schemas.DESCRIBE_ACLS, 3, acl_filter(principal="nobody"))
-        assert bad["error_code"] == errors.INVALID_REQUEST
+        # a filter is matched as given, as Kafka reads it: no such principal, no match
+        none = c.request(schemas.DESCRIBE_ACLS, 3, acl_filter(principal="nobody"))
+        assert (none["error_code"], none["resources"]) == (errors.NONE, [])
 
 
 def test_acls_survive_a_restart_and_a_bad_file_stops_the_start(tmp_path):
@@ -175,10 +190,10 @@ def test_acls_survive_a_restart_and_a_bad_file_stops_the_start(tmp_path):
 
 # -- enforcement ----------------------------------------------------------------------------
 
-def _metadata(c: WireClient, topics) -> dict:
-    body = {"topics": None if topics is None else [{"name": t} for t in topics],
-            "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
-    return {t["name"]: t["error_code"] for t in c.request(schemas.METADATA, 9, body)["topics"]}
+def _topic_errors(c: WireClient, topics) -> dict:
+    """topic -> the error code its Metadata entry carries."""
+    meta = metadata(c, topics, include_topic_authorized_operations=False)
+    return {t["name"]: t["error_code"] for t in meta["topics"]}
 
 
 def _join_error(c: WireClient, group: str) -> int:
@@ -220,8 +235,8 @@ def test_denied_then_allowed_through_the_offline_cli_and_sighup(locked_broker):
         assert produce(c, "events", 0, batch([b"x"]))["error_code"] == \
             errors.TOPIC_AUTHORIZATION_FAILED
         assert fetch(c, "events", 0, 0)["error_code"] == errors.TOPIC_AUTHORIZATION_FAILED
-        assert _metadata(c, ["events"]) == {"events": errors.TOPIC_AUTHORIZATION_FAILED}
-        assert _metadata(c, None) == {}  # all topics: the denied ones left out
+        assert _topic_errors(c, ["events"]) == {"events": errors.TOPIC_AUTHORIZATION_FAILED}
+        assert _topic_errors(c, None) == {}  # all topics: the denied ones left out
         assert _join_error(c, "g1") == errors.GROUP_AUTHORIZATION_FAILED
         assert _delete_topic_error(c, "alerts") == errors.TOPIC_AUTHORIZATION_FAILED
         find = c.request(schemas.FIND_COORDINATOR, 3, {"key": "g1", "key_type": 0})
@@ -253,7 +268,7 @@ def test_denied_then_allowed_through_the_offline_cli_and_sighup(locked_broker):
         written = produce(c, "events", 0, batch([b"x"]))
         assert written["error_code"] == errors.NONE
         assert fetch(c, "events", 0, written["base_offset"])["error_code"] == errors.NONE
-        assert _metadata(c, None) == {"events": errors.NONE, "alerts": errors.NONE}
+        assert _topic_errors(c, None) == {"events": errors.NONE, "alerts": errors.NONE}
         assert _join_error(c, "g1") in (errors.MEMBER_ID_REQUIRED, errors.NONE)
         assert _join_error(c, "g2") == errors.GROUP_AUTHORIZATION_FAILED
         assert c.request(schemas.INIT_PRODUCER_ID, 2, {

@@ -8,7 +8,6 @@ import time
 
 import confluent_kafka as ck
 import pytest
-from broker_helpers import run_java
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -25,22 +24,14 @@ from group_harness import (
     python_member,
     wait_until,
 )
+from java_programs import run_java
 from kafka import KafkaProducer, TopicPartition
 from kafka.admin import ConfigResource as KpConfigResource
 from kafka.admin import ConfigResourceType, KafkaAdminClient
 from kafka.errors import TransactionalIdAuthorizationFailedError
 
-from appliance.broker import EmbeddedBroker
-
 # Fail at once: well under the 60 s a client waits for a coordinator that never comes.
 FAST_S = 10
-
-
-@pytest.fixture(scope="module")
-def abroker(tmp_path_factory):
-    with EmbeddedBroker(extra_args=["--group-initial-rebalance-delay-ms", "1000"],
-                        log_path=tmp_path_factory.mktemp("admin") / "broker.log") as b:
-        yield b
 
 
 def _active_group(broker, tmp_path, topic: str, group: str) -> Members:
@@ -54,10 +45,10 @@ def _active_group(broker, tmp_path, topic: str, group: str) -> Members:
     return m
 
 
-def test_kafka_python_admin_client_groups_and_topic_configs(abroker, tmp_path):
+def test_kafka_python_admin_client_groups_and_topic_configs(group_broker, tmp_path):
     topic, group = "kp-admin", "kp-admin-group"
-    admin = KafkaAdminClient(bootstrap_servers=abroker.bootstrap)
-    members = _active_group(abroker, tmp_path, topic, group)
+    admin = KafkaAdminClient(bootstrap_servers=group_broker.bootstrap)
+    members = _active_group(group_broker, tmp_path, topic, group)
     try:
         listed = {g["group_id"]: g for g in admin.list_groups()}
         assert listed[group]["group_state"] == "Stable"
@@ -100,10 +91,10 @@ def test_kafka_python_admin_client_groups_and_topic_configs(abroker, tmp_path):
     admin.close()
 
 
-def test_confluent_admin_client_groups_and_topic_configs(abroker, tmp_path):
+def test_confluent_admin_client_groups_and_topic_configs(group_broker, tmp_path):
     topic, group = "ck-admin", "ck-admin-group"
-    admin = AdminClient({"bootstrap.servers": abroker.bootstrap})
-    members = _active_group(abroker, tmp_path, topic, group)
+    admin = AdminClient({"bootstrap.servers": group_broker.bootstrap})
+    members = _active_group(group_broker, tmp_path, topic, group)
     try:
         listed = admin.list_consumer_groups().result(timeout=30)
         states = {g.group_id: g.state.name for g in listed.valid}
@@ -136,8 +127,8 @@ def test_confluent_admin_client_groups_and_topic_configs(abroker, tmp_path):
 
 
 @pytest.mark.java
-def test_java_admin_client_and_a_transactional_producer(abroker, java_checks):
-    out = run_java(java_checks, "AdminCheck", abroker.bootstrap, "java-admin",
+def test_java_admin_client_and_a_transactional_producer(group_broker, java_checks):
+    out = run_java(java_checks, "AdminCheck", group_broker.bootstrap, "java-admin",
                    "java-admin-group", timeout=180)
     assert out["CLUSTER"] == "appliance-embedded,1,0"
     assert out["TOPIC_RETENTION_MS"] == "7200000,DYNAMIC_TOPIC_CONFIG"
@@ -157,8 +148,8 @@ def test_java_admin_client_and_a_transactional_producer(abroker, java_checks):
     assert float(out["TXN_SECONDS"]) < FAST_S
 
 
-def test_librdkafka_transactional_producer_fails_at_once(abroker):
-    p = ck.Producer({"bootstrap.servers": abroker.bootstrap, "transactional.id": "ck-tx"})
+def test_librdkafka_transactional_producer_fails_at_once(group_broker):
+    p = ck.Producer({"bootstrap.servers": group_broker.bootstrap, "transactional.id": "ck-tx"})
     started = time.monotonic()
     with pytest.raises(ck.KafkaException) as info:
         p.init_transactions(60)
@@ -169,9 +160,9 @@ def test_librdkafka_transactional_producer_fails_at_once(abroker):
     assert elapsed < FAST_S
 
 
-def test_kafka_python_transactional_producer_fails_at_once(abroker):
+def test_kafka_python_transactional_producer_fails_at_once(group_broker):
     started = time.monotonic()
     with pytest.raises(TransactionalIdAuthorizationFailedError):
-        producer = KafkaProducer(bootstrap_servers=abroker.bootstrap, transactional_id="kp-tx")
+        producer = KafkaProducer(bootstrap_servers=group_broker.bootstrap, transactional_id="kp-tx")
         producer.init_transactions()
     assert time.monotonic() - started < FAST_S

@@ -7,7 +7,7 @@ import json
 import time
 
 import pytest
-from broker_helpers import batch, fetch, list_offset, produce, record_values
+from wire_helpers import batch, fetch, list_offset, produce, record_values
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.storage.topic_configs import ConfigSource

@@ -11,12 +11,12 @@ from __future__ import annotations
 import logging
 
 import pytest
-from broker_helpers import run_java
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from java_programs import run_java
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KpTopicPartition
 from kafka.errors import KafkaTimeoutError
-from secure_helpers import USER, broker_args, make_tls, make_users, new_password
+from secure_helpers import USER, broker_args, make_tls, make_users, new_password, write_private
 
 from appliance.broker import EmbeddedBroker
 
@@ -227,9 +227,7 @@ def _java_scenario(path, name: str, bootstrap: str, tls, protocol: str,
         lines += [f"sasl.mechanism={mechanism}",
                   f'sasl.jaas.config={module} required username="{USER}" '
                   f'password="{password}";']
-    path.write_text("\n".join(lines) + "\n")
-    path.chmod(0o600)
-    return str(path)
+    return str(write_private(path, "\n".join(lines) + "\n"))
 
 
 @pytest.mark.java

@@ -3,21 +3,13 @@
 from __future__ import annotations
 
 import time
-import urllib.request
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-from prometheus_client.parser import text_string_to_metric_families
+from scrape import samples as scrape_samples
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.wire import schemas
 from appliance.broker.wire.client import WireClient
-
-
-def _samples(url: str) -> dict[tuple[str, tuple], float]:
-    with urllib.request.urlopen(url, timeout=10) as r:
-        text = r.read().decode()
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
 
 
 def test_metrics_count_requests_errors_bytes_latency_and_offsets(tmp_path):
@@ -37,7 +29,7 @@ def test_metrics_count_requests_errors_bytes_latency_and_offsets(tmp_path):
             meta = client.request(schemas.METADATA, 9, {
                 "topics": [{"name": "no-such-topic"}], "allow_auto_topic_creation": False})
         assert meta["topics"][0]["error_code"] == 3
-        samples = _samples(broker.metrics_url)
+        samples = scrape_samples(broker.metrics_url)
         consumer.close()
     requests = {labels: v for (name, labels), v in samples.items()
                 if name == "broker_requests_total"}
@@ -81,9 +73,9 @@ def test_group_metrics_members_state_committed_offset_and_lag(tmp_path):
             consumer.poll(timeout_ms=200)
         consumer.commit({TopicPartition("g-events", 0): OffsetAndMetadata(2, "", -1),
                          TopicPartition("g-events", 1): OffsetAndMetadata(3, "", -1)})
-        active = _samples(broker.metrics_url)
+        active = scrape_samples(broker.metrics_url)
         consumer.close()
-        idle = _samples(broker.metrics_url)
+        idle = scrape_samples(broker.metrics_url)
     group = (("group", "alert-forwarder"),)
     assert active[("broker_group_members", group)] == 1
     assert active[("broker_group_state", (*group, ("state", "Stable")))] == 1

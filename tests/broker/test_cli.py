@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from broker_helpers import batch, produce
+from wire_helpers import batch, produce
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.wire import schemas

@@ -8,7 +8,7 @@ import pytest
 from codec_reference import interpret_decode, interpret_encode
 
 from appliance.broker.wire import schemas
-from appliance.broker.wire.codec import Array, DecodeError, Reader, Writer
+from appliance.broker.wire.codec import Array, DecodeError, Reader, Struct, Writer
 from appliance.broker.wire.codegen import EncodeError, decode_struct, encode_struct
 
 _SAMPLES = {"int8": -3, "int16": 300, "int32": -70000, "int64": 1 << 40, "bool": True,
@@ -20,7 +20,9 @@ def _sample(fields, depth=0) -> dict:
     out = {}
     for f in fields:
         t = f.type
-        if isinstance(t, Array):
+        if isinstance(t, Struct):
+            out[f.name] = _sample(t.fields, depth + 1)
+        elif isinstance(t, Array):
             if isinstance(t.item, str):
                 out[f.name] = [_SAMPLES[t.item]] * 2
             else:

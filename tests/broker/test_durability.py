@@ -8,19 +8,12 @@ import os
 import struct
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import confluent_kafka as ck
 import pytest
-from broker_helpers import (
-    batch,
-    fetch,
-    list_offset,
-    produce,
-    record_offsets_values,
-    record_values,
-)
+from scrape import metric
+from wire_helpers import batch, fetch, list_offset, produce, record_offsets_values, record_values
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.wire import errors, schemas
@@ -117,13 +110,14 @@ def _all_records(bootstrap: str, topic: str, partition: int) -> dict[int, bytes]
 
 
 def _frames(segment: Path) -> list[tuple[int, int]]:
-    """(start, end) byte range of each frame ``[u32 length][u32 crc][batch]`` in a segment."""
+    """(start, end) byte range of each record batch in a segment (Kafka's layout: batches
+    back to back, each ``[i64 baseOffset][i32 batchLength][...]``)."""
     data = segment.read_bytes()
     out, pos = [], 0
     while pos < len(data):
-        (length,) = struct.unpack_from(">I", data, pos)
-        out.append((pos, pos + 8 + length))
-        pos += 8 + length
+        (length,) = struct.unpack_from(">i", data, pos + 8)
+        out.append((pos, pos + 12 + length))
+        pos += 12 + length
     return out
 
 
@@ -134,13 +128,6 @@ def _events(log_path: Path, name: str) -> list[dict]:
             out.append(json.loads(line))
     return [e for e in out if e.get("event") == name]
 
-
-def _metric(url: str, name: str) -> float:
-    text = urllib.request.urlopen(url, timeout=10).read().decode()
-    for line in text.splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    raise AssertionError(f"{name} not in {url}")
 
 
 def test_torn_tail_is_quarantined_and_earlier_records_kept(tmp_path):
@@ -157,6 +144,7 @@ def test_torn_tail_is_quarantined_and_earlier_records_kept(tmp_path):
         b.start()
         values = _all_values(b.bootstrap, "torn", 0)
         assert values == [b"r%d-%s" % (i, x) for i in range(9) for x in (b"a", b"b")]
+        assert seg.stat().st_size == last_start  # the torn tail is cut off once copied
         with WireClient(b.bootstrap) as c:
             assert produce(c, "torn", 0, batch([b"after"]))["base_offset"] == 18
         (event,) = _events(b.log_path, "broker.recovery_quarantined")
@@ -164,18 +152,19 @@ def test_torn_tail_is_quarantined_and_earlier_records_kept(tmp_path):
         assert event["at_end"] is True and event["valid_frames_after"] == 0
         # the torn bytes are kept aside, not destroyed
         assert Path(event["quarantine_file"]).read_bytes() == data[last_start:len(data) - 7]
-        assert seg.stat().st_size == last_start
         b.restart()  # the repaired log recovers cleanly, including the new record
         assert _all_values(b.bootstrap, "torn", 0)[-1] == b"after"
         assert len(_events(b.log_path, "broker.recovery_quarantined")) == 1
 
 
 def test_damaged_frame_is_quarantined_and_every_frame_after_it_kept(tmp_path):
-    """A flipped byte in one frame of the first segment: that frame's bytes go to a
-    quarantine file, and every valid frame after it, in the same segment and in the later
-    ones, comes back at its own offset (only the damaged batch's offset is missing)."""
+    """A flipped byte in one batch of the first segment, found by a --full-recovery start
+    (a normal start takes that segment from its index): the batch's bytes go to a
+    quarantine file, and every valid batch after it, in the same segment and in the later
+    ones, comes back at its own offset (only the damaged batch's offset is missing); later
+    starts, full or not, skip the region."""
     values = [b"%d" % i * 50 for i in range(8)]
-    args = ["--topics", "crc:1", "--segment-bytes", "300", "--metrics-port", "0"]
+    args = ["--topics", "crc:1", "--segment-bytes", "400", "--metrics-port", "0"]
     with EmbeddedBroker(data_dir=tmp_path, extra_args=args) as b:
         with WireClient(b.bootstrap) as c:
             for v in values:
@@ -187,8 +176,9 @@ def test_damaged_frame_is_quarantined_and_every_frame_after_it_kept(tmp_path):
         assert len(frames) >= 3
         start, end = frames[1]
         data = bytearray(first.read_bytes())
-        data[start + 8 + 40] ^= 0xFF  # inside the second frame's batch
+        data[start + 40] ^= 0xFF  # inside the second batch, under its CRC
         first.write_bytes(bytes(data))
+        b.extra_args.append("--full-recovery")
         b.start()
         assert _all_records(b.bootstrap, "crc", 0) == {
             i: v for i, v in enumerate(values) if i != 1}
@@ -196,8 +186,8 @@ def test_damaged_frame_is_quarantined_and_every_frame_after_it_kept(tmp_path):
         assert (event["at_byte"], event["bytes"]) == (start, end - start)
         assert event["valid_frames_after"] == len(frames) - 2 and event["at_end"] is False
         assert Path(event["quarantine_file"]).read_bytes() == bytes(data[start:end])
-        assert _metric(b.metrics_url, "broker_recovery_quarantined_bytes_total") == end - start
-        assert _metric(b.metrics_url, "broker_recovery_quarantined_regions_total") == 1
+        assert metric(b.metrics_url, "broker_recovery_quarantined_bytes_total") == end - start
+        assert metric(b.metrics_url, "broker_recovery_quarantined_regions_total") == 1
         with WireClient(b.bootstrap) as c:
             assert produce(c, "crc", 0, batch([b"next"]))["base_offset"] == len(values)
         copied = Path(event["quarantine_file"]).stat().st_mtime_ns
@@ -207,6 +197,37 @@ def test_damaged_frame_is_quarantined_and_every_frame_after_it_kept(tmp_path):
         _first, again = _events(b.log_path, "broker.recovery_quarantined")
         assert again["quarantine_file"] == event["quarantine_file"]
         assert Path(event["quarantine_file"]).stat().st_mtime_ns == copied
+        b.extra_args.remove("--full-recovery")
+        b.restart()  # from the index: the region is still skipped (``<base>.bad``)
+        assert _all_records(b.bootstrap, "crc", 0) == {
+            **{i: v for i, v in enumerate(values) if i != 1}, len(values): b"next"}
+        assert len(_events(b.log_path, "broker.recovery_quarantined")) == 2
+
+
+def test_recovery_reads_indexes_not_records(tmp_path):
+    """After a clean stop no batch is read through at start; after kill -9 only the
+    segments a crash may have left unsynced (the active one, maybe the one before), not
+    the closed ones below the recovery point."""
+    args = ["--topics", "idx:1", "--segment-bytes", "20000"]
+    with EmbeddedBroker(data_dir=tmp_path, extra_args=args) as b:
+        with WireClient(b.bootstrap) as c:
+            for i in range(400):
+                produce(c, "idx", 0, batch([b"%05d" % i * 40]))
+        b.stop()
+        assert len(_segments(tmp_path, "idx", 0)) >= 5
+        b.start()
+        (event,) = _events(b.log_path, "broker.topic_recovered")
+        assert event["batches_read"] == 0 and event["high_watermarks"] == [400]
+        with WireClient(b.bootstrap) as c:
+            produce(c, "idx", 0, batch([b"after"]))
+        time.sleep(0.5)  # the rolled segments' background flush
+        b.kill()
+        b.start()
+        last = _events(b.log_path, "broker.topic_recovered")[-1]
+        per_segment = 20000 // 260 + 1
+        assert 0 < last["batches_read"] <= 2 * per_segment
+        assert last["high_watermarks"] == [401]
+        assert _all_values(b.bootstrap, "idx", 0)[-1] == b"after"
 
 
 def test_topics_partitions_deletes_and_producer_state_persist(tmp_path):

@@ -8,7 +8,7 @@ in a group.
 from __future__ import annotations
 
 import pytest
-from broker_helpers import run_java
+from java_programs import run_java
 
 pytestmark = pytest.mark.java
 

@@ -17,6 +17,7 @@ import time
 
 import pytest
 from secure_helpers import USER, broker_args, make_users, new_password
+from wire_helpers import metadata
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.security import scram
@@ -47,10 +48,6 @@ def _handshake(c: WireClient, mechanism: str) -> dict:
 
 def _authenticate(c: WireClient, token: bytes, version: int = 2) -> dict:
     return c.request(schemas.SASL_AUTHENTICATE, version, {"auth_bytes": token})
-
-
-def _metadata(c: WireClient) -> dict:
-    return c.request(schemas.METADATA, 9, {"topics": None, "allow_auto_topic_creation": False})
 
 
 def _closed(c: WireClient) -> bool:
@@ -161,7 +158,7 @@ def test_plain_right_password_opens_every_api_and_a_second_handshake_is_refused(
         assert _handshake(c, "PLAIN")["error_code"] == 0
         resp = _authenticate(c, f"\0{USER}\0{sasl_broker.password}".encode())
         assert resp["error_code"] == 0 and resp["session_lifetime_ms"] == 0
-        assert "secured" in {t["name"] for t in _metadata(c)["topics"]}
+        assert "secured" in {t["name"] for t in metadata(c)["topics"]}
         assert _handshake(c, "PLAIN")["error_code"] == errors.ILLEGAL_SASL_STATE
 
 
@@ -193,7 +190,7 @@ def test_scram_exchange_proves_both_sides(sasl_broker, mech):
         resp, expected_signature = _scram_client(c, mech, USER, sasl_broker.password)
         assert resp["error_code"] == 0
         assert bytes(resp["auth_bytes"]).decode() == f"v={expected_signature}"  # server knew keys
-        assert _metadata(c)["topics"]
+        assert metadata(c)["topics"]
     with WireClient(sasl_broker.bootstrap) as c:
         resp, _ = _scram_client(c, mech, USER, "wrong-password")
         assert resp["error_code"] == errors.SASL_AUTHENTICATION_FAILED
@@ -363,7 +360,7 @@ def test_sasl_handshake_v0_then_bare_token_frames(sasl_broker):
                                      sasl_broker.password, mech, "")
         c.send_raw(struct.pack(">i", len(final)) + final)
         assert c.recv_frame().startswith(b"v=")
-        assert _metadata(c)["topics"]  # authenticated: every API open
+        assert metadata(c)["topics"]  # authenticated: every API open
     with WireClient(sasl_broker.bootstrap) as c:
         c.request(schemas.SASL_HANDSHAKE, 0, {"mechanism": mech.name})
         c.send_raw(struct.pack(">i", len(first := f"n,,n={USER},r=x".encode())) + first)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from short_intervals import SHORT_INTERVALS
+
 from appliance.config import Config, write_config
 
-INTERVALS = {"continuous": "500 milliseconds", "realtime": "5 seconds",
-             "microbatch": "200 milliseconds"}
+INTERVALS = SHORT_INTERVALS
 
 
 def write_cluster_config(directory: Path, cluster, bootstrap: str, topics: dict[str, str],

@@ -8,15 +8,9 @@ is a separate ``appliance run`` process: the driver, with executors in the worke
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
 from appliance.process.local_cluster import LocalCluster
-
-# The cluster suite reuses the appliance suite's known event mix and process helper.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "appliance"))
 
 WORKERS, CORES_PER_WORKER = 2, 2
 

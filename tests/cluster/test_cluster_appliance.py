@@ -24,15 +24,17 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 from appliance_mix import MIX_RULES, check_outputs, make_mix
+from appliance_process import ApplianceProcess
 from cluster_config import write_cluster_config
-from kafka_io import consume, produce
-from test_appliance_process import ApplianceProcess, has_all, scrape
+from kafka_io import consume, has_all, produce
+from scrape import appliance_metrics
 
 from appliance.process import process_group
 from appliance.query.rules import rules_version
@@ -118,6 +120,49 @@ def test_known_mix_gives_exactly_the_expected_alerts_and_dead_letters(
     assert cluster_run.proc.proc.poll() is None
 
 
+RELOAD_RULE = ("  - id: cluster-reload\n    severity: warning\n"
+               "    when: \"metric = 'reload.check' AND value > 0\"\n")
+
+
+def test_a_rules_reload_reaches_every_executor_and_their_counts_come_back(
+        cluster_run, broker):
+    """The rule book on a cluster: executors in JVMs of their own fetch a new version from
+    the driver over Spark's RPC (no query restart) and report their per-rule counts back to
+    the driver's ``/-/rules/stats`` page."""
+    port = cluster_run.proc.wait_for("appliance.ready", 5)["metrics_port"]
+    rules = cluster_run.directory / "rules.yml"
+    rules.write_text(RULES + RELOAD_RULE)
+    new_version = rules_version(rules.read_bytes())
+    reloaded = subprocess.run(
+        [sys.executable, "-m", "appliance", "rules", "reload", "--url",
+         f"http://127.0.0.1:{port}/-/rules", "--timeout", "2m"],
+        capture_output=True, text=True, timeout=180)
+    assert reloaded.returncode == 0, reloaded.stdout + reloaded.stderr
+    assert f"applied, rules version {new_version}" in reloaded.stdout
+    ids = [f"reload-{uuid.uuid4().hex[:6]}-{i}" for i in range(20)]
+    produce(broker.bootstrap, cluster_run.topics["events"], [json.dumps({
+        "event_id": eid, "ts": time.time() * 1000, "source": "cluster", "metric": "reload.check",
+        "value": 1.0}).encode() for eid in ids])
+    alerts = consume(broker.bootstrap, cluster_run.topics["alerts"],
+                     has_all("alert_id", set(ids)), 240)
+    ours = [json.loads(v) for _k, v in alerts if json.loads(v)["alert_id"] in set(ids)]
+    assert {a["rules_version"] for a in ours} == {new_version}
+    assert all([r["id"] for r in a["rules"]] == ["cluster-reload"] for a in ours)
+    # Both executors evaluated events (each reads one partition) and reported their counts.
+    deadline, counts = time.monotonic() + 30, {}
+    while time.monotonic() < deadline:
+        direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback
+        page = json.loads(direct.open(f"http://127.0.0.1:{port}/-/rules/stats",
+                                      timeout=5).read())
+        counts = {c["id"]: c for c in page["counts"]}
+        if counts.get("cluster-reload", {}).get("matched", 0) >= len(ids):
+            break
+        time.sleep(1.0)
+    assert counts["cluster-reload"]["matched"] >= len(ids), counts
+    assert counts["cluster-reload"]["index_key"] == "metric"
+    assert [e["event"] for e in cluster_run.proc.events()].count("query.started") == 1
+
+
 #: How long the executors stay stopped, and the slack of one lag-age reading: the poller
 #: refreshes every second, the reading can be that old (plus a scrape).
 STOP_S, LAG_READING_SLACK_S = 8.0, 2.0
@@ -125,7 +170,7 @@ STOP_S, LAG_READING_SLACK_S = 8.0, 2.0
 
 def _lag_ages(port: int, topic: str) -> dict[str, float]:
     prefix = "appliance_consumer_lag_seconds{"
-    return {name: value for name, value in scrape(port).items()
+    return {name: value for name, value in appliance_metrics(port).items()
             if name.startswith(prefix) and f'topic="{topic}"' in name}
 
 
@@ -204,7 +249,7 @@ def test_executor_kill_mid_stream_loses_no_alert(cluster_run, spark_cluster, bro
             assert first.proc.poll() is None, "the appliance exited instead of restarting"
             # A fresh checkpoint at start (0), then the restart in place resumed it.
             port = first.wait_for("appliance.ready", 5)["metrics_port"]
-            assert scrape(port)["appliance_recoveries_total"] == 1
+            assert appliance_metrics(port)["appliance_recoveries_total"] == 1
             # The budget (one restart) is spent: the next loss is the supervisor's.
             _kill_an_executor(cluster_run, spark_cluster)
             code = first.proc.wait(timeout=120)

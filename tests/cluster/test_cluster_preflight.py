@@ -10,8 +10,8 @@ import time
 
 import pytest
 from appliance_mix import MIX_RULES
+from appliance_process import ApplianceProcess
 from cluster_config import write_cluster_config
-from test_appliance_process import ApplianceProcess
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.timeout(1800)]
 

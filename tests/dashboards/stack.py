@@ -17,7 +17,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ from pathlib import Path
 
 import pyspark
 import yaml
+from ports import free_port
 
 from appliance.broker import EmbeddedBroker
 from appliance.process import process_group
@@ -37,12 +37,6 @@ ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "examples" / "rules.yml"
 SPARK_HOME = Path(pyspark.__file__).parent
 
-
-def free_port() -> int:
-    """A loopback port nobody listens on (right now)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for(what: str, check, timeout: float, proc: subprocess.Popen | None = None,

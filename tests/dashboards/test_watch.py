@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from ports import free_port
 from prometheus_client import CollectorRegistry, Gauge, start_http_server
 
 from appliance.broker.ready_line import read_until_line
@@ -25,11 +26,6 @@ from dashboards.watch import READY_PREFIX, RULES
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.timeout(300)
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _get(url: str) -> dict:
@@ -63,7 +59,7 @@ def metrics_endpoint():
     """A real Prometheus endpoint with an ``appliance_*`` series, on a free port."""
     registry = CollectorRegistry()
     Gauge("appliance_query_up", "1 while the query runs", registry=registry).set(1)
-    port = _free_port()
+    port = free_port()
     server, thread = start_http_server(port, addr="127.0.0.1", registry=registry)
     yield f"127.0.0.1:{port}"
     server.shutdown()
@@ -72,7 +68,7 @@ def metrics_endpoint():
 
 def test_watch_scrapes_the_appliance_loads_the_rules_and_stops_on_ctrl_c(
         metrics_endpoint, tmp_path):
-    prom_port, am_port = _free_port(), _free_port()
+    prom_port, am_port = free_port(), free_port()
     proc = _watch("--prometheus-port", str(prom_port), "--alertmanager-port", str(am_port),
                   "--appliance", metrics_endpoint, "--scrape-interval", "1s",
                   "--data-dir", str(tmp_path / "watch"))
@@ -120,7 +116,7 @@ def test_watch_on_a_taken_port_exits_2_with_one_line(tmp_path):
         holder.listen()
         port = holder.getsockname()[1]
         proc = _watch("--prometheus-port", str(port), "--alertmanager-port",
-                      str(_free_port()), "--data-dir", str(tmp_path / "watch"))
+                      str(free_port()), "--data-dir", str(tmp_path / "watch"))
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 2, err
     assert err.decode().splitlines() == [

@@ -13,16 +13,12 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 import urllib.parse
 
 import deploy_bed as bed
 import pytest
-
-# The Grafana stand-in of the dashboards suite (no Grafana can be installed here).
-sys.path.insert(0, str(bed.REPO / "tests" / "dashboards"))
-from grafana_standin import GrafanaStandIn  # noqa: E402
+from grafana_standin import GrafanaStandIn  # no Grafana can be installed here
 
 TIMINGS = bed.REPO / "build" / "testbed" / "timings.json"
 GRAFANA_TOKEN = "glsa_deploy_test_token_not_a_secret"

@@ -2,25 +2,30 @@
 
 ``make test`` runs every fault short (few rounds, short outages); ``make faults`` sets
 ``FAULTS_LONG=1`` for the long variants (more rounds, ~30 s broker outage, higher rate)
-and runs the tests marked ``faults_long``, which ``make test`` deselects.
+and runs the tests marked ``faults_long``, which ``make test`` deselects. The ``soak``
+test (hours) runs only under ``make soak``, which sets ``SOAK_SECONDS``.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import subprocess
 import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from fault_knobs import LONG
 
 
 def pytest_collection_modifyitems(config, items):
-    if LONG:
-        return
+    soak = "SOAK_SECONDS" in os.environ
     keep, drop = [], []
     for item in items:
-        (drop if item.get_closest_marker("faults_long") else keep).append(item)
+        unwanted = (not LONG and item.get_closest_marker("faults_long")) or (
+            not soak and item.get_closest_marker("soak"))
+        (drop if unwanted else keep).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
@@ -40,6 +45,30 @@ def faults_seed(request) -> int:
 def rng(faults_seed):
     """A seeded RNG per test (``faults_seed``)."""
     return random.Random(faults_seed)
+
+
+@pytest.fixture
+def tmpfs(tmp_path) -> Iterator[Callable[[str], Path]]:
+    """``tmpfs(size) -> Path``: a tmpfs of ``size`` (``mount -o size=``, e.g. ``"8m"``)
+    mounted under the test's directory, a disk that fills for real; unmounted after the
+    test. Mounting needs root (CI runs as root)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root (CI runs as root)")
+    mounted: list[Path] = []
+
+    def mount(size: str) -> Path:
+        where = tmp_path / f"disk{len(mounted)}"
+        where.mkdir()
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs",
+                        str(where)], check=True)
+        mounted.append(where)
+        return where
+
+    try:
+        yield mount
+    finally:
+        for where in mounted:
+            subprocess.run(["umount", "-l", str(where)], check=False)
 
 
 @pytest.fixture

@@ -1,10 +1,10 @@
-/* LD_PRELOAD library for the broker's I/O error test: segment files that fail like a
- * dying disk, on demand.
+/* LD_PRELOAD library for the broker's I/O error test: segment files (and the committed
+ * offsets log) that fail like a dying disk, on demand.
  *
- * While the file named by $IO_ERROR_TRIGGER exists, for file descriptors whose path ends
- * in ".log" (segment files):
- *   trigger content "write": writev() writes the first half of its bytes, then fails with
- *                            EIO (a torn write);
+ * While the file named by $IO_ERROR_TRIGGER exists, for file descriptors of segment files
+ * (".log" under a "topics" directory) and of consumer_offsets.log:
+ *   trigger content "write": writev() and write() write the first half of their bytes,
+ *                            then fail with EIO (a torn write);
  *   trigger content "sync":  fsync() and fdatasync() fail with EIO, syncing nothing.
  * Everything else, and everything while the trigger file is absent, passes through.
  */
@@ -46,7 +46,27 @@ static int is_segment(int fd)
     if (n < 4)
         return 0;
     path[n] = '\0';
-    return strcmp(path + n - 4, ".log") == 0;
+    /* a segment (DATA_DIR/topics/...) or the offsets log, never the broker's own log */
+    return strcmp(path + n - 4, ".log") == 0
+           && (strstr(path, "/topics/") != NULL
+               || strstr(path, "/consumer_offsets.log") != NULL);
+}
+
+static ssize_t real_write(int fd, const void *buf, size_t count)
+{
+    static ssize_t (*real)(int, const void *, size_t);
+    if (real == NULL)
+        real = (ssize_t (*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
+    return real(fd, buf, count);
+}
+
+ssize_t write(int fd, const void *buf, size_t count)
+{
+    if (fault_now() != 'w' || !is_segment(fd))
+        return real_write(fd, buf, count);
+    real_write(fd, buf, count / 2);
+    errno = EIO;
+    return -1;
 }
 
 ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
@@ -62,7 +82,7 @@ ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
     size_t left = total / 2;
     for (int i = 0; i < iovcnt && left > 0; i++) {
         size_t n = iov[i].iov_len < left ? iov[i].iov_len : left;
-        if (write(fd, iov[i].iov_base, n) != (ssize_t)n)
+        if (real_write(fd, iov[i].iov_base, n) != (ssize_t)n)
             break;
         left -= n;
     }

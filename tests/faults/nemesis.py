@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from appliance_process import ApplianceProcess
 from fault_knobs import knob
-from fault_process import ApplianceProcess
 from nemesis_check import ReplayWindow
 from nemesis_io import Load, Reader
 from netns import Netns, netem_available

@@ -13,13 +13,14 @@ import time
 
 import pytest
 from fault_knobs import LONG, knob
+from hostile_wire import rss_bytes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.wire import schemas
 from appliance.broker.wire.client import WireClient
-from appliance.broker.wire.codec import Array, Field
+from appliance.broker.wire.codec import Array, Field, Struct
 
 PAIRS = sorted((s.key, v, s.flexible(v)) for s in schemas.BY_KEY.values()
                for v in range(s.min_version, s.max_version + 1))
@@ -38,13 +39,6 @@ def fuzz_broker(tmp_path_factory):
     print(f"\nbroker fuzz: {stats['frames']} frames, {stats['closed']} connections closed, "
           f"{stats['answered']} still answering afterwards")
     b.stop()
-
-
-def rss_bytes(pid: int) -> int:
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
 
 
 def header(api_key: int, version: int, flexible: bool, corr: int = 7,
@@ -179,6 +173,9 @@ _INTS = st.sampled_from([-2, -1, 0, 1, 2, 3, 6000, 30000, 2**31 - 1, -(2**31)])
 
 
 def _value(t, nullable: bool = False):
+    if isinstance(t, Struct):
+        inner = _struct(t.fields)
+        return st.none() | inner if t.nullable else inner
     if isinstance(t, Array):
         item = _value(t.item) if isinstance(t.item, str) else _struct(t.item)
         lists = st.lists(item, max_size=3)

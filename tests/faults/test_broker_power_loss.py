@@ -20,8 +20,8 @@ from pathlib import Path
 
 import power_cut
 import pytest
-from broker_wire import create_topic, produce, read_partition, topic_partitions
 from fault_knobs import knob
+from wire_helpers import create_topic, produce_one, read_partition, topic_partitions
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.wire import errors
@@ -72,7 +72,7 @@ class Stream(threading.Thread):
                     partition = rng.randrange(acked.topics[topic])
                     value = b"%s:%d:" % (self.tag.encode(), i) + rng.randbytes(
                         rng.randint(50, 3000))
-                    code, offset = produce(c, topic, partition, value)
+                    code, offset = produce_one(c, topic, partition, value)
                     if code != errors.NONE:
                         self.failure = f"produce to {topic}-{partition}: error {code}"
                         return

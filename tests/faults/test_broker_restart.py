@@ -13,10 +13,11 @@ import time
 import uuid
 
 import pytest
+from appliance_process import ApplianceProcess
 from fault_accounting import account_alerts
 from fault_kafka import wait_for_records
 from fault_knobs import knob
-from fault_process import ApplianceProcess, write_config
+from fault_process import write_config
 from loadrun import LoadThread, rules_yaml
 
 from appliance.broker import EmbeddedBroker

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from fault_kafka import alert_ids, has_ids
 from kafka_io import consume, produce
+from short_intervals import SHORT_INTERVALS
 
 from appliance.config import Config
 from appliance.process.runner import Appliance
@@ -31,8 +32,7 @@ from appliance.process.runner import Appliance
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(2400)]
 
 RULES = ('rules:\n  - {id: hot, severity: critical, when: "metric = \'cpu\' AND value >= 90"}\n')
-INTERVALS = {"continuous": "500 milliseconds", "realtime": "5 seconds",
-             "microbatch": "200 milliseconds"}
+INTERVALS = SHORT_INTERVALS
 TRIGGERS = ("continuous", "realtime", "microbatch")
 
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 import time
 
 import pytest
+from appliance_process import ApplianceProcess
 from fault_accounting import account_alerts
 from fault_kafka import wait_for_records
 from fault_knobs import knob
-from fault_process import ApplianceProcess, write_config
+from fault_process import write_config
 from loadrun import LoadThread, rules_yaml
 
 # Several JVM starts per test: minutes each on a loaded 2-core box (the suite-wide

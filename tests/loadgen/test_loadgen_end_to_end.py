@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import socket
 import subprocess
 import sys
 import threading
@@ -16,6 +15,7 @@ import urllib.request
 
 import pytest
 from matplotlib import image as mpimg
+from ports import free_port
 
 from loadgen.collector import end_offsets
 from loadgen.config import LoadConfig
@@ -33,12 +33,6 @@ def _topic_args(topics: dict) -> list[str]:
     return ["--events-topic", topics["events"], "--alerts-topic", topics["alerts"],
             "--dlq-topic", topics["dlq"]]
 
-
-def _free_port() -> int:
-    """A loopback port nobody listens on (right now)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _run_in_thread(config: LoadConfig) -> tuple[threading.Thread, dict]:
@@ -177,7 +171,7 @@ def _recorded_values(histogram):
 
 
 def test_api_run_serves_prometheus_metrics_while_running(lg_bootstrap, lg_topics, relay):
-    port = _free_port()
+    port = free_port()
     config = LoadConfig(bootstrap=lg_bootstrap, rate=300, duration=4.0, ramp=1.0,
                         alert_ratio=0.5, events_topic=lg_topics["events"],
                         alerts_topic=lg_topics["alerts"], dlq_topic=lg_topics["dlq"],
@@ -271,7 +265,7 @@ def test_cli_exit_codes(lg_env):
     assert bad.returncode == 2
     assert bad.stderr.strip().splitlines() == [
         "loadgen run: --alert-ratio plus --bad-ratio must not exceed 1"]
-    down = loadgen("floor", "--bootstrap", f"127.0.0.1:{_free_port()}", "--rate", "10",
+    down = loadgen("floor", "--bootstrap", f"127.0.0.1:{free_port()}", "--rate", "10",
                    "--duration", "1")
     assert down.returncode == 1
     assert "cannot reach a Kafka broker" in down.stderr

@@ -8,7 +8,6 @@ from __future__ import annotations
 import csv
 import json
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -17,15 +16,12 @@ import urllib.request
 from datetime import datetime
 from pathlib import Path
 
+from ports import free_port
+
 LOCUST = Path(sys.executable).with_name("locust")
 # Locust's own log lines: "[2026-11-25 09:00:02,433] host/LEVEL/logger: message".
 LOG_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] [^/]+/(\w+)/([\w.]+): (.*)$")
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _locust_env(lg_env, lg_topics) -> dict[str, str]:
@@ -119,7 +115,7 @@ def _stops_with_one_line(proc, address: str, cause: str) -> None:
 
 
 def test_locust_against_no_kafka_stops_at_once_with_one_line(lg_env, lg_topics):
-    address = f"127.0.0.1:{_free_port()}"  # nothing listens there
+    address = f"127.0.0.1:{free_port()}"  # nothing listens there
     proc = _headless(lg_env, _locust_env(lg_env, lg_topics), address, "-t", "60s")
     _stops_with_one_line(proc, f"cannot reach Kafka at {address}", "Connection refused")
 
@@ -175,7 +171,7 @@ def _rows(stats: dict) -> dict[tuple[str, str], dict]:
 
 def test_locust_web_ui_sets_the_load_and_reports_it(lg_bootstrap, lg_topics, relay, lg_env,
                                                     tmp_path):
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "locust.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(

@@ -19,7 +19,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from secure_helpers import broker_args, new_password
+from child_env import child_env
+from secure_helpers import (
+    broker_args,
+    new_password,
+    secured_appliance_config,
+    write_private,
+)
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.security.credentials import add_user
@@ -34,20 +40,6 @@ MECHANISM = "SCRAM-SHA-512"
 APPLIANCE_ACLS = [("READ", "events"), ("WRITE", "alerts"), ("WRITE", "events.dlq")]
 
 
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("APPLIANCE_", "LOADGEN_"))}
-    env["PYTHONPATH"] = str(ROOT)
-    env.update(extra)
-    return env
-
-
-def _private(path: Path, text: str) -> Path:
-    path.write_text(text)
-    path.chmod(0o600)
-    return path
-
-
 def test_the_appliance_runs_on_read_events_write_alerts_and_dead_letters(tmp_path):
     passwords = {"appliance": new_password(), "loadgen": new_password()}
     users = tmp_path / "users.toml"
@@ -59,7 +51,7 @@ def test_the_appliance_runs_on_read_events_write_alerts_and_dead_letters(tmp_pat
         done = subprocess.run(
             [sys.executable, "-m", "appliance", "broker-user", "acl", "add", "--data-dir",
              str(data), "--allow-principal", "User:appliance", "--operation", op,
-             "--topic", topic], capture_output=True, text=True, timeout=60, env=_env())
+             "--topic", topic], capture_output=True, text=True, timeout=60, env=child_env())
         assert done.returncode == 0, done.stderr
     granted = json.loads((data / "acls.json").read_text())["acls"]
     assert len(granted) == len(APPLIANCE_ACLS)
@@ -71,35 +63,21 @@ def test_the_appliance_runs_on_read_events_write_alerts_and_dead_letters(tmp_pat
         "--topics", TOPICS, "--authorizer", "acl", "--super-users", "User:loadgen"]).start()
     procs: list[subprocess.Popen] = []
     try:
-        config = _private(tmp_path / "appliance.toml", f"""
-[kafka]
-bootstrap_servers = "{broker.bootstrap}"
-"security.protocol" = "SASL_PLAINTEXT"
-"sasl.mechanism" = "{MECHANISM}"
-"sasl.username" = "appliance"
-[query]
-trigger = "microbatch"
-interval = "500 milliseconds"
-checkpoint_dir = "checkpoint"
-[rules]
-path = "rules.yml"
-[spark]
-master = "local[2]"
-[metrics]
-port = 0
-""")
+        config = secured_appliance_config(tmp_path / "appliance.toml", broker.bootstrap, {
+            "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": MECHANISM,
+            "sasl.username": "appliance"})
         app_log = logs / "appliance.log"
         with app_log.open("wb") as out:
             app = subprocess.Popen(
                 [sys.executable, "-m", "appliance", "run", "--config", str(config)],
                 stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path, start_new_session=True,
-                env=_env(APPLIANCE_KAFKA_SASL_PASSWORD=passwords["appliance"]))
+                env=child_env(APPLIANCE_KAFKA_SASL_PASSWORD=passwords["appliance"]))
         procs.append(app)
         wait_for_event(app_log, "appliance.ready", app, 600)
 
         jaas = ('org.apache.kafka.common.security.scram.ScramLoginModule required '
                 f'username="loadgen" password="{passwords["loadgen"]}";')
-        lg_settings = _private(tmp_path / "loadgen.toml", f"""
+        lg_settings = write_private(tmp_path / "loadgen.toml", f"""
 [kafka]
 "security.protocol" = "SASL_PLAINTEXT"
 "sasl.mechanism" = "{MECHANISM}"
@@ -111,7 +89,7 @@ port = 0
              "--rate", "200", "--duration", "5", "--alert-ratio", "0.2",
              "--bad-ratio", "0.05", "--floor-seconds", "0", "--grace", "400",
              "--kafka-config", str(lg_settings), "--quiet", "--report", str(report)],
-            capture_output=True, text=True, timeout=900, cwd=tmp_path, env=_env())
+            capture_output=True, text=True, timeout=900, cwd=tmp_path, env=child_env())
         assert lg.returncode == 0, (lg.stderr[-2000:] + "\n--- appliance log tail:\n"
                                     + app_log.read_text(errors="replace")[-6000:])
         summary = json.loads(lg.stdout)

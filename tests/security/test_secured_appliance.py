@@ -19,7 +19,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -28,6 +27,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from child_env import child_env
+from ports import free_port
 from secure_helpers import (
     USER,
     broker_args,
@@ -39,6 +40,8 @@ from secure_helpers import (
     make_users,
     new_password,
     process_tree,
+    secured_appliance_config,
+    write_private,
 )
 
 from appliance.broker import EmbeddedBroker
@@ -53,48 +56,18 @@ LOCUST = Path(sys.executable).with_name("locust")
 TOPICS = "events:2,alerts:1,events.dlq:1"  # the appliance's default topic names
 
 
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("APPLIANCE_", "LOADGEN_"))}
-    env["PYTHONPATH"] = str(ROOT)
-    env.update(extra)
-    return env
-
-
-def _private(path: Path, text: str) -> Path:
-    path.write_text(text)
-    path.chmod(0o600)
-    return path
-
-
 def _appliance_config(tmp_path: Path, name: str, bootstrap: str, ca: Path) -> Path:
-    # No password here: it comes from APPLIANCE_KAFKA_SASL_PASSWORD.
-    return _private(tmp_path / f"{name}.toml", f"""
-[kafka]
-bootstrap_servers = "{bootstrap}"
-"security.protocol" = "SASL_SSL"
-"sasl.mechanism" = "SCRAM-SHA-512"
-"sasl.username" = "{USER}"
-"ssl.truststore.type" = "PEM"
-"ssl.truststore.location" = "{ca}"
-[query]
-trigger = "microbatch"
-interval = "500 milliseconds"
-checkpoint_dir = "{name}-checkpoint"
-[rules]
-path = "rules.yml"
-[spark]
-master = "local[2]"
-[metrics]
-port = 0
-""")
+    return secured_appliance_config(tmp_path / f"{name}.toml", bootstrap, {
+        "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": USER, "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(ca)}, checkpoint=f"{name}-checkpoint")
 
 
 def _loadgen_config(tmp_path: Path, password: str, ca: Path) -> Path:
     # The Java spelling (sasl.jaas.config), translated for librdkafka by the load generator.
     jaas = (f'org.apache.kafka.common.security.scram.ScramLoginModule required '
             f'username="{USER}" password="{password}";')
-    return _private(tmp_path / "loadgen.toml", f"""
+    return write_private(tmp_path / "loadgen.toml", f"""
 [kafka]
 "security.protocol" = "SASL_SSL"
 "sasl.mechanism" = "SCRAM-SHA-256"
@@ -109,11 +82,6 @@ def _scram_256_logins(broker_log: Path) -> int:
     return sum(1 for e in log_events(broker_log) if e.get("event") == "broker.authenticated"
                and e.get("mechanism") == "SCRAM-SHA-256")
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _get(url: str) -> str:
@@ -180,15 +148,15 @@ def test_appliance_loadgen_and_locust_over_sasl_ssl_leak_no_secret(tmp_path):
             app = subprocess.Popen(
                 [sys.executable, "-m", "appliance", "run", "--config", str(good)],
                 stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path, start_new_session=True,
-                env=_env(APPLIANCE_KAFKA_SASL_PASSWORD=password))
+                env=child_env(APPLIANCE_KAFKA_SASL_PASSWORD=password))
         procs.append(app)
         with refused_log.open("wb") as out:  # same settings, wrong password: refused
             refused = subprocess.Popen(
                 [sys.executable, "-m", "appliance", "run", "--config", str(bad)],
                 stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path, start_new_session=True,
-                env=_env(APPLIANCE_KAFKA_SASL_PASSWORD=wrong))
+                env=child_env(APPLIANCE_KAFKA_SASL_PASSWORD=wrong))
         procs.append(refused)
-        lg_port = _free_port()
+        lg_port = free_port()
         watcher = Watcher(password, [broker.proc.pid, app.pid], lg_port)
         watcher.start()
 
@@ -205,7 +173,7 @@ def test_appliance_loadgen_and_locust_over_sasl_ssl_leak_no_secret(tmp_path):
                  "--bad-ratio", "0.05", "--floor-seconds", "0", "--grace", "400",
                  "--metrics-port", str(lg_port), "--kafka-config", str(lg_settings),
                  "--quiet", "--report", str(report)],
-                stdout=out, stderr=err, cwd=tmp_path, env=_env())
+                stdout=out, stderr=err, cwd=tmp_path, env=child_env())
             procs.append(lg)
             watcher.watch(lg.pid)
             lg_code = lg.wait(timeout=600)
@@ -227,7 +195,7 @@ def test_appliance_loadgen_and_locust_over_sasl_ssl_leak_no_secret(tmp_path):
              "-u", "4", "-r", "4", "-t", "10s", "--host", broker.bootstrap,
              "--csv", str(locust_prefix), "--only-summary"],
             capture_output=True, text=True, timeout=120, cwd=tmp_path,
-            env=_env(LOADGEN_KAFKA_CONFIG=str(lg_settings), LOADGEN_ALERT_RATIO="0.5"))
+            env=child_env(LOADGEN_KAFKA_CONFIG=str(lg_settings), LOADGEN_ALERT_RATIO="0.5"))
         (logs / "locust.out").write_text(locust.stdout + locust.stderr)
         assert locust.returncode == 0, locust.stderr[-3000:]
         with open(f"{locust_prefix}_stats.csv", newline="") as f:

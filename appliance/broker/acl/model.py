@@ -194,15 +194,19 @@ class AclFilter(NamedTuple):
 
 def make_filter(resource_type, resource_name, pattern_type, principal, host, operation,
                 permission) -> AclFilter:
-    """A validated filter from wire codes; AclError names the field that is wrong."""
+    """A validated filter from wire codes; AclError names the field that is wrong.
+
+    The principal and host are matched as given, as Kafka reads them: a filter is not a
+    binding (``*`` as a principal matches bindings whose principal is ``*``, none when
+    they are all ``TYPE:NAME``, and is no error)."""
     return AclFilter(
         _enum(ResourceType, resource_type, "resource_type",
               (ResourceType.ANY, *BINDING_RESOURCE_TYPES)),
         resource_name,
         _enum(PatternType, pattern_type, "pattern_type",
               (PatternType.ANY, PatternType.MATCH, *BINDING_PATTERN_TYPES)),
-        None if principal is None else check_principal(principal),
-        None if host is None else check_host(host),
+        principal,
+        host,
         _enum(Operation, operation, "operation", (Operation.ANY, *BINDING_OPERATIONS)),
         _enum(Permission, permission, "permission", (Permission.ANY, *BINDING_PERMISSIONS)))
 

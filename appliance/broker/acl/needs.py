@@ -83,6 +83,10 @@ CREATE_TOPICS_CLUSTER = Need(schemas.CREATE_TOPICS, R.CLUSTER, Op.CREATE, TOPIC_
                              "creating any topic: CREATE on the cluster, ...", audit=False)
 CREATE_TOPICS_TOPIC = Need(schemas.CREATE_TOPICS, R.TOPIC, Op.CREATE, TOPIC_DENIED,
                            "... or on the topic")
+CREATE_TOPICS_DESCRIBE_CONFIGS = Need(schemas.CREATE_TOPICS, R.TOPIC, Op.DESCRIBE_CONFIGS,
+                                      TOPIC_DENIED,
+                                      "the created topic's configs in the answer (else none)",
+                                      audit=False)
 DELETE_TOPICS = Need(schemas.DELETE_TOPICS, R.TOPIC, Op.DELETE, TOPIC_DENIED,
                      "deleting a topic")
 CREATE_PARTITIONS = Need(schemas.CREATE_PARTITIONS, R.TOPIC, Op.ALTER, TOPIC_DENIED,
@@ -115,5 +119,32 @@ DELETE_ACLS = Need(schemas.DELETE_ACLS, R.CLUSTER, Op.ALTER, CLUSTER_DENIED,
                    "changing who may do what")
 DESCRIBE_ACLS = Need(schemas.DESCRIBE_ACLS, R.CLUSTER, Op.DESCRIBE, CLUSTER_DENIED,
                      "reading who may do what")
+DESCRIBE_LOG_DIRS = Need(schemas.DESCRIBE_LOG_DIRS, R.CLUSTER, Op.DESCRIBE, CLUSTER_DENIED,
+                          "the log directory and partition sizes")
+DESCRIBE_TOPIC_PARTITIONS = Need(schemas.DESCRIBE_TOPIC_PARTITIONS, R.TOPIC, Op.DESCRIBE,
+                                 TOPIC_DENIED, "a topic's partitions, as Metadata")
+DESCRIBE_TOPIC_PARTITIONS_ALL = Need(schemas.DESCRIBE_TOPIC_PARTITIONS, R.TOPIC, Op.DESCRIBE,
+                                     TOPIC_DENIED, "all topics asked for: denied ones are left "
+                                     "out", audit=False)
+LIST_CONFIG_RESOURCES_TOPIC = Need(schemas.LIST_CONFIG_RESOURCES, R.TOPIC, Op.DESCRIBE_CONFIGS,
+                                   TOPIC_DENIED, "topics listed: those whose configs it may "
+                                   "describe", audit=False)
+LIST_CONFIG_RESOURCES_BROKER = Need(schemas.LIST_CONFIG_RESOURCES, R.CLUSTER,
+                                    Op.DESCRIBE_CONFIGS, CLUSTER_DENIED,
+                                    "the broker listed", audit=False)
+ELECT_LEADERS = Need(schemas.ELECT_LEADERS, R.CLUSTER, Op.ALTER, CLUSTER_DENIED,
+                     "electing leaders")
+ALTER_PARTITION_REASSIGNMENTS = Need(schemas.ALTER_PARTITION_REASSIGNMENTS, R.CLUSTER,
+                                     Op.ALTER, CLUSTER_DENIED, "moving replicas")
+LIST_PARTITION_REASSIGNMENTS = Need(schemas.LIST_PARTITION_REASSIGNMENTS, R.CLUSTER,
+                                    Op.DESCRIBE, CLUSTER_DENIED, "replicas being moved")
+DESCRIBE_USER_SCRAM_CREDENTIALS = Need(schemas.DESCRIBE_USER_SCRAM_CREDENTIALS, R.CLUSTER,
+                                       Op.DESCRIBE, CLUSTER_DENIED,
+                                       "users and their SCRAM mechanisms")
+ALTER_USER_SCRAM_CREDENTIALS = Need(schemas.ALTER_USER_SCRAM_CREDENTIALS, R.CLUSTER,
+                                    Op.ALTER, CLUSTER_DENIED, "adding and removing users")
+DESCRIBE_CLUSTER_OPERATIONS = Need(schemas.METADATA, R.CLUSTER, Op.DESCRIBE, CLUSTER_DENIED,
+                                   "cluster_authorized_operations (Metadata, DescribeCluster): "
+                                   "0 without it", audit=False)
 
 TABLE: tuple[Need, ...] = tuple(v for v in list(globals().values()) if isinstance(v, Need))

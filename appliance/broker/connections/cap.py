@@ -1,6 +1,10 @@
-"""The per-IP connection cap (Kafka's ``max.connections.per.ip``): one client address may
-hold at most ``limit`` connections at once; the next is closed as soon as it is accepted,
-before any TLS handshake or SASL exchange costs the broker anything.
+"""The connection caps: per client IP (Kafka's ``max.connections.per.ip``), one address may
+hold at most ``limit`` connections at once; and for the whole broker (Kafka's
+``max.connections``), at most ``total_limit``, above the per-IP cap, so one address at its
+cap leaves room for others. A connection over either is closed as soon as it is accepted,
+before any TLS handshake or SASL exchange costs the broker anything. The broker's own
+total is also kept below the process's open-files limit (``effective_total``), so an
+accept never fails for want of a descriptor while segment files need one.
 
 A refused client usually retries at once, so refusals are logged once per address and
 then at most every ``LOG_EVERY_S`` with the count since (``broker.connection_refused``),
@@ -47,15 +51,31 @@ class RefusalLog:
         self._seen.pop(ip, None)
 
 
-class ConnectionCap:
-    """Open connections per client IP; ``admit`` on accept, ``release`` on close."""
+FD_RESERVE = 1024  # descriptors kept for segment files, the metrics endpoint, workers
 
-    def __init__(self, limit: int) -> None:
-        self.limit = limit  # 0: no cap
+
+def effective_total(limit: int, open_files: int) -> int:
+    """The broker-wide cap in force: ``limit`` (0: none) below the open-files limit less
+    ``FD_RESERVE``."""
+    room = max(open_files - FD_RESERVE, 16)
+    return min(limit, room) if limit else room
+
+
+class ConnectionCap:
+    """Open connections, per client IP and in all; ``admit`` on accept, ``release`` on
+    close."""
+
+    def __init__(self, limit: int, total_limit: int = 0) -> None:
+        self.limit = limit  # per IP; 0: no cap
+        self.total_limit = total_limit  # all addresses; 0: no cap
         self.open: dict[str, int] = {}
-        self.refused = 0  # since start, all addresses
+        self.total = 0
+        self.refused = 0  # since start, all addresses (per-IP cap)
+        self.refused_total = 0  # since start (the broker-wide cap)
         self._log = RefusalLog("broker.connection_refused", limit=limit,
                                setting="--max-connections-per-ip")
+        self._total_log = RefusalLog("broker.connection_refused", limit=total_limit,
+                                     setting="--max-connections")
 
     def admit(self, ip: str) -> bool:
         n = self.open.get(ip, 0)
@@ -63,10 +83,18 @@ class ConnectionCap:
             self.refused += 1
             self._log.refused(ip, time.monotonic(), open_connections=n)
             return False
+        if self.total_limit and self.total >= self.total_limit:
+            self.refused_total += 1
+            self._total_log.refused("*", time.monotonic(), open_connections=self.total)
+            return False
         self.open[ip] = n + 1
+        self.total += 1
         return True
 
     def release(self, ip: str) -> None:
+        self.total = max(self.total - 1, 0)
+        if self.total < self.total_limit:
+            self._total_log.forget("*")
         n = self.open.get(ip, 0) - 1
         if n > 0:
             self.open[ip] = n

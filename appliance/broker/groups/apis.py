@@ -25,9 +25,12 @@ from appliance.broker.groups.coordinator import (
     Protocol,
     SyncResult,
 )
-from appliance.broker.groups.offsets import Committed, OffsetKey, OffsetStore
+from appliance.broker.groups.offsets import Committed, OffsetKey, OffsetStore, OffsetStoreError
 from appliance.broker.storage.topic_registry import TopicRegistry
 from appliance.broker.wire import errors
+from appliance.logs import get_logger
+
+log = get_logger("appliance.broker")
 
 # Kafka's offset.metadata.max.bytes: longer commit metadata is refused.
 MAX_METADATA_CHARS = 4096
@@ -176,7 +179,14 @@ class GroupApis:
                         p["committed_offset"], p["committed_leader_epoch"], metadata, now)))
                 parts.append({"partition_index": index, "error_code": code})
             topics.append({"name": t["name"], "partitions": parts})
-        self.offsets.commit(group, entries)
+        try:
+            self.offsets.commit(group, entries)
+        except OffsetStoreError as exc:  # nothing kept: the client retries
+            log.error("broker.offsets_write_failed", group=group, error=str(exc))
+            for t in topics:
+                for part in t["partitions"]:
+                    if part["error_code"] == errors.NONE:
+                        part["error_code"] = errors.COORDINATOR_NOT_AVAILABLE
         return {"throttle_time_ms": 0, "topics": topics}
 
     def _fetch_group(self, caller: Caller, group: str,

@@ -16,6 +16,16 @@ States, as in Kafka::
                                   partitions added to a subscribed topic--> PreparingRebalance
     PreparingRebalance --nobody left--> Empty
 
+Bounded like Kafka's: at most ``max_groups`` groups (a new one beyond is refused
+GROUP_MAX_SIZE_REACHED), ``group_max_size`` members per group (Kafka's group.max.size,
+same error), and ``group_max_metadata_bytes`` of members' metadata and assignments per
+group (Kafka stores a group as one record of its offsets topic; past its size Kafka
+answers UNKNOWN_SERVER_ERROR, so does this broker, logging
+``broker.group_metadata_too_large``). A group without members expires, with its
+committed offsets, ``offsets_retention_ms`` after it became empty or last committed,
+whichever is later (Kafka's offsets.retention.minutes): an OffsetCommit with no
+membership no longer creates a group for ever.
+
 JoinGroup and SyncGroup answers wait (futures: the server sends them when resolved, in
 order on their connection) until the rebalance reaches them. Members are kept alive by
 their requests within their session timeout; a member waiting for a JoinGroup or SyncGroup
@@ -31,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterable
@@ -155,9 +166,11 @@ class Group:
     pending: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
     static: dict[str, str] = field(default_factory=dict)  # instance id -> member id
     join_timer: asyncio.TimerHandle | None = None
+    empty_since_ms: int = field(default_factory=lambda: int(time.time() * 1000))
     initial_delay: bool = False  # waiting out group.initial.rebalance.delay.ms
     new_member_joined: bool = False  # during that delay
     rebalances: int = 0  # completed (reached Stable), for metrics
+    counted: int = 0  # metadata_bytes() as last added to the coordinator's total
 
     def rebalance_timeout_ms(self) -> int:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
@@ -172,6 +185,11 @@ class Group:
             return bool(protocol_type)
         names = {p.name for p in protocols}
         return protocol_type == self.protocol_type and bool(self.candidate_protocols() & names)
+
+    def metadata_bytes(self) -> int:
+        """What the members' metadata and assignments hold (the group's stored size)."""
+        return sum(len(p.metadata) for m in self.members.values() for p in m.protocols) + sum(
+            len(m.assignment) for m in self.members.values())
 
     def subscribed_topics(self) -> frozenset[str]:
         if self.protocol_type != PROTOCOL_TYPE:
@@ -195,6 +213,7 @@ class GroupCoordinator:
         self.config = config
         self.offsets = offsets
         self.groups: dict[str, Group] = {}
+        self.metadata_total = 0  # every group's members' metadata and assignments
         for group_id in offsets.groups():  # groups survive a restart with their offsets
             record = offsets.group_record(group_id)
             self.groups[group_id] = Group(
@@ -216,9 +235,23 @@ class GroupCoordinator:
         if group is None:
             if req.member_id:
                 return JoinResult(errors.UNKNOWN_MEMBER_ID, member_id=req.member_id)
+            if not self._room_for_group(req.group_id):
+                return JoinResult(errors.GROUP_MAX_SIZE_REACHED, member_id=req.member_id)
             group = self.groups[req.group_id] = Group(req.group_id)
         if not group.supports(req.protocol_type, req.protocols):
             return JoinResult(errors.INCONSISTENT_GROUP_PROTOCOL, member_id=req.member_id)
+        current = group.members.get(req.member_id)
+        joining = sum(len(p.metadata) for p in req.protocols) - (
+            sum(len(p.metadata) for p in current.protocols) if current else 0)
+        refused = self._metadata_refusal(req.group_id, group.metadata_bytes() + joining,
+                                         joining)
+        if refused is not None:
+            return JoinResult(refused, member_id=req.member_id)
+        if current is None and (len(group.members) + len(group.pending)
+                                >= c.group_max_size) and not (
+                req.member_id in group.pending or (
+                    req.instance_id is not None and req.instance_id in group.static)):
+            return JoinResult(errors.GROUP_MAX_SIZE_REACHED, member_id=req.member_id)
         if not req.member_id:
             return self._join_new(group, req, caller)
         return self._join_known(group, req, caller)
@@ -275,6 +308,7 @@ class GroupCoordinator:
 
     def _update(self, member: Member, req: JoinRequest, caller: Caller) -> asyncio.Future:
         member.protocols = req.protocols
+        self._account(self.groups[req.group_id])
         member.session_timeout_ms = req.session_timeout_ms
         member.rebalance_timeout_ms = req.rebalance_timeout_ms
         member.client_id, member.client_host = caller.client_id, caller.host
@@ -288,6 +322,7 @@ class GroupCoordinator:
         if not group.members:
             group.protocol_type = req.protocol_type
         group.members[member_id] = member
+        self._account(group)
         if req.instance_id is not None:
             group.static[req.instance_id] = member_id
         if group.leader_id is None:
@@ -320,6 +355,7 @@ class GroupCoordinator:
                                                                  else v)
                          for k, v in group.members.items()}
         group.static[req.instance_id] = new_id
+        self._account(group)
         if group.leader_id == old.member_id:
             group.leader_id = new_id
         self._touch(group, member)
@@ -359,6 +395,7 @@ class GroupCoordinator:
             for m in group.members.values():  # the assignment being handed out is void
                 m.assignment = b""
                 _answer(m.sync_waiter, SyncResult(errors.REBALANCE_IN_PROGRESS))
+            self._account(group)
         loop = asyncio.get_running_loop()
         if group.join_timer is not None:
             group.join_timer.cancel()
@@ -460,10 +497,59 @@ class GroupCoordinator:
 
     def _forget_if_unused(self, group: Group) -> None:
         """An empty group without committed offsets is gone, as Kafka's cleanup does."""
+        if group.state is GroupState.EMPTY and not group.members:
+            group.empty_since_ms = int(time.time() * 1000)
         if (group.state is GroupState.EMPTY and not group.members and not group.pending
                 and not self.offsets.has_offsets(group.group_id)):
             self.groups.pop(group.group_id, None)
             self.offsets.delete_group(group.group_id)
+
+    def _account(self, group: Group) -> None:
+        """Bring the coordinator's metadata total up to date with ``group``."""
+        now = group.metadata_bytes()
+        self.metadata_total += now - group.counted
+        group.counted = now
+
+    def _metadata_refusal(self, group_id: str, group_bytes: int, growth: int) -> int | None:
+        """UNKNOWN_SERVER_ERROR (Kafka's answer when a group's record is too large) if the
+        group would hold more than its cap, or every group together more than theirs."""
+        c = self.config
+        for over, limit, setting in (
+                (group_bytes > c.group_max_metadata_bytes, c.group_max_metadata_bytes,
+                 "--group-max-metadata-bytes"),
+                (growth > 0 and self.metadata_total + growth > c.groups_max_metadata_bytes,
+                 c.groups_max_metadata_bytes, "--groups-max-metadata-bytes")):
+            if over:
+                log.warning("broker.group_metadata_too_large", group=group_id,
+                            limit_bytes=limit, setting=setting)
+                return errors.UNKNOWN_SERVER_ERROR
+        return None
+
+    def _room_for_group(self, group_id: str) -> bool:
+        if len(self.groups) < self.config.max_groups:
+            return True
+        log.warning("broker.groups_at_max", group=group_id, limit=self.config.max_groups,
+                    setting="--max-groups")
+        return False
+
+    def expire_groups(self, now_ms: int | None = None) -> int:
+        """Kafka's offsets.retention.minutes: an empty group, and its committed offsets,
+        go once it has been empty (and committed nothing) for that long."""
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        horizon = now - self.config.offsets_retention_ms
+        gone = []
+        for group in self.groups.values():
+            if (group.state is GroupState.EMPTY and not group.members and not group.pending
+                    and max(group.empty_since_ms,
+                            self.offsets.newest_commit_ms(group.group_id)) < horizon):
+                gone.append(group.group_id)
+        for group_id in gone:
+            self.metadata_total -= self.groups.pop(group_id).counted
+            self.offsets.delete_group(group_id)
+        if gone:
+            log.info("broker.groups_expired", groups=len(gone),
+                     offsets_retention_ms=self.config.offsets_retention_ms)
+        return len(gone)
 
     # -- SyncGroup ------------------------------------------------------------------------
 
@@ -487,11 +573,20 @@ class GroupCoordinator:
         if group.state is GroupState.STABLE:
             return SyncResult(errors.NONE, group.protocol_type, group.protocol_name,
                               member.assignment)
+        if member_id == group.leader_id:
+            assigned = sum(len(assignments.get(m, b"")) for m in group.members)
+            metadata = sum(len(p.metadata) for m in group.members.values()
+                           for p in m.protocols)
+            grows = assigned - sum(len(m.assignment) for m in group.members.values())
+            refused = self._metadata_refusal(group_id, assigned + metadata, grows)
+            if refused is not None:
+                return SyncResult(refused)
         _answer(member.sync_waiter, SyncResult(errors.REBALANCE_IN_PROGRESS))
         waiter = member.sync_waiter = asyncio.get_running_loop().create_future()
         if member_id == group.leader_id:
             for m in group.members.values():
                 m.assignment = assignments.get(m.member_id, b"")
+            self._account(group)
             group.state = GroupState.STABLE
             group.rebalances += 1
             log.info("broker.group_stable", group=group.group_id, generation=group.generation,
@@ -569,6 +664,8 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if group is None:
             if generation < 0:  # offsets only: the group exists from now on, empty
+                if not self._room_for_group(group_id):
+                    return errors.GROUP_MAX_SIZE_REACHED
                 self.groups[group_id] = Group(group_id)
                 return errors.NONE
             return errors.ILLEGAL_GENERATION
@@ -618,6 +715,7 @@ class GroupCoordinator:
                                                member_id=member.member_id))
         _answer(member.sync_waiter, SyncResult(errors.UNKNOWN_MEMBER_ID))
         group.members.pop(member.member_id, None)
+        self._account(group)
         if member.instance_id is not None and group.static.get(
                 member.instance_id) == member.member_id:
             del group.static[member.instance_id]

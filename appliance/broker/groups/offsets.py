@@ -7,9 +7,14 @@ one ``write()`` before the response leaves, so an acknowledged commit survives k
 commit). Rewriting a whole file per commit, as before, cost O(every offset of every
 group) per commit; appending costs the commit itself. When the log holds several times
 more lines than live entries it is rewritten, atomically, with only the live ones.
-Recovery replays the log and drops a torn last line (the process died mid-write: that
-request was never answered). An older ``consumer_offsets.json`` is read once and carried
-over.
+
+A write that fails or is short (disk full) is undone: the file is cut back to its last
+whole line, the in-memory state is left as it was, and the commit is refused
+(``OffsetStoreError``), so no torn line is ever left between good ones. Recovery replays
+the log, skips a line it cannot read (logged as ``broker.offsets_log_skipped``, and the
+log rewritten without it) and keeps every line after it; a torn last line (the process
+died mid-write: that request was never answered) is cut off. An older
+``consumer_offsets.json`` is read once and carried over.
 
 The generation is kept so a group that restarts with the broker continues counting
 instead of starting again at 1 (tools and logs compare generations).
@@ -23,7 +28,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 from appliance.broker.storage.durable_io import fsync_dir
+from appliance.logs import get_logger
 
+log = get_logger("appliance.broker")
 LOG_NAME = "consumer_offsets.log"
 LEGACY_NAME = "consumer_offsets.json"
 _COMPACT_MIN_LINES = 10_000
@@ -35,6 +42,10 @@ class Committed(NamedTuple):
     leader_epoch: int
     metadata: str | None
     commit_ms: int
+
+
+class OffsetStoreError(Exception):
+    """A commit could not be written (and was undone): the message names the file."""
 
 
 class OffsetKey(NamedTuple):
@@ -57,9 +68,11 @@ class OffsetStore:
         self._groups: dict[str, GroupRecord] = {}
         self._fd: int | None = None
         self._lines = 0
+        self._size = 0  # bytes of whole lines in the log
         if self._path is not None:
             self._recover()
             self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            self._size = os.fstat(self._fd).st_size
             if self._fsync:
                 fsync_dir(self._path.parent)  # a new log's name is durable from the start
 
@@ -91,23 +104,28 @@ class OffsetStore:
     # -- writes (each call is one durable write) -------------------------------------------
 
     def commit(self, group: str, entries: list[tuple[OffsetKey, Committed]]) -> None:
+        """Record the commits, durably first; OffsetStoreError leaves nothing changed."""
         if not entries:
             return
+        self._append([{"c": [group, k.topic, k.partition, *v]} for k, v in entries])
         offsets = self._offsets.setdefault(group, {})
         for key, value in entries:
             offsets[key] = value
-        self._append([{"c": [group, k.topic, k.partition, *v]} for k, v in entries])
+        self._maybe_compact()
+
+    def newest_commit_ms(self, group: str) -> int:
+        return max((c.commit_ms for c in self._offsets.get(group, {}).values()), default=-1)
 
     def delete_offsets(self, group: str, keys: list[OffsetKey]) -> None:
         offsets = self._offsets.get(group, {})
         gone = [k for k in keys if offsets.pop(k, None) is not None]
         if not offsets:
             self._offsets.pop(group, None)
-        self._append([{"d": [group, k.topic, k.partition]} for k in gone])
+        self._append_or_log([{"d": [group, k.topic, k.partition]} for k in gone])
 
     def delete_group(self, group: str) -> None:
         if self._offsets.pop(group, None) is not None or self._groups.pop(group, False):
-            self._append([{"dg": group}])
+            self._append_or_log([{"dg": group}])
 
     def forget_topic(self, topic: str) -> None:
         touched = False
@@ -119,11 +137,11 @@ class OffsetStore:
             if not offsets:
                 del self._offsets[group]
         if touched:
-            self._append([{"dt": topic}])
+            self._append_or_log([{"dt": topic}])
 
     def record_generation(self, group: str, generation: int, protocol_type: str | None) -> None:
         self._groups[group] = GroupRecord(generation, protocol_type)
-        self._append([{"g": [group, generation, protocol_type]}])
+        self._append_or_log([{"g": [group, generation, protocol_type]}])
 
     def close(self) -> None:
         if self._fd is not None:
@@ -133,15 +151,34 @@ class OffsetStore:
     # -- the log --------------------------------------------------------------------------
 
     def _append(self, records: list[dict]) -> None:
+        """One write of whole lines, or none: a failed or short write is cut back."""
         if self._fd is None or not records:
             return
         data = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records).encode()
-        written = os.write(self._fd, data)
-        if written != len(data):  # disk full: fail loudly (the request is answered an error)
-            raise OSError(f"short write to {self._path}: {written} of {len(data)} bytes")
-        if self._fsync:
-            os.fsync(self._fd)
+        try:
+            written = os.write(self._fd, data)
+            if written != len(data):
+                raise OSError(f"short write, {written} of {len(data)} bytes (disk full?)")
+            if self._fsync:
+                os.fsync(self._fd)
+        except OSError as exc:
+            try:
+                os.ftruncate(self._fd, self._size)
+            except OSError:
+                pass  # the next recovery cuts it (a torn line is skipped, never trusted)
+            raise OffsetStoreError(f"{self._path}: {exc}") from exc
+        self._size += len(data)
         self._lines += len(records)
+
+    def _append_or_log(self, records: list[dict]) -> None:
+        """For changes already made in memory (deletions, generations): a write that
+        fails is logged; after a restart the change may be missing (a deletion undone)."""
+        try:
+            self._append(records)
+        except OffsetStoreError as exc:
+            log.error("broker.offsets_write_failed", error=str(exc))
+
+    def _maybe_compact(self) -> None:
         live = sum(map(len, self._offsets.values())) + len(self._groups)
         if self._lines > _COMPACT_MIN_LINES and self._lines > _COMPACT_RATIO * live:
             self._compact()
@@ -187,27 +224,38 @@ class OffsetStore:
         if not self._path.exists():
             return
         data = self._path.read_bytes()
-        good = 0
+        skipped = 0
         for line in data.splitlines(keepends=True):
             if not line.endswith(b"\n"):
                 break  # torn tail: never acknowledged
             try:
                 self._apply(json.loads(line))
             except (ValueError, TypeError, KeyError):
-                break
-            good += len(line)
+                skipped += 1  # a line a failed write tore: the ones after it still count
+                continue
             self._lines += 1
-        if good < len(data):
+        whole = data.rfind(b"\n") + 1
+        if whole < len(data):  # cut the torn tail: the next line must start a line
             with open(self._path, "r+b") as f:
-                f.truncate(good)
+                f.truncate(whole)
+        if skipped:
+            log.warning("broker.offsets_log_skipped", file=str(self._path), lines=skipped)
+            try:
+                self._rewrite()  # only readable lines from here on
+            except OSError as exc:  # disk full: the unreadable lines are skipped again
+                log.error("broker.offsets_write_failed", error=str(exc))
 
     def _compact(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
-        self._rewrite()
+        try:
+            self._rewrite()
+        except OSError as exc:  # disk full: keep appending to the old log
+            log.error("broker.offsets_write_failed", error=str(exc))
         assert self._path is not None
         self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._size = os.fstat(self._fd).st_size
 
     def _rewrite(self) -> None:
         """Write only the live entries to a new file and swap it in atomically."""

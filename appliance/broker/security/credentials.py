@@ -192,6 +192,13 @@ def add_user(path: str | os.PathLike, name: str, password: str,
     users.scram[name] = {m: ScramCredential.derive(MECHANISMS[m], password,
                                                    iterations=iterations)
                          for m in mechanisms}
+    save_users(path, users)
+    return True
+
+
+def save_users(path: str | os.PathLike, users: Users) -> None:
+    """Write the users file atomically (mode 0600): a temporary file, fsynced, renamed."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".users-", dir=path.parent)  # mkstemp: mode 0600
     try:
@@ -203,4 +210,3 @@ def add_user(path: str | os.PathLike, name: str, password: str,
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return True

@@ -71,6 +71,15 @@ class ScramCredential:
         return cls(salt=salt, iterations=iterations, stored_key=mechanism.h(client_key),
                    server_key=mechanism.hmac(salted, b"Server Key"))
 
+    @classmethod
+    def from_salted(cls, mechanism: Mechanism, salt: bytes, iterations: int,
+                    salted_password: bytes) -> ScramCredential:
+        """The credential of a salted password a client computed (Kafka's admin API,
+        KIP-554: the password itself never reaches the broker)."""
+        client_key = mechanism.hmac(salted_password, b"Client Key")
+        return cls(salt=salt, iterations=iterations, stored_key=mechanism.h(client_key),
+                   server_key=mechanism.hmac(salted_password, b"Server Key"))
+
     def verify_password(self, mechanism: Mechanism, password: str) -> bool:
         """For SASL/PLAIN: does ``password`` produce this credential? (constant-time)"""
         salted = mechanism.salted_password(password, self.salt, self.iterations)

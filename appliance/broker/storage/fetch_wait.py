@@ -8,8 +8,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import NamedTuple
 
 from appliance.broker.storage.partition import PartitionLog
+
+
+class FetchedPartition(NamedTuple):
+    """One partition of a fetch: what a parked fetch keeps of its request."""
+
+    topic: str
+    partition: int
+    offset: int
+    max_bytes: int
+    denied: bool  # the caller may not read the topic
 
 
 class FetchWait:

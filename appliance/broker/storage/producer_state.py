@@ -1,19 +1,32 @@
-"""Idempotent-producer de-duplication for one partition.
+"""Idempotent-producer de-duplication for one partition, bounded.
 
 Like Kafka, the last five batches of each producer id are remembered so a retried batch
 (same id, epoch and sequence range) is acknowledged with its original offset instead of
 being appended twice, and a gap in sequence numbers is refused as out of order.
+
+Bounded like Kafka's too: a producer that has not written for ``expiration_ms`` (Kafka's
+``producer.id.expiration.ms``, a day) is forgotten, and a partition remembers at most
+``max_producers`` (the least recently written goes first). A forgotten producer that
+writes again is answered UNKNOWN_PRODUCER_ID if its sequence does not start a new one;
+Kafka's clients then reset their sequence (Java since 2.5) and carry on.
+
+The state survives a restart without reading the log back: ``snapshot`` is written
+beside the segments when one rolls and at a clean stop, and recovery replays only the
+batches after it (``record`` per batch header).
 """
 
 from __future__ import annotations
 
-from collections import deque
+import json
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
 from appliance.broker.wire import errors
 
 REMEMBERED_BATCHES = 5
 _SEQ_WRAP = 1 << 31
+DEFAULT_EXPIRATION_MS = 86_400_000  # Kafka's producer.id.expiration.ms
+DEFAULT_MAX_PRODUCERS = 1000
 
 
 def last_sequence(base_sequence: int, last_offset_delta: int) -> int:
@@ -23,12 +36,20 @@ def last_sequence(base_sequence: int, last_offset_delta: int) -> int:
 @dataclass
 class _Producer:
     epoch: int
+    last_ms: int = 0  # broker clock of its last write
     batches: deque = field(default_factory=lambda: deque(maxlen=REMEMBERED_BATCHES))
 
 
 class ProducerStates:
-    def __init__(self) -> None:
-        self._producers: dict[int, _Producer] = {}
+    def __init__(self, max_producers: int = DEFAULT_MAX_PRODUCERS,
+                 expiration_ms: int = DEFAULT_EXPIRATION_MS) -> None:
+        # least recently written first: eviction pops from the front
+        self._producers: OrderedDict[int, _Producer] = OrderedDict()
+        self.max_producers = max_producers
+        self.expiration_ms = expiration_ms
+
+    def __len__(self) -> int:
+        return len(self._producers)
 
     def check(self, pid: int, epoch: int, first_seq: int, last_seq: int) -> tuple[int, int]:
         """(error_code, duplicate_base_offset or -1) for a batch about to be appended."""
@@ -48,19 +69,37 @@ class ProducerStates:
             return errors.OUT_OF_ORDER_SEQUENCE_NUMBER, -1
         return errors.NONE, -1
 
-    def record(self, pid: int, epoch: int, first_seq: int, last_seq: int, base: int) -> None:
+    def record(self, pid: int, epoch: int, first_seq: int, last_seq: int, base: int,
+               now_ms: int) -> None:
         p = self._producers.get(pid)
         if p is None or epoch != p.epoch:
             p = self._producers[pid] = _Producer(epoch)
-        p.batches.append((first_seq, last_seq, base))
+        entry = (first_seq, last_seq, base)
+        if entry not in p.batches:  # recovery replays batches a snapshot already holds
+            p.batches.append(entry)
+        p.last_ms = max(p.last_ms, now_ms)
+        self._producers.move_to_end(pid)
+        while len(self._producers) > self.max_producers:
+            self._producers.popitem(last=False)
+
+    def expire(self, now_ms: int) -> int:
+        """Forget producers idle for ``expiration_ms``; how many went."""
+        gone = 0
+        while self._producers:
+            pid, p = next(iter(self._producers.items()))
+            if p.last_ms >= now_ms - self.expiration_ms:
+                break
+            del self._producers[pid]
+            gone += 1
+        return gone
 
     def snapshot(self, pids: set[int]) -> dict[int, _Producer | None]:
         """A copy of these producers' state, for ``restore`` if an append is undone."""
         out: dict[int, _Producer | None] = {}
         for pid in pids:
             p = self._producers.get(pid)
-            out[pid] = None if p is None else _Producer(p.epoch, deque(p.batches,
-                                                                   REMEMBERED_BATCHES))
+            out[pid] = None if p is None else _Producer(p.epoch, p.last_ms,
+                                                        deque(p.batches, REMEMBERED_BATCHES))
         return out
 
     def restore(self, snapshot: dict[int, _Producer | None]) -> None:
@@ -70,5 +109,26 @@ class ProducerStates:
             else:
                 self._producers[pid] = p
 
-    def max_producer_id(self) -> int:
-        return max(self._producers, default=-1)
+    # -- persisted form -------------------------------------------------------------------
+
+    def to_json(self, offset: int) -> bytes:
+        """The state as of ``offset`` (every batch below it is in it)."""
+        return json.dumps({"offset": offset, "producers": [
+            [pid, p.epoch, p.last_ms, [list(b) for b in p.batches]]
+            for pid, p in self._producers.items()]}, separators=(",", ":")).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes, max_producers: int = DEFAULT_MAX_PRODUCERS,
+                  expiration_ms: int = DEFAULT_EXPIRATION_MS) -> tuple[ProducerStates, int]:
+        """(state, the offset it covers up to); ValueError if the bytes are not one."""
+        try:
+            doc = json.loads(data)
+            out = cls(max_producers, expiration_ms)
+            for pid, epoch, last_ms, batches in doc["producers"]:
+                p = _Producer(int(epoch), int(last_ms))
+                for f, last, base in batches:
+                    p.batches.append((int(f), int(last), int(base)))
+                out._producers[int(pid)] = p
+            return out, int(doc["offset"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a producer state snapshot: {exc}") from None

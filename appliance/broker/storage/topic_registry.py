@@ -1,24 +1,33 @@
-"""The topic registry: create/delete/grow topics and look up partitions."""
+"""The topic registry: create/delete/grow topics, look up partitions, and keep the whole
+log within its retention and the broker's log budget."""
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Mapping
+import zlib
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from appliance.broker.settings import BrokerConfig
-from appliance.broker.storage import topic_configs
+from appliance.broker.storage import log_budget, topic_configs
+from appliance.broker.storage.batch_policy import BatchPolicy
+from appliance.broker.storage.log_budget import LogBudget
+from appliance.broker.storage.memory_log import MemoryLog
 from appliance.broker.storage.partition import PartitionLog
-from appliance.broker.storage.segments import Storage
+from appliance.broker.storage.producer_ids import ProducerIds
+from appliance.broker.storage.producer_state import ProducerStates, last_sequence
+from appliance.broker.storage.segments import PartitionSegments, SegmentSettings, Storage
 from appliance.broker.wire import errors
 from appliance.broker.wire.codec import new_uuid
+from appliance.broker.wire.compression import CONFIG_NAMES
 from appliance.logs import get_logger
 
 log = get_logger("appliance.broker")
 
-_LEGAL = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+# Kafka's legal topic names; fullmatch, so nothing may follow (not even a newline)
+_LEGAL = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
 
 class TopicError(Exception):
@@ -37,14 +46,17 @@ class Topic:
 
 
 class TopicLimits(NamedTuple):
+    """A topic's configs in force (its own over the broker's defaults)."""
+
     retention_bytes: int | None  # None: unlimited
     retention_ms: int | None  # None: unlimited
     max_message_bytes: int
-    segment_bytes: int
+    segment: SegmentSettings
+    compression: str  # compression.type
 
 
 def validate_name(name: str) -> None:
-    if not _LEGAL.match(name) or name in (".", ".."):
+    if not _LEGAL.fullmatch(name) or name in (".", ".."):
         raise TopicError(errors.INVALID_TOPIC_EXCEPTION,
                          f"illegal topic name {name!r}: use 1-249 of [a-zA-Z0-9._-]")
 
@@ -61,32 +73,83 @@ class TopicRegistry:
         self.config = config
         self.storage = storage
         self.topics: dict[str, Topic] = {}
+        self.producer_ids = ProducerIds(config.data_dir, int(time.time() * 1000))
+        self.budget = LogBudget(0, "")  # sized in recover(), once the log's size is known
+
+    def _producers(self) -> ProducerStates:
+        return ProducerStates(self.config.max_producers_per_partition,
+                              self.config.producer_id_expiration_ms)
 
     def recover(self) -> None:
-        """Rebuild every topic from the data directory after a restart (crash or clean)."""
-        if self.storage is None:
-            return
-        for found in self.storage.recover():
-            configs, ignored = topic_configs.stored(found.configs)
+        """Rebuild every topic from the data directory after a restart (crash or clean),
+        then size the log budget."""
+        if self.storage is not None:
+            self._recover_topics(self.storage)
+            self.storage.recovered()
+        sized = self._size_budget()  # the partitions hold this object: fill it in
+        self.budget.limit, self.budget.source, self.budget.used = (sized.limit, sized.source,
+                                                                   sized.used)
+
+    def _size_budget(self) -> LogBudget:
+        c = self.config
+        used = sum(p.budget_bytes() for p in self.all_partitions())
+        if c.retention_total_bytes is not None:
+            return LogBudget(c.retention_total_bytes, "--retention-total-bytes", used)
+        if self.storage is not None and c.data_dir is not None:
+            return LogBudget(log_budget.disk_default(c.data_dir, used),
+                             f"{int(log_budget.DISK_SHARE * 100)}% of the data directory's "
+                             f"free space and log", used)
+        return LogBudget(log_budget.memory_default(),
+                         f"1/{log_budget.MEMORY_SHARE} of RAM, at most "
+                         f"{log_budget.MEMORY_CAP >> 30} GiB", used)
+
+    def _recover_topics(self, storage: Storage) -> None:
+        for meta in storage.topic_metas():
+            configs, ignored = topic_configs.stored(meta.get("configs", {}))
             if ignored:  # written by an older broker, which stored any name without effect
-                log.warning("broker.topic_configs_ignored", topic=found.name,
+                log.warning("broker.topic_configs_ignored", topic=meta["name"],
                             configs=sorted(ignored))
-            topic = Topic(found.name, found.topic_id, configs=configs)
-            batches = 0
-            for recovered in found.partitions:
-                part = PartitionLog(topic.name, recovered.index, recovered.segments)
-                for b in recovered.segments.recover():
-                    end = b.base_offset + b.header.last_offset_delta
-                    part.load(b.batch, b.header, b.base_offset, b.written_ms,
-                              expired=end < recovered.log_start)
-                    batches += 1
-                part.recovered_log_start(recovered.log_start)
-                recovered.segments.segment_bytes = self.limits(topic).segment_bytes
+            topic = Topic(meta["name"], bytes.fromhex(meta["topic_id"]), configs=configs)
+            settings = self.limits(topic).segment
+            read_through = 0
+            for index in range(meta["partitions"]):
+                segs, found = storage.recover_partition(topic.name, index, settings)
+                part = PartitionLog(topic.name, index, segs, self.budget, self._producers())
+                self._recover_producers(part, found.producer_snapshot, found.next_offset)
+                part.recovered(found.next_offset, found.first_offset, found.log_start)
+                read_through += found.batches_read
                 topic.partitions.append(part)
             self.topics[topic.name] = topic
             log.info("broker.topic_recovered", topic=topic.name,
-                     partitions=len(topic.partitions), batches=batches,
+                     partitions=len(topic.partitions), batches_read=read_through,
                      high_watermarks=[p.high_watermark for p in topic.partitions])
+
+    def _recover_producers(self, part: PartitionLog, snapshot: bytes | None,
+                           next_offset: int) -> None:
+        """The producer state as of the snapshot, and the batches after it replayed."""
+        covered = 0
+        if snapshot is not None:
+            try:
+                states, covered = ProducerStates.from_json(
+                    snapshot, self.config.max_producers_per_partition,
+                    self.config.producer_id_expiration_ms)
+                if covered <= next_offset:
+                    part.producers = states
+                else:
+                    covered = 0
+            except ValueError as exc:
+                log.warning("broker.producer_state_unreadable", topic=part.topic,
+                            partition=part.index, error=str(exc))
+        segs = part.segments
+        if segs is None or covered >= next_offset:
+            return
+        for seg, batch in segs.batches_after(covered):
+            h = batch.header
+            if h.producer_id >= 0:
+                part.producers.record(
+                    h.producer_id, h.producer_epoch, h.base_sequence,
+                    last_sequence(h.base_sequence, h.last_offset_delta), batch.base_offset,
+                    seg.last_append_ms)
 
     def create(self, name: str, partitions: int, configs: dict[str, str] | None = None,
                validate_only: bool = False) -> Topic:
@@ -119,17 +182,19 @@ class TopicRegistry:
         the topic's metadata are on disk (a full disk refuses the whole change)."""
         new = range(len(topic.partitions), count)
         if self.storage is None:
-            topic.partitions += [PartitionLog(topic.name, index) for index in new]
+            topic.partitions += [PartitionLog(topic.name, index, MemoryLog(), self.budget,
+                                              self._producers()) for index in new]
             return
         try:
             segments = self.storage.open_partitions(topic.name, new,
-                                                      self.limits(topic).segment_bytes)
+                                                      self.limits(topic).segment)
             self.storage.save_topic(topic.name, topic.topic_id, count, topic.configs)
         except OSError as exc:
             self.storage.forget_partitions(topic.name, new)
             raise TopicError(errors.KAFKA_STORAGE_ERROR,
                              f"topic {topic.name!r}: cannot write its metadata: {exc}") from exc
-        topic.partitions += [PartitionLog(topic.name, index, segs)
+        topic.partitions += [PartitionLog(topic.name, index, segs, self.budget,
+                                          self._producers())
                              for index, segs in zip(new, segments, strict=True)]
 
     def add_partitions(self, name: str, count: int, validate_only: bool = False) -> None:
@@ -154,10 +219,10 @@ class TopicRegistry:
         if validate_only:
             return
         topic.configs = checked
-        segment_bytes = self.limits(topic).segment_bytes
+        settings = self.limits(topic).segment
         for p in topic.partitions:
             if p.segments is not None:
-                p.segments.segment_bytes = segment_bytes
+                p.segments.settings = settings
         if self.storage is not None:
             self.storage.save_topic(topic.name, topic.topic_id, len(topic.partitions),
                                     topic.configs)
@@ -168,6 +233,7 @@ class TopicRegistry:
         if topic is None:
             raise TopicError(errors.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}")
         for p in topic.partitions:
+            self.budget.sub(p.budget_bytes())
             for w in list(p.waiters):
                 w.notify(0)
         if self.storage is not None:
@@ -179,6 +245,20 @@ class TopicRegistry:
             return None
         return topic.partitions[index]
 
+    def all_partitions(self) -> Iterator[PartitionLog]:
+        for topic in self.topics.values():
+            yield from topic.partitions
+
+    def producer_snapshots(self) -> Callable[[PartitionSegments], bytes | None]:
+        """For a clean stop: each partition's producer state as of its end."""
+        by_store = {id(p.store): p for p in self.all_partitions()}
+
+        def snapshot(segs: PartitionSegments) -> bytes | None:
+            part = by_store.get(id(segs))
+            return None if part is None else part.producers.to_json(part.high_watermark)
+
+        return snapshot
+
     def maybe_auto_create(self, name: str) -> Topic | None:
         topic = self.topics.get(name)
         if topic is None and self.config.auto_create_topics:
@@ -189,7 +269,7 @@ class TopicRegistry:
         return topic
 
     def limits(self, topic: Topic) -> TopicLimits:
-        """The retention and size limits in force for a topic (its configs over defaults)."""
+        """The retention, size and segment limits in force for a topic."""
         c = self.config
 
         def _get(key: str, default):
@@ -199,22 +279,59 @@ class TopicRegistry:
             n = int(v)
             return None if n < 0 and key.startswith("retention.") else n
 
+        segment_ms = _get("segment.ms", c.segment_ms)
+        jitter = min(_get("segment.jitter.ms", 0), segment_ms - 1)
+        if jitter > 0:  # the same for a topic every time: its partitions roll apart
+            segment_ms -= zlib.crc32(topic.name.encode()) % jitter
+        segment = SegmentSettings(
+            segment_bytes=_get("segment.bytes", c.segment_bytes),
+            segment_ms=segment_ms,
+            index_interval_bytes=_get("index.interval.bytes",
+                                      topic_configs.DEFAULT_INDEX_INTERVAL_BYTES),
+            segment_index_bytes=_get("segment.index.bytes",
+                                     topic_configs.DEFAULT_SEGMENT_INDEX_BYTES))
         return TopicLimits(_get("retention.bytes", c.retention_bytes),
                            _get("retention.ms", c.retention_ms),
-                           _get("max.message.bytes", c.max_message_bytes),
-                           _get("segment.bytes", c.segment_bytes))
+                           _get("max.message.bytes", c.max_message_bytes), segment,
+                           (topic.configs.get("compression.type") or "producer").lower())
+
+    def batch_policy(self, topic: Topic) -> BatchPolicy:
+        limits = self.limits(topic)
+        codec = CONFIG_NAMES.get(limits.compression)  # None for "producer"
+        return BatchPolicy(limits.max_message_bytes, self.config.max_decompressed_bytes,
+                           codec, self.config.verify_produce_crc)
+
+    # -- retention and the budget ------------------------------------------------------
 
     def enforce_retention(self) -> int:
+        """Each topic's retention, then the budget; returns the bytes freed."""
         now = int(time.time() * 1000)
-        dropped = 0
+        freed = 0
         for topic in self.topics.values():
             limits = self.limits(topic)
-            if limits.retention_bytes is None and limits.retention_ms is None:
-                continue
             for p in topic.partitions:
-                dropped += p.enforce_retention(now, limits.retention_bytes, limits.retention_ms)
-        return dropped
+                freed += p.enforce_retention(now, limits.retention_bytes, limits.retention_ms)
+        return freed + self.enforce_budget()
 
-    def max_producer_id(self) -> int:
-        return max((p.producers.max_producer_id() for t in self.topics.values()
-                    for p in t.partitions), default=-1)
+    def enforce_budget(self) -> int:
+        """While the log is over its budget, free the oldest data: from the partition
+        whose oldest data is oldest, a slice at a time. Returns the bytes freed."""
+        budget = self.budget
+        freed = 0
+        step = max(budget.limit // 64, 1)
+        while budget.over:
+            oldest = None
+            for p in self.all_partitions():
+                t = p.oldest_append_ms()
+                if t is not None and (oldest is None or t < oldest[0]):
+                    oldest = (t, p)
+            if oldest is None:
+                break
+            got = oldest[1].evict(budget.over + step)
+            if not got:
+                break
+            freed += got
+        if freed:
+            log.info("broker.log_budget_evicted", freed_bytes=freed, limit_bytes=budget.limit,
+                     used_bytes=budget.used)
+        return freed

@@ -34,9 +34,18 @@ class Array:
 
 
 @dataclass(frozen=True)
+class Struct:
+    """A struct-valued field (not an array item): its fields inline; a nullable one
+    carries a presence byte first (-1: null, 1: present), as Kafka's nullable structs."""
+
+    fields: Any  # list[Field]
+    nullable: bool = False
+
+
+@dataclass(frozen=True)
 class Field:
     name: str
-    type: Any  # primitive name (str) or Array
+    type: Any  # primitive name (str), Array or Struct
     since: int = 0
     until: int | None = None
     default: Any = None

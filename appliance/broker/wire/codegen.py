@@ -24,7 +24,15 @@ import os
 import struct
 from typing import Any
 
-from appliance.broker.wire.codec import PRIM_DEFAULTS, Array, DecodeError, Field, Reader, Writer
+from appliance.broker.wire.codec import (
+    PRIM_DEFAULTS,
+    Array,
+    DecodeError,
+    Field,
+    Reader,
+    Struct,
+    Writer,
+)
 
 STRICT_ENV = "APPLIANCE_BROKER_STRICT_ENCODING"
 
@@ -166,6 +174,20 @@ def _dec_struct(src: _Src, ind: int, fields: list[Field], target: str, version: 
             src.add(ind, f"{dest} = {src.const(f.default)}")
             continue
         t = f.type
+        if isinstance(t, Struct):
+            target_var = f"s{d}"
+            if t.nullable:
+                src.add(ind, "if _U_int8(buf, pos)[0] < 0:")
+                src.add(ind + 1, "pos += 1")
+                src.add(ind + 1, f"{dest} = None")
+                src.add(ind, "else:")
+                src.add(ind + 1, "pos += 1")
+                _dec_struct(src, ind + 1, t.fields, target_var, version, flexible, d + 1)
+                src.add(ind + 1, f"{dest} = {target_var}")
+            else:
+                _dec_struct(src, ind, t.fields, target_var, version, flexible, d + 1)
+                src.add(ind, f"{dest} = {target_var}")
+            continue
         if not isinstance(t, Array):
             _dec_prim(src, ind, t, dest, flexible, d)
             continue
@@ -178,6 +200,9 @@ def _dec_struct(src: _Src, ind: int, fields: list[Field], target: str, version: 
             src.add(ind + 1, "raise DecodeError('null where an array is required')")
         src.add(ind, "else:")
         src.add(ind + 1, f"if {n} > end - pos: raise DecodeError('array length exceeds message')")
+        src.add(ind + 1, f"items -= {n}")
+        src.add(ind + 1, "if items < 0: raise DecodeError("
+                         "f'more than {max_items} array items in one request')")
         src.add(ind + 1, f"{lst} = []")
         src.add(ind + 1, f"for _ in range({n}):")
         if isinstance(t.item, str):
@@ -194,10 +219,14 @@ def _dec_struct(src: _Src, ind: int, fields: list[Field], target: str, version: 
 
 
 def compile_decoder(fields: list[Field], version: int, flexible: bool, name: str = "struct"):
-    """``fn(buf: memoryview, pos) -> (dict, pos)``; raises DecodeError on bad input."""
+    """``fn(buf: memoryview, pos, max_items) -> (dict, pos)``; raises DecodeError on bad
+    input, or when the arrays hold more than ``max_items`` items together (what a request
+    costs decoded grows with its items, not its bytes: a few bytes per item on the wire
+    are a few hundred as Python objects)."""
     src = _Src()
-    src.add(0, "def _decode(buf, pos):")
+    src.add(0, "def _decode(buf, pos, max_items):")
     src.add(1, "end = _len(buf)")
+    src.add(1, "items = max_items")
     src.add(1, "try:")
     _dec_struct(src, 2, fields, "out", version, flexible, 0)
     src.add(1, "except IndexError:")
@@ -273,6 +302,17 @@ def _enc_struct(src: _Src, ind: int, fields: list[Field], value: str, version: i
             src.add(ind, f"{v} = {value}[{f.name!r}]")
         else:
             src.add(ind, f"{v} = {value}.get({f.name!r}, {src.const(f.default)})")
+        if isinstance(t, Struct):
+            if t.nullable:
+                src.add(ind, f"if {v} is None:")
+                src.add(ind + 1, "ap(b'\\xff')")
+                src.add(ind, "else:")
+                src.add(ind + 1, "ap(b'\\x01')")
+                _enc_struct(src, ind + 1, t.fields, v, version, flexible, d + 1, strict)
+            else:
+                src.add(ind, f"if {v} is None: {v} = {{}}")
+                _enc_struct(src, ind, t.fields, v, version, flexible, d + 1, strict)
+            continue
         if not isinstance(t, Array):
             if t in PRIM_DEFAULTS:
                 src.add(ind, f"if {v} is None: {v} = {src.const(PRIM_DEFAULTS[t])}")
@@ -315,14 +355,18 @@ _decoders: dict[tuple[int, int, bool], Any] = {}
 _encoders: dict[tuple[int, int, bool, bool], Any] = {}
 
 
+UNLIMITED_ITEMS = 1 << 62
+
+
 def decode_struct(fields: list[Field], r: Reader, version: int, flexible: bool,
-                  name: str = "struct") -> dict:
-    """Decode one struct at ``r.pos``, advancing it; raises DecodeError on bad input."""
+                  name: str = "struct", max_items: int = UNLIMITED_ITEMS) -> dict:
+    """Decode one struct at ``r.pos``, advancing it; raises DecodeError on bad input or
+    more than ``max_items`` array items."""
     key = (id(fields), version, flexible)
     fn = _decoders.get(key)
     if fn is None:
         fn = _decoders[key] = compile_decoder(fields, version, flexible, name)
-    out, r.pos = fn(r.buf, r.pos)
+    out, r.pos = fn(r.buf, r.pos, max_items)
     return out
 
 

@@ -1,19 +1,38 @@
-"""Magic v2 record batch headers, read with ``struct`` only (never per record).
+"""Magic v2 record batches: headers read with ``struct`` (never per record on the hot
+path), their CRC-32C, a codec change, and the one bounded walk over records.
 
 The batch CRC covers the attributes field onward, so the broker may rewrite
 ``baseOffset`` (bytes 0-7) and ``partitionLeaderEpoch`` (bytes 12-15) without
-recomputing it: batches are stored exactly as the producer encoded them otherwise.
+recomputing it: batches are stored exactly as the producer encoded them otherwise (unless
+the topic's ``compression.type`` asks for another codec: ``with_codec``).
+
+Records are walked only to answer ListOffsets by timestamp (``record_timestamps``), and
+that walk is bounded by the bytes it is given: every record moves it forward by at least
+its minimum size, whatever the counts and lengths in the batch claim.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from typing import NamedTuple
+
+import crc32c as _crc32c
+
+from appliance.broker.wire.compression import Codec, compress, decompress
 
 HEADER_SIZE = 61  # bytes up to and including recordsCount
 LOG_OVERHEAD = 12  # baseOffset + batchLength, not counted in batchLength
+MAGIC_AT = 16
+CRC_AT = 17  # the CRC-32C (Castagnoli) field
+CRC_FROM = 21  # the CRC covers the attributes field onward
+# A record is at least: length, attributes, timestamp delta, offset delta, key length,
+# value length, header count: seven one-byte fields.
+MIN_RECORD_BYTES = 7
 _HEAD = struct.Struct(">qiibIhiqqqhii")
 _OFFSET_EPOCH = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch
+_LENGTH = struct.Struct(">i")
+_CRC = struct.Struct(">I")
 ATTR_COMPRESSION_MASK = 0x07
 ATTR_TRANSACTIONAL = 0x10
 ATTR_CONTROL = 0x20
@@ -35,6 +54,18 @@ class BatchHeader(NamedTuple):
     producer_epoch: int
     base_sequence: int
     record_count: int
+
+    @property
+    def codec(self) -> int:
+        return self.attributes & ATTR_COMPRESSION_MASK
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & ATTR_CONTROL)
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & ATTR_TRANSACTIONAL)
 
 
 def split_batches(records: bytes | memoryview) -> list[BatchHeader]:
@@ -72,13 +103,46 @@ def read_header(batch: bytes | memoryview) -> BatchHeader:
                        seq, count)
 
 
-def base_offset_of(batch: bytes) -> int:
+def base_offset_of(batch: bytes | memoryview) -> int:
     return _OFFSET_EPOCH.unpack_from(batch, 0)[0]
 
 
-def _zigzag_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
-    shift = raw = 0
+def crc_ok(batch: bytes | memoryview) -> bool:
+    """Does the batch's CRC-32C field match its bytes (attributes onward)?"""
+    view = memoryview(batch)
+    return _CRC.unpack_from(view, CRC_AT)[0] == _crc32c.crc32c(view[CRC_FROM:])
+
+
+def records_section(batch: bytes | memoryview, limit: int) -> bytes | memoryview:
+    """The batch's records, decompressed if need be (at most ``limit`` bytes:
+    ``compression.DecompressedTooLarge`` past it)."""
+    h = read_header(batch)
+    body = memoryview(batch)[HEADER_SIZE:h.size]
+    return body if not h.codec else decompress(h.codec, body, limit)
+
+
+def with_codec(batch: bytes | memoryview, codec: Codec, limit: int) -> bytes:
+    """The same batch with its records in ``codec`` (a topic's ``compression.type``): the
+    header kept but for the codec bits, the length and the CRC-32C."""
+    h = read_header(batch)
+    body = compress(codec, records_section(batch, limit))
+    attrs = (h.attributes & ~ATTR_COMPRESSION_MASK) | int(codec)
+    view = memoryview(batch)
+    tail = bytearray(view[CRC_FROM:HEADER_SIZE])  # attributes .. recordsCount
+    struct.pack_into(">h", tail, 0, attrs)
+    tail += body
+    head = bytearray(view[:CRC_FROM])
+    _LENGTH.pack_into(head, 8, len(head) + len(tail) - LOG_OVERHEAD)
+    _CRC.pack_into(head, CRC_AT, _crc32c.crc32c(tail))
+    return bytes(head + tail)
+
+
+def _varint(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
+    """A zigzag varint at ``pos``; raises IndexError past ``end`` or after 5 bytes."""
+    raw = shift = 0
     while True:
+        if pos >= end or shift > 28:
+            raise IndexError(pos)
         b = buf[pos]
         pos += 1
         raw |= (b & 0x7F) << shift
@@ -87,54 +151,38 @@ def _zigzag_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+class RecordStamp(NamedTuple):
+    offset_delta: int
+    timestamp_delta: int
 
 
-def decompress(codec: int, data: bytes) -> bytes:
-    """Records section of a compressed batch (codec from the attributes' low 3 bits)."""
-    import cramjam  # imported lazily: only ListOffsets-by-timestamp needs it
-
-    if codec == 1:
-        return bytes(cramjam.gzip.decompress(data))
-    if codec == 2:
-        if data.startswith(_XERIAL_MAGIC):  # Java's framing: 16-byte header, sized blocks
-            out, pos = [], 16
-            while pos < len(data):
-                n = struct.unpack_from(">i", data, pos)[0]
-                out.append(bytes(cramjam.snappy.decompress_raw(data[pos + 4:pos + 4 + n])))
-                pos += 4 + n
-            return b"".join(out)
-        return bytes(cramjam.snappy.decompress_raw(data))
-    if codec == 3:
-        return bytes(cramjam.lz4.decompress(data))
-    if codec == 4:
-        return bytes(cramjam.zstd.decompress(data))
-    raise BatchError(f"unknown compression codec {codec}")
+WALK_SLICE = 4096  # records walked between yields
 
 
-def first_offset_at_or_after(batch: bytes, timestamp: int) -> tuple[int, int] | None:
-    """(offset, timestamp) of the first record with timestamp >= ``timestamp``.
+def record_timestamps(records: bytes | memoryview, count: int
+                      ) -> Iterator[RecordStamp | None]:
+    """Each record's (offset delta, timestamp delta), in order, from a records section.
 
-    Walks one batch's records (decompressing if needed): used by ListOffsets-by-timestamp
-    on the single batch the time index points at, never on the produce/fetch path.
+    At most ``count`` records, and never more than the bytes hold: a record whose length
+    would end before its own fields, or run past the section, ends the walk (a batch
+    claiming two billion records in 65 bytes yields nothing). Yields None every
+    ``WALK_SLICE`` records, so a caller can share the event loop while it walks.
     """
-    h = read_header(batch)
-    base = base_offset_of(batch)
-    if h.max_timestamp < timestamp:
-        return None
-    body: bytes | memoryview = batch
-    pos = HEADER_SIZE
-    codec = h.attributes & ATTR_COMPRESSION_MASK
-    if codec:
+    view = memoryview(records)
+    end = len(view)
+    pos = 0
+    for i in range(min(count, end // MIN_RECORD_BYTES)):
+        if i and not i % WALK_SLICE:
+            yield None
         try:
-            body, pos = decompress(codec, bytes(batch[HEADER_SIZE:])), 0
-        except Exception:  # undecodable: answer at batch granularity rather than fail
-            return base, h.max_timestamp
-    for _ in range(h.record_count):
-        length, start = _zigzag_varint(body, pos)
-        ts_delta, p = _zigzag_varint(body, start + 1)  # skip the attributes byte
-        off_delta, _ = _zigzag_varint(body, p)
-        if h.base_timestamp + ts_delta >= timestamp:
-            return base + off_delta, h.base_timestamp + ts_delta
+            length, start = _varint(view, pos, end)
+            if length < MIN_RECORD_BYTES - 1 or start + length > end:
+                return
+            ts_delta, p = _varint(view, start + 1, end)  # after the attributes byte
+            off_delta, _ = _varint(view, p, end)
+        except IndexError:
+            return
+        yield RecordStamp(off_delta, ts_delta)
         pos = start + length
-    return None
+
+

@@ -9,7 +9,7 @@ name, and Produce starts at v3 so every batch is a magic v2 record batch.
 
 from __future__ import annotations
 
-from appliance.broker.wire.codec import Array, Field, Schema
+from appliance.broker.wire.codec import Array, Field, Schema, Struct
 
 F = Field
 
@@ -100,8 +100,10 @@ FETCH = Schema(
     ],
 )
 
+# v7: MAX_TIMESTAMP (-3, KIP-734); v8: EARLIEST_LOCAL (-4, KIP-405); v9: LATEST_TIERED
+# (-5, KIP-1005); v10: a timeout for tiered lookups (KIP-1075), unused without tiers.
 LIST_OFFSETS = Schema(
-    2, "ListOffsets", 1, 6, 6,
+    2, "ListOffsets", 1, 10, 6,
     request=[
         F("replica_id", "int32"),
         F("isolation_level", "int8", 2),
@@ -114,6 +116,7 @@ LIST_OFFSETS = Schema(
                 F("max_num_offsets", "int32", 0, 0, default=1),
             ])),
         ])),
+        F("timeout_ms", "int32", 10, default=0),
     ],
     response=[
         F("throttle_time_ms", "int32", 2),
@@ -939,3 +942,219 @@ SASL_AUTHENTICATE = Schema(
 SASL_APIS = (SASL_HANDSHAKE, SASL_AUTHENTICATE)
 ALL.extend(SASL_APIS)
 BY_KEY.update({s.key: s for s in SASL_APIS})
+
+
+# -- cluster administration: one node's answers ----------------------------------------------
+# What kafka-log-dirs, kafka-topics (DescribeTopicPartitions, KIP-966), kafka-configs,
+# kafka-leader-election, kafka-reassign-partitions and the admin clients call; one broker
+# holds every replica in one log directory (``cluster_apis``). SCRAM users through the
+# admin API (KIP-554): ``scram_apis``.
+
+DESCRIBE_LOG_DIRS = Schema(
+    35, "DescribeLogDirs", 0, 4, 2,
+    request=[
+        F("topics", Array([
+            F("topic", "string"),
+            F("partitions", Array("int32")),
+        ], nullable=True)),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("error_code", "int16", 3, default=0),
+        F("results", Array([
+            F("error_code", "int16"),
+            F("log_dir", "string"),
+            F("topics", Array([
+                F("name", "string"),
+                F("partitions", Array([
+                    F("partition_index", "int32"),
+                    F("partition_size", "int64"),
+                    F("offset_lag", "int64"),
+                    F("is_future_key", "bool"),
+                ])),
+            ])),
+            F("total_bytes", "int64", 4, default=-1),
+            F("usable_bytes", "int64", 4, default=-1),
+        ])),
+    ],
+)
+
+_CURSOR = [F("topic_name", "string"), F("partition_index", "int32")]
+
+DESCRIBE_TOPIC_PARTITIONS = Schema(
+    75, "DescribeTopicPartitions", 0, 0, 0,
+    request=[
+        F("topics", Array([F("name", "string")])),
+        F("response_partition_limit", "int32", default=2000),
+        F("cursor", Struct(_CURSOR, nullable=True)),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("topics", Array([
+            F("error_code", "int16"),
+            F("name", "nstring"),
+            F("topic_id", "uuid"),
+            F("is_internal", "bool", default=False),
+            F("partitions", Array([
+                F("error_code", "int16"),
+                F("partition_index", "int32"),
+                F("leader_id", "int32"),
+                F("leader_epoch", "int32", default=-1),
+                F("replica_nodes", Array("int32")),
+                F("isr_nodes", Array("int32")),
+                F("eligible_leader_replicas", Array("int32", nullable=True)),
+                F("last_known_elr", Array("int32", nullable=True)),
+                F("offline_replicas", Array("int32")),
+            ])),
+            F("topic_authorized_operations", "int32", default=-2147483648),
+        ])),
+        F("next_cursor", Struct(_CURSOR, nullable=True)),
+    ],
+)
+
+# Kafka 4.1 renamed ListClientMetricsResources (v0, what 3.7-4.0 clients send: the
+# client-metrics resources, none here) to ListConfigResources; v1 lists resources of the
+# types asked for (KIP-1142).
+LIST_CONFIG_RESOURCES = Schema(
+    74, "ListConfigResources", 0, 1, 0,
+    request=[
+        F("resource_types", Array("int8"), 1),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("error_code", "int16"),
+        F("config_resources", Array([
+            F("resource_name", "string"),
+            F("resource_type", "int8", 1, default=16),
+        ])),
+    ],
+)
+
+ELECT_LEADERS = Schema(
+    43, "ElectLeaders", 0, 2, 2,
+    request=[
+        F("election_type", "int8", 1, default=0),
+        F("topic_partitions", Array([
+            F("topic", "string"),
+            F("partitions", Array("int32")),
+        ], nullable=True)),
+        F("timeout_ms", "int32", default=60000),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("error_code", "int16", 1, default=0),
+        F("replica_election_results", Array([
+            F("topic", "string"),
+            F("partition_result", Array([
+                F("partition_id", "int32"),
+                F("error_code", "int16"),
+                F("error_message", "nstring"),
+            ])),
+        ])),
+    ],
+)
+
+ALTER_PARTITION_REASSIGNMENTS = Schema(
+    45, "AlterPartitionReassignments", 0, 0, 0,
+    request=[
+        F("timeout_ms", "int32", default=60000),
+        F("topics", Array([
+            F("name", "string"),
+            F("partitions", Array([
+                F("partition_index", "int32"),
+                F("replicas", Array("int32", nullable=True)),
+            ])),
+        ])),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("error_code", "int16"),
+        F("error_message", "nstring"),
+        F("responses", Array([
+            F("name", "string"),
+            F("partitions", Array([
+                F("partition_index", "int32"),
+                F("error_code", "int16"),
+                F("error_message", "nstring"),
+            ])),
+        ])),
+    ],
+)
+
+LIST_PARTITION_REASSIGNMENTS = Schema(
+    46, "ListPartitionReassignments", 0, 0, 0,
+    request=[
+        F("timeout_ms", "int32", default=60000),
+        F("topics", Array([
+            F("name", "string"),
+            F("partition_indexes", Array("int32")),
+        ], nullable=True)),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("error_code", "int16"),
+        F("error_message", "nstring"),
+        F("topics", Array([
+            F("name", "string"),
+            F("partitions", Array([
+                F("partition_index", "int32"),
+                F("replicas", Array("int32")),
+                F("adding_replicas", Array("int32")),
+                F("removing_replicas", Array("int32")),
+            ])),
+        ])),
+    ],
+)
+
+DESCRIBE_USER_SCRAM_CREDENTIALS = Schema(
+    50, "DescribeUserScramCredentials", 0, 0, 0,
+    request=[
+        F("users", Array([F("name", "string")], nullable=True)),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("error_code", "int16"),
+        F("error_message", "nstring"),
+        F("results", Array([
+            F("user", "string"),
+            F("error_code", "int16"),
+            F("error_message", "nstring"),
+            F("credential_infos", Array([
+                F("mechanism", "int8"),
+                F("iterations", "int32"),
+            ])),
+        ])),
+    ],
+)
+
+ALTER_USER_SCRAM_CREDENTIALS = Schema(
+    51, "AlterUserScramCredentials", 0, 0, 0,
+    request=[
+        F("deletions", Array([
+            F("name", "string"),
+            F("mechanism", "int8"),
+        ])),
+        F("upsertions", Array([
+            F("name", "string"),
+            F("mechanism", "int8"),
+            F("iterations", "int32"),
+            F("salt", "bytes"),
+            F("salted_password", "bytes"),
+        ])),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("results", Array([
+            F("user", "string"),
+            F("error_code", "int16"),
+            F("error_message", "nstring"),
+        ])),
+    ],
+)
+
+CLUSTER_ADMIN_APIS = [DESCRIBE_LOG_DIRS, DESCRIBE_TOPIC_PARTITIONS, LIST_CONFIG_RESOURCES,
+                      ELECT_LEADERS, ALTER_PARTITION_REASSIGNMENTS,
+                      LIST_PARTITION_REASSIGNMENTS, DESCRIBE_USER_SCRAM_CREDENTIALS,
+                      ALTER_USER_SCRAM_CREDENTIALS]
+ALL.extend(CLUSTER_ADMIN_APIS)
+BY_KEY.update({s.key: s for s in CLUSTER_ADMIN_APIS})

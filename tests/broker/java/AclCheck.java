@@ -1,9 +1,8 @@
 // The embedded broker's ACLs with the real Java kafka-clients: each argument is a scenario
-// property file (client properties with the SASL login, plus check.name, check.action =
-// produce | fetch | group | delete, check.topic, check.group). Prints "NAME=ok", or
-// "NAME=<exception>" naming the first *AuthorizationException in the cause chain (else
-// the root cause). Credentials live in the files, never on the command line.
-import java.io.FileInputStream;
+// property file (Scenarios: client properties with the SASL login, plus check.name,
+// check.action = produce | fetch | group | delete, check.topic, check.group). Prints
+// "NAME=ok", or "NAME=<exception>" naming the first *AuthorizationException in the cause
+// chain (else the root cause).
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.*;
@@ -12,56 +11,30 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.consumer.*;
 import org.apache.kafka.clients.producer.*;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.serialization.*;
 
 public class AclCheck {
     static final long TIMEOUT_MS = 30000;
 
     public static void main(String[] args) throws Exception {
-        for (String file : args) {
-            Properties props = new Properties();
-            try (FileInputStream in = new FileInputStream(file)) { props.load(in); }
-            String name = (String) props.remove("check.name");
-            String action = (String) props.remove("check.action");
-            String topic = (String) props.remove("check.topic");
-            String group = (String) props.remove("check.group");
-            String result;
-            try {
-                switch (action) {
-                    case "produce": result = produce(props, topic); break;
-                    case "fetch": result = fetch(props, topic); break;
-                    case "group": result = group(props, topic, group); break;
-                    case "delete": result = delete(props, topic); break;
-                    default: result = "unknown-action";
-                }
-            } catch (Exception e) {
-                result = describe(e);
-            }
-            System.out.println(name + "=" + result);
-        }
+        Scenarios.run(args, AclCheck::check,
+                t -> t.getClass().getSimpleName().endsWith("AuthorizationException"));
     }
 
-    static String describe(Throwable e) {
-        Throwable root = e;
-        for (Throwable t = e; t != null; t = t.getCause()) {
-            if (t.getClass().getSimpleName().endsWith("AuthorizationException")) {
-                return t.getClass().getSimpleName();
-            }
-            root = t;
+    static String check(String name, Properties props) throws Exception {
+        String action = (String) props.remove("check.action");
+        String topic = (String) props.remove("check.topic");
+        String group = (String) props.remove("check.group");
+        switch (action) {
+            case "produce": return produce(props, topic);
+            case "fetch": return fetch(props, topic);
+            case "group": return group(props, topic, group);
+            case "delete": return delete(props, topic);
+            default: return "unknown-action";
         }
-        return root.getClass().getSimpleName();
     }
 
     static String produce(Properties base, String topic) throws Exception {
-        Properties pp = new Properties();
-        pp.putAll(base);
-        String t = Long.toString(TIMEOUT_MS);
-        pp.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, t);
-        pp.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, t);
-        pp.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, t);
-        pp.put(ProducerConfig.LINGER_MS_CONFIG, "0");
-        pp.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
-        pp.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        Properties pp = Scenarios.producer(base, TIMEOUT_MS);
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(pp)) {
             producer.send(new ProducerRecord<>(topic, 0, null,
                     "java-acl".getBytes(StandardCharsets.UTF_8)))
@@ -71,13 +44,8 @@ public class AclCheck {
     }
 
     static Properties consumerProps(Properties base) {
-        Properties cp = new Properties();
-        cp.putAll(base);
-        cp.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, Long.toString(TIMEOUT_MS));
-        cp.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        Properties cp = Scenarios.consumer(base, TIMEOUT_MS);
         cp.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
-        cp.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
-        cp.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         return cp;
     }
 

@@ -1,10 +1,8 @@
 // The embedded broker's TLS/SASL listener with the real Java kafka-clients.
-// Arguments: scenario property files (client properties plus check.name, check.topic and
-// check.timeout.ms; credentials live in the files, never on the command line). For each
-// scenario it
-// produces one record and reads it back, then prints "NAME=ok", or "NAME=<exception>"
-// naming the first authentication exception in the cause chain (else the root cause).
-import java.io.FileInputStream;
+// Arguments: scenario property files (Scenarios: client properties plus check.name,
+// check.topic and check.timeout.ms). For each scenario it produces one record and reads it
+// back, then prints "NAME=ok", or "NAME=<exception>" naming the first authentication
+// exception in the cause chain (else the root cause).
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.*;
@@ -13,58 +11,28 @@ import org.apache.kafka.clients.consumer.*;
 import org.apache.kafka.clients.producer.*;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.AuthenticationException;
-import org.apache.kafka.common.serialization.*;
 
 public class SecureCheck {
     public static void main(String[] args) throws Exception {
-        for (String file : args) {
-            Properties props = new Properties();
-            try (FileInputStream in = new FileInputStream(file)) { props.load(in); }
-            String name = (String) props.remove("check.name");
-            String topic = (String) props.remove("check.topic");
-            long timeoutMs = Long.parseLong((String) props.remove("check.timeout.ms"));
-            String result;
-            try {
-                result = roundTrip(props, topic, name, timeoutMs);
-            } catch (Exception e) {
-                result = describe(e);
-            }
-            System.out.println(name + "=" + result);
-        }
+        Scenarios.run(args, SecureCheck::check, t -> t instanceof AuthenticationException);
     }
 
-    static String describe(Throwable e) {
-        Throwable root = e;
-        for (Throwable t = e; t != null; t = t.getCause()) {
-            if (t instanceof AuthenticationException) return t.getClass().getSimpleName();
-            root = t;
-        }
-        return root.getClass().getSimpleName();
+    static String check(String name, Properties props) throws Exception {
+        String topic = (String) props.remove("check.topic");
+        long timeoutMs = Long.parseLong((String) props.remove("check.timeout.ms"));
+        return roundTrip(props, topic, name, timeoutMs);
     }
 
     static String roundTrip(Properties base, String topic, String name, long timeoutMs)
             throws Exception {
-        String t = Long.toString(timeoutMs);
-        Properties pp = new Properties();
-        pp.putAll(base);
-        pp.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, t);
-        pp.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, t);
-        pp.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, t);
-        pp.put(ProducerConfig.LINGER_MS_CONFIG, "0");
-        pp.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
-        pp.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        Properties pp = Scenarios.producer(base, timeoutMs);
         byte[] value = ("java-" + name).getBytes(StandardCharsets.UTF_8);
         long offset;
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(pp)) {
             offset = producer.send(new ProducerRecord<>(topic, 0, null, value))
                     .get(timeoutMs + 5000, TimeUnit.MILLISECONDS).offset();
         }
-        Properties cp = new Properties();
-        cp.putAll(base);
-        cp.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, t);
-        cp.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-        cp.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
-        cp.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        Properties cp = Scenarios.consumer(base, timeoutMs);
         TopicPartition tp = new TopicPartition(topic, 0);
         try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(cp)) {
             consumer.assign(List.of(tp));

@@ -2,22 +2,13 @@ package io.appliance.kafka;
 
 import java.io.Serializable;
 import java.util.Map;
-import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
-import org.apache.spark.SparkEnv;
-import org.apache.spark.rpc.RpcAddress;
-import org.apache.spark.rpc.RpcCallContext;
-import org.apache.spark.rpc.RpcEndpointRef;
+import io.appliance.rpc.DriverEndpoint;
+import io.appliance.rpc.EndpointAddress;
 import org.apache.spark.rpc.RpcEnv;
-import org.apache.spark.rpc.ThreadSafeRpcEndpoint;
-import scala.Function1;
-import scala.PartialFunction;
-import scala.reflect.ClassTag;
-import scala.reflect.ClassTag$;
-import scala.runtime.AbstractPartialFunction;
 
 /**
  * Ends a running real-time batch on request, so a query can be stopped at a committed batch.
@@ -74,93 +65,61 @@ public final class BatchEnd {
   }
 
   /** The driver-side endpoint of one stream; {@link #close} removes it. */
-  static final class Endpoint implements ThreadSafeRpcEndpoint {
-    private final RpcEnv env;
-    private final String name;
+  static final class Endpoint extends DriverEndpoint {
     private final String checkpointLocation;
     private final AtomicLong requests = new AtomicLong();
-    private final RpcEndpointRef ref;
 
     private Endpoint(RpcEnv env, String checkpointLocation) {
-      this.env = env;
-      this.name = NAME_PREFIX + UUID.randomUUID();
+      super(env, NAME_PREFIX);
       this.checkpointLocation = normalize(checkpointLocation);
-      LOCAL.put(name, this);
-      this.ref = env.setupEndpoint(name, this);
+      LOCAL.put(name(), this);
     }
 
     /** Registers a stream's endpoint, or returns null where there is no Spark RPC. */
     static Endpoint open(String checkpointLocation) {
-      SparkEnv spark = SparkEnv.get();
-      return spark == null ? null : new Endpoint(spark.rpcEnv(), checkpointLocation);
+      RpcEnv env = DriverEndpoint.localEnv();
+      return env == null ? null : new Endpoint(env, checkpointLocation);
     }
 
     /** What the splits of a batch planned now carry. */
     Ref ref() {
-      RpcAddress address = env.address();
-      return new Ref(name, address == null ? null : address.host(),
-          address == null ? -1 : address.port(), requests.get());
-    }
-
-    void close() {
-      LOCAL.remove(name);
-      env.stop(ref);
+      return new Ref(address(), requests.get());
     }
 
     @Override
-    public RpcEnv rpcEnv() {
-      return env;
+    public void close() {
+      LOCAL.remove(name());
+      super.close();
     }
 
     @Override
-    public PartialFunction<Object, scala.runtime.BoxedUnit> receiveAndReply(
-        RpcCallContext context) {
-      return new AbstractPartialFunction<Object, scala.runtime.BoxedUnit>() {
-        @Override
-        public boolean isDefinedAt(Object message) {
-          return POLL.equals(message);
-        }
-
-        @Override
-        public <A1, B1> B1 applyOrElse(A1 message, Function1<A1, B1> otherwise) {
-          if (!POLL.equals(message)) {
-            return otherwise.apply(message);
-          }
-          context.reply(requests.get());
-          @SuppressWarnings("unchecked")
-          B1 unit = (B1) scala.runtime.BoxedUnit.UNIT;
-          return unit;
-        }
-      };
+    protected Object answer(Object message) {
+      return POLL.equals(message) ? requests.get() : null;
     }
   }
 
   /** A batch's view of its stream's endpoint: carried by each split, read by its reader. */
   static final class Ref implements Serializable {
-    private static final long serialVersionUID = 1L;
-    final String name;
-    final String host;
-    final int port;
+    private static final long serialVersionUID = 2L;
+    final EndpointAddress endpoint;
     /** The request counter when the batch was planned: a larger value ends the batch. */
     final long planned;
 
-    Ref(String name, String host, int port, long planned) {
-      this.name = name;
-      this.host = host;
-      this.port = port;
+    Ref(EndpointAddress endpoint, long planned) {
+      this.endpoint = endpoint;
       this.planned = planned;
     }
 
     /** Starts watching (executor side); {@link Watch#close} stops it. */
     Watch watch() {
-      Endpoint local = LOCAL.get(name);
+      Endpoint local = LOCAL.get(endpoint.name);
       if (local != null) {
         return new Watch(this, local.requests, null);
       }
-      if (host == null) {
+      if (!endpoint.reachable()) {
         return null;
       }
-      Remote remote = REMOTE.computeIfAbsent(name, n -> new Remote(this));
+      Remote remote = REMOTE.computeIfAbsent(endpoint.name, n -> new Remote(this));
       remote.users.incrementAndGet();
       return new Watch(this, remote.requests, remote);
     }
@@ -185,7 +144,7 @@ public final class BatchEnd {
     @Override
     public void close() {
       if (remote != null && remote.users.decrementAndGet() == 0) {
-        REMOTE.remove(remote.ref.name, remote);
+        REMOTE.remove(remote.ref.endpoint.name, remote);
         remote.stop();
       }
     }
@@ -208,22 +167,15 @@ public final class BatchEnd {
     }
 
     private void poll() {
-      ClassTag<Object> tag = ClassTag$.MODULE$.apply(Object.class);
-      RpcEndpointRef endpoint = null;
       while (!stopped) {
         try {
-          if (endpoint == null) {
-            endpoint = SparkEnv.get().rpcEnv()
-                .setupEndpointRef(RpcAddress.apply(ref.host, ref.port), ref.name);
-          }
-          Object value = endpoint.askSync(POLL, tag);
+          Object value = ref.endpoint.ask(POLL);
           if (value instanceof Number) {
             requests.accumulateAndGet(((Number) value).longValue(), Math::max);
           }
         } catch (Exception e) {
           // The driver is unreachable or its stream stopped (the endpoint is gone): the
           // batch keeps its deadline. Ask again later while a reader still watches.
-          endpoint = null;
         }
         try {
           Thread.sleep(POLL_MS);

@@ -1,6 +1,7 @@
-"""Reading a segment file back: its whole, valid frames, and the bad bytes between them.
+"""Reading a segment file an older broker wrote: its whole, valid frames, and the bad
+bytes between them (``segments.upgrade_framed`` rewrites such files to bare batches once).
 
-Each batch is framed on disk as ``[u32 length][u32 crc32][batch]``. A frame is valid when
+Each batch was framed on disk as ``[u32 length][u32 crc32][batch]``. A frame is valid when
 its CRC matches, the batch header parses, and its base offset is not below the offset the
 frames before it reached. Bytes that are not a valid frame (a write torn by a crash, a
 flipped bit) are a *bad region*: scanning resumes at the next position where a valid frame

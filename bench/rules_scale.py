@@ -1,0 +1,259 @@
+"""How start-up, checking, latency, throughput and a live swap grow with the rule count.
+
+Operators keep thousands of rules. Each cell here is what a user runs: a generated rules
+file of N rules (``bench._rule_sets``: the shipped ``cpu-critical`` rule and N-1 equality +
+threshold rules over 200 metric names, a third with a LIKE on the source; the driver's
+events are candidates for about one rule in 200), in each trigger mode:
+
+- ``rules check``: a fresh ``appliance rules check FILE`` (no JVM), wall time;
+- ``run -> ready``, steady p99 at ``--rate`` events/s, the longest wait around a live
+  rules swap (the file gains a rule and the appliance gets SIGHUP at ``--reload-at``), and
+  the swap's own gap: one ``bench.appliance_latency`` cell (a fresh ``appliance run``,
+  the warmed Java driver open-loop from ``ready``);
+- throughput (``--throughput targets``): the trigger's highest sustained rate with one rule
+  is searched as ``bench.appliance_throughput`` does, then the larger rule counts are
+  probed at the fractions of it the targets name (``THROUGHPUT_TARGETS``); ``search``
+  searches each count's own maximum (long); ``off`` skips it.
+
+Medians of ``--runs`` fresh runs (cells in rounds), each figure also as a ratio to the
+1-rule cell of the same trigger.
+
+    .venv/bin/python -m bench.rules_scale                               # everything (hours)
+    .venv/bin/python -m bench.rules_scale --counts 1 1000 --triggers continuous \\
+        --runs 1 --seconds 30 --throughput off                           # a smoke run
+
+Writes ``reports/bench/rules_scale.{json,md}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from appliance.trigger import TRIGGERS
+from bench import _rule_sets as rule_sets
+from bench._cells import RATE, Cell
+from bench.appliance_latency import READY_TIMEOUT_S, ROOT, derive, run_appliance_cell
+from bench.appliance_throughput import Limits, judge, search
+
+OUT = ROOT / "reports" / "bench" / "rules_scale.json"
+COUNTS = (1, 100, 1000, 10000)
+#: Targets (the rules-at-scale issue), as ratios to the 1-rule cell of the same trigger.
+LATENCY_TARGETS = {1000: 1.5, 10000: 2.0}          # steady p99 at most this many times
+THROUGHPUT_TARGETS = {1000: 0.8, 10000: 0.5}      # sustained rate at least this fraction
+READY_TARGET_S = 10.0                              # run -> ready at most this much more
+CHECK_TARGETS_S = {1000: 3.0, 10000: 15.0}         # rules check at most
+SWAP_WAIT_TARGET_MS = 1000.0                       # no event waits longer around a swap
+
+
+def check_seconds(count: int, workdir: Path, runs: int) -> list[float]:
+    """Wall seconds of a fresh ``appliance rules check`` on a ``count``-rule file."""
+    path = rule_sets.rules_file(count, workdir / f"check-{count}.yml")
+    out = []
+    for _ in range(runs):
+        started = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "appliance", "rules", "check", str(path)],
+                              capture_output=True, text=True, cwd=ROOT)
+        if done.returncode != 0:
+            raise RuntimeError(f"rules check of {count} rules failed: {done.stderr[-500:]}")
+        out.append(round(time.monotonic() - started, 3))
+    return out
+
+
+def _median(values: list) -> float | None:
+    values = [v for v in values if v is not None]
+    return round(statistics.median(values), 3) if values else None
+
+
+def latency_runs(trigger: str, count: int, args, cp: str, workdir: Path) -> list[dict]:
+    from appliance.broker import EmbeddedBroker
+
+    cell = Cell(f"{trigger}-{count}-rules", trigger, args.rate, rules=count,
+                reload_at_s=args.reload_at, why=f"{count} rules")
+    with EmbeddedBroker() as broker:
+        broker.create_topics({"appliance.warmup": 2})
+        result = run_appliance_cell(cell, cp, broker, args.seconds,
+                                    Path(tempfile.mkdtemp(dir=workdir)), args.ready_timeout)
+    figures = derive(result)
+    reload = (result.get("reload") or {}).get("reloaded") or {}
+    return [{**figures, "in_effect_s": reload.get("in_effect_s"),
+             "compile_s": reload.get("compile_s"), "per_second": result.get("per_second"),
+             "startup_s": result.get("appliance_startup_s")}]
+
+
+def throughput(trigger: str, counts: list[int], args, cp: str, workdir: Path) -> dict:
+    """The 1-rule maximum (a search), then each larger count at its target fraction (or
+    its own search with ``--throughput search``)."""
+    from appliance.broker import EmbeddedBroker
+
+    limits = Limits(seconds=args.throughput_seconds)
+
+    def probe_at(count: int):
+        def probe(rate: int):
+            cell = Cell(f"{trigger}-{count}-rules", trigger, rate, rules=count)
+            with EmbeddedBroker() as broker:
+                broker.create_topics({"appliance.warmup": 2})
+                try:
+                    result = run_appliance_cell(cell, cp, broker, limits.seconds,
+                                                Path(tempfile.mkdtemp(dir=workdir)),
+                                                args.ready_timeout)
+                except Exception as exc:  # noqa: BLE001 - a failed probe is a failed rate
+                    result = {"error": str(exc)}
+            verdict = judge(rate, result, limits)
+            print(f"bench: {trigger} {count} rules at {rate:,}/s: "
+                  f"{'sustained' if verdict.sustained else 'NOT sustained'} {verdict.why}",
+                  file=sys.stderr, flush=True)
+            return verdict
+        return probe
+
+    base_probes = search(probe_at(counts[0]), limits)
+    best = max((p.rate for p in base_probes if p.sustained), default=None)
+    out: dict = {str(counts[0]): {"max_sustained": best}}
+    for count in counts[1:]:
+        if args.throughput == "search":
+            probes = search(probe_at(count), limits)
+            rate = max((p.rate for p in probes if p.sustained), default=None)
+            out[str(count)] = {"max_sustained": rate,
+                               "ratio": round(rate / best, 3) if rate and best else None}
+        elif best and count in THROUGHPUT_TARGETS:
+            rate = int(best * THROUGHPUT_TARGETS[count])
+            verdict = probe_at(count)(rate)
+            out[str(count)] = {"probed_rate": rate, "fraction": THROUGHPUT_TARGETS[count],
+                               "sustained": verdict.sustained, "why": verdict.why}
+    return out
+
+
+def summarize(rows: dict, checks: dict, throughputs: dict) -> dict:
+    table = []
+    for (trigger, count), runs in rows.items():
+        base = rows.get((trigger, min(c for t, c in rows if t == trigger)))
+        med = {k: _median([r.get(k) for r in runs]) for k in (
+            "run_to_ready_s", "steady_p99", "p99", "worst_second_p99", "swap_window_max",
+            "swap_gap_s", "in_effect_s", "compile_s", "alerts_lost")}
+        base_med = {k: _median([r.get(k) for r in base]) for k in (
+            "run_to_ready_s", "steady_p99")} if base else {}
+        ratio = (round(med["steady_p99"] / base_med["steady_p99"], 2)
+                 if med["steady_p99"] and base_med.get("steady_p99") else None)
+        ready_more = (round(med["run_to_ready_s"] - base_med["run_to_ready_s"], 2)
+                      if med["run_to_ready_s"] is not None
+                      and base_med.get("run_to_ready_s") is not None else None)
+        check = _median(checks.get(count, []))
+        met = {}
+        if count in LATENCY_TARGETS and ratio is not None:
+            met["steady_p99_ratio"] = ratio <= LATENCY_TARGETS[count]
+        if count in CHECK_TARGETS_S and check is not None:
+            met["check_s"] = check <= CHECK_TARGETS_S[count]
+        if ready_more is not None and count > 1:
+            met["ready_more_s"] = ready_more <= READY_TARGET_S
+        if med["swap_window_max"] is not None:
+            met["swap_wait"] = med["swap_window_max"] < SWAP_WAIT_TARGET_MS
+        tp = throughputs.get(trigger, {}).get(str(count))
+        if tp and "sustained" in tp:
+            met["throughput"] = tp["sustained"]
+        table.append({"trigger": trigger, "rules": count, "median": med,
+                      "steady_p99_ratio": ratio, "ready_more_s": ready_more,
+                      "check_s": check, "throughput": tp, "met": met,
+                      "runs": len(runs)})
+    return {"cells": table}
+
+
+def markdown(doc: dict) -> str:
+    lines = [f"# Rules at scale\n\n`{doc['command']}`\n\n{doc['note']}\n",
+             "| trigger | rules | check s | run->ready s (+ vs 1) | steady p99 ms (x 1 rule) "
+             "| worst s p99 ms | swap: longest wait ms | swap gap s | throughput | targets |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for c in doc["summary"]["cells"]:
+        m = c["median"]
+        tp = c["throughput"] or {}
+        if tp.get("max_sustained"):
+            tput = f"{tp['max_sustained']:,}/s"
+        elif tp.get("probed_rate"):
+            tput = f"{'OK' if tp.get('sustained') else 'NOT'} at {tp['probed_rate']:,}/s"
+        else:
+            tput = "-"
+        more = f" ({c['ready_more_s']:+})" if c["ready_more_s"] is not None else ""
+        ratio = f" (x{c['steady_p99_ratio']})" if c["steady_p99_ratio"] is not None else ""
+        met = ", ".join(f"{k} {'met' if v else 'MISSED'}" for k, v in c["met"].items()) or "-"
+        lines.append(f"| {c['trigger']} | {c['rules']:,} | {c['check_s']} | "
+                     f"{m['run_to_ready_s']}{more} | {m['steady_p99']}{ratio} | "
+                     f"{m['worst_second_p99']} | {m['swap_window_max']} | {m['swap_gap_s']} | "
+                     f"{tput} | {met} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench.rules_scale", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--counts", type=int, nargs="+", default=list(COUNTS))
+    parser.add_argument("--triggers", nargs="+", default=list(TRIGGERS), choices=TRIGGERS)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--rate", type=int, default=RATE)
+    parser.add_argument("--reload-at", type=float, default=40.0,
+                        help="seconds after ready the rules are swapped live")
+    parser.add_argument("--check-runs", type=int, default=3)
+    parser.add_argument("--throughput", choices=("targets", "search", "off"),
+                        default="targets")
+    parser.add_argument("--throughput-seconds", type=float, default=30.0)
+    parser.add_argument("--ready-timeout", type=float, default=READY_TIMEOUT_S)
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args([] if argv is None else argv)
+    counts = sorted(set(args.counts))
+    if counts[0] < 1 or args.runs < 1 or not 0 < args.reload_at < args.seconds:
+        print("bench.rules_scale: counts >= 1, runs >= 1, 0 < --reload-at < --seconds",
+              file=sys.stderr)
+        return 2
+
+    from bench._java import compile_driver
+
+    cp = compile_driver("AlertLatencyBench.java")
+    started, load0 = time.monotonic(), os.getloadavg()[0]
+    rows: dict[tuple[str, int], list[dict]] = {}
+    checks: dict[int, list[float]] = {}
+    throughputs: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-rules-") as tmp:
+        workdir = Path(tmp)
+        for count in counts:
+            checks[count] = check_seconds(count, workdir, args.check_runs)
+            print(f"bench: rules check of {count:,} rules: {checks[count]} s", file=sys.stderr,
+                  flush=True)
+        for round_ in range(args.runs):
+            for trigger in args.triggers:
+                for count in counts:
+                    print(f"bench: run {round_ + 1}/{args.runs}: {trigger}, {count:,} rules",
+                          file=sys.stderr, flush=True)
+                    rows.setdefault((trigger, count), []).extend(
+                        latency_runs(trigger, count, args, cp, workdir))
+        if args.throughput != "off":
+            for trigger in args.triggers:
+                throughputs[trigger] = throughput(trigger, counts, args, cp, workdir)
+    command = "python -m bench.rules_scale " + " ".join(argv or [])
+    doc = {"benchmark": "rules_scale", "command": command.strip(),
+           "note": (f"medians of {args.runs} fresh runs per cell; steady p99 = median of the "
+                    f"per-second p99s from second 15, at {args.rate:,} events/s; the rules "
+                    f"are swapped live at second {args.reload_at:g}; ratios to the 1-rule "
+                    "cell of the same trigger"),
+           "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                       "load_avg_start": load0, "load_avg_end": os.getloadavg()[0]},
+           "elapsed_s": round(time.monotonic() - started, 1),
+           "checks_s": {str(k): v for k, v in checks.items()},
+           "throughput": throughputs,
+           "summary": summarize(rows, checks, throughputs),
+           "runs": {f"{t}-{c}": r for (t, c), r in rows.items()}}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(doc, indent=2) + "\n")
+    args.out.with_suffix(".md").write_text(markdown(doc))
+    print(markdown(doc))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,58 @@
+"""Which conjunct each rule is filed under (the rule book's index), read back from the book.
+
+Skipping a rule for an event is exact only under the rules ``IndexChoice.java`` states: an
+equality (or IN list, or OR of equalities on one key) on a plain string field or a tag,
+compared byte for byte, and no conjunct before it that could throw. These cases pin each
+rule; the differential tests (test_rules_differential.py) prove the outcomes equal.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from appliance.query.rule_book import RuleBook
+from appliance.query.rules import Rule, RuleSet
+
+pytestmark = pytest.mark.spark
+
+CASES = [
+    ("metric = 'cpu' AND value > 1", "metric"),
+    ("'cpu' = metric", "metric"),
+    ("value > 1 AND metric = 'cpu'", "metric"),            # comparisons cannot throw
+    ("metric IN ('a', 'b')", "metric"),
+    ("metric IN ('a', NULL)", "metric"),                    # NULL never equals
+    ("(metric = 'a' OR metric = 'b') AND value > 1", "metric"),
+    ("metric = 'a' OR source = 'b'", None),                 # two keys: no one bucket
+    ("source = 'web-1' AND tags['env'] = 'prod'", "source"),
+    ("tags['env'] = 'prod'", "tags['env']"),
+    ("tags.env = 'prod' AND value > 1", "tags['env']"),
+    ("source = 'a' AND metric = 'b'", "metric"),            # metric is preferred
+    ("event_id = 'e-1'", "event_id"),
+    ("metric <=> 'cpu'", "metric"),
+    ("metric <=> NULL", None),
+    ("lower(metric) = 'cpu'", None),                        # a function of the field
+    ("metric LIKE 'cpu%'", None),
+    ("NOT (metric = 'cpu')", None),
+    ("value > 90", None),
+    ("assert_true(value > 0) IS NULL AND metric = 'cpu'", None),  # it could throw first
+    ("CAST(source AS INT) > 0 AND metric = 'cpu'", "metric"),     # ANSI off: cannot throw
+    ("metric = 1", None),                                   # a cast comparison, not bytes
+]
+
+
+@pytest.fixture(scope="module")
+def sql_spark(appliance_spark):
+    session = appliance_spark.newSession()
+    session.conf.set("spark.sql.ansi.enabled", "false")
+    return session
+
+
+def test_each_rule_is_filed_under_the_conjunct_it_can_be_skipped_by(sql_spark):
+    rules = RuleSet.of([Rule(f"r{i}", "info", when, "m") for i, (when, _k) in
+                        enumerate(CASES)])
+    book = RuleBook.holding(sql_spark, rules)
+    try:
+        keys = [r.index_key for r in book.stats().rules]
+    finally:
+        book.close()
+    assert [(when, key) for (when, _k), key in zip(CASES, keys, strict=True)] == CASES
