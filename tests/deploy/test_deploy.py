@@ -861,6 +861,10 @@ def test_new_rule_rolls_out_without_losing_alerts(testbed, kafka, tmp_path):
         stop.set()
     assert run.rc == 0, f"rules update failed, see {run.log}"
     assert run.changed()[appliance.name] > 0
+    # Only the rules: the configuration, the unit and the restart are not run at all.
+    for task in ("Render appliance.toml", "Install the appliance unit",
+                 "Restart the appliance onto its new packages or configuration"):
+        assert f"TASK [appliance : {task}]" not in run.output, f"--tags rules ran {task!r}"
     # Swapped in live: the same unit invocation and main process throughout.
     assert _process(testbed, appliance) == before, "the rules rollout restarted the appliance"
     journal = testbed.ssh(appliance, "journalctl -o cat --no-pager "
