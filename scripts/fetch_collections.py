@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 import zipfile
 from pathlib import Path
+
+from pinned_wheel import download
 
 #: ansible 12.x is the community package built for ansible-core 2.19 (pyproject's pin).
 WHEEL_REQUIREMENT = "ansible==12.3.0"
@@ -43,17 +44,8 @@ def fetch(dest: Path) -> list[str]:
     if not wanted:
         return []
     with tempfile.TemporaryDirectory() as tmp:
-        reqs = Path(tmp) / "requirements.txt"
-        reqs.write_text(f"{WHEEL_REQUIREMENT} --hash=sha256:{WHEEL_SHA256}\n")
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-             "--require-hashes", "--only-binary=:all:", "-r", str(reqs), "-d", tmp],
-            check=True,
-        )
-        wheels = list(Path(tmp).glob("*.whl"))
-        if len(wheels) != 1:
-            raise SystemExit(f"fetch_collections: expected one wheel, got {wheels}")
-        with zipfile.ZipFile(wheels[0]) as wheel:
+        wheel = download(WHEEL_REQUIREMENT, WHEEL_SHA256, Path(tmp), "fetch_collections")
+        with zipfile.ZipFile(wheel) as wheel:
             for name in wanted:
                 _extract(wheel, name, dest)
     for name, version in wanted.items():

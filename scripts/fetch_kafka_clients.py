@@ -9,11 +9,12 @@ installed: it would claim the ``pyflink`` package name.
 from __future__ import annotations
 
 import hashlib
-import subprocess
 import sys
 import tempfile
 import zipfile
 from pathlib import Path
+
+from pinned_wheel import download
 
 WHEEL_REQUIREMENT = "shigawire-apache-flink-libraries==2.0.0.post1"
 WHEEL_SHA256 = "aaa65537d3f0c0ff279185d8243024f0efd95788ba044bf249ba0f40b69289cd"
@@ -36,18 +37,9 @@ def fetch(dest_dir: Path) -> Path:
     if target.exists() and sha256_of(target) == JAR_SHA256:
         return target
     with tempfile.TemporaryDirectory() as tmp:
-        reqs = Path(tmp) / "requirements.txt"
-        reqs.write_text(f"{WHEEL_REQUIREMENT} --hash=sha256:{WHEEL_SHA256}\n")
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-             "--require-hashes", "--only-binary=:all:", "-r", str(reqs), "-d", tmp],
-            check=True,
-        )
-        wheels = list(Path(tmp).glob("*.whl"))
-        if len(wheels) != 1:
-            raise SystemExit(f"fetch_kafka_clients: expected one wheel, got {wheels}")
+        wheel = download(WHEEL_REQUIREMENT, WHEEL_SHA256, Path(tmp), "fetch_kafka_clients")
         partial = target.with_suffix(".part")
-        with zipfile.ZipFile(wheels[0]) as zf, zf.open(MEMBER) as src, partial.open("wb") as out:
+        with zipfile.ZipFile(wheel) as zf, zf.open(MEMBER) as src, partial.open("wb") as out:
             while chunk := src.read(1 << 20):
                 out.write(chunk)
     actual = sha256_of(partial)

@@ -15,6 +15,23 @@ def appliance_spark(spark):
     return spark
 
 
+@pytest.fixture(scope="module")
+def sql_spark(appliance_spark):
+    """A child session with the appliance's SQL settings (ANSI off, ...), as its query
+    runs them; the JVM-wide (static) ones stay the test JVM's."""
+    from appliance.trigger import MODES
+    from appliance.tuning import tuning_for
+
+    session = appliance_spark.newSession()
+    for key, value in tuning_for(MODES["continuous"]).spark_conf.items():
+        if key.startswith("spark.sql."):
+            try:
+                session.conf.set(key, value)
+            except Exception:  # noqa: BLE001 - static settings stay the JVM's
+                pass
+    return session
+
+
 @pytest.fixture
 def rule_book(appliance_spark):
     """``rule_book(rule_set) -> RuleBook``: a rule book holding ``rule_set`` (what

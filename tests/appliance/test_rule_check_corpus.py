@@ -93,22 +93,6 @@ def test_a_file_over_the_size_bound_is_refused_before_it_is_read(tmp_path):
 
 # -- held against Spark -----------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def sql_spark(appliance_spark):
-    """The appliance's SQL settings (ANSI off, ...), as its query runs them."""
-    from appliance.trigger import MODES
-    from appliance.tuning import tuning_for
-
-    session = appliance_spark.newSession()
-    for key, value in tuning_for(MODES["continuous"]).spark_conf.items():
-        if key.startswith("spark.sql."):
-            try:
-                session.conf.set(key, value)
-            except Exception:  # noqa: BLE001 - static settings stay the JVM's
-                pass
-    return session
-
-
 def _spark_verdicts(spark, whens: list[str]) -> dict[int, str]:
     """Spark's problem per rule (by position), from ONE compilation of all of them."""
     from appliance.query.rule_book import compile_rules

@@ -40,13 +40,6 @@ CASES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def sql_spark(appliance_spark):
-    session = appliance_spark.newSession()
-    session.conf.set("spark.sql.ansi.enabled", "false")
-    return session
-
-
 def test_each_rule_is_filed_under_the_conjunct_it_can_be_skipped_by(sql_spark):
     rules = RuleSet.of([Rule(f"r{i}", "info", when, "m") for i, (when, _k) in
                         enumerate(CASES)])

@@ -33,19 +33,6 @@ pytestmark = pytest.mark.spark
 SEEDS = (1, 2, 3, 4)
 
 
-@pytest.fixture(scope="module")
-def sql_spark(appliance_spark):
-    """A child session with the appliance's SQL settings (ANSI off, ...), as its query has."""
-    session = appliance_spark.newSession()
-    for key, value in tuning_for(MODES["continuous"]).spark_conf.items():
-        if key.startswith("spark.sql."):
-            try:
-                session.conf.set(key, value)
-            except Exception:  # noqa: BLE001 - static settings stay the JVM's
-                pass
-    return session
-
-
 def records(spark, values: list[bytes]):
     now = datetime.datetime(2026, 1, 1)
     rows = [(None, v, "events", i % 2, i, now, 0) for i, v in enumerate(values)]

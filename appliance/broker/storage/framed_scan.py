@@ -15,6 +15,7 @@ import struct
 import zlib
 from typing import NamedTuple
 
+from appliance.broker.storage.batch_scan import BadRegion
 from appliance.broker.wire.records import BatchError, BatchHeader, read_header
 
 FRAME = struct.Struct(">II")  # length of the batch, crc32 of the batch
@@ -38,15 +39,6 @@ class Frame(NamedTuple):
     @property
     def next_offset(self) -> int:
         return self.base_offset + self.header.last_offset_delta + 1
-
-
-class BadRegion(NamedTuple):
-    start: int
-    end: int  # exclusive
-
-    @property
-    def size(self) -> int:
-        return self.end - self.start
 
 
 class SegmentScan(NamedTuple):
