@@ -38,9 +38,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from appliance.broker import EmbeddedBroker
 from appliance.trigger import TRIGGERS
 from bench import _rule_sets as rule_sets
 from bench._cells import RATE, Cell
+from bench._java import compile_driver
 from bench.appliance_latency import READY_TIMEOUT_S, ROOT, derive, run_appliance_cell
 from bench.appliance_throughput import Limits, judge, search
 
@@ -74,8 +76,6 @@ def _median(values: list) -> float | None:
 
 
 def latency_runs(trigger: str, count: int, args, cp: str, workdir: Path) -> list[dict]:
-    from appliance.broker import EmbeddedBroker
-
     cell = Cell(f"{trigger}-{count}-rules", trigger, args.rate, rules=count,
                 reload_at_s=args.reload_at, why=f"{count} rules")
     with EmbeddedBroker() as broker:
@@ -92,8 +92,6 @@ def latency_runs(trigger: str, count: int, args, cp: str, workdir: Path) -> list
 def throughput(trigger: str, counts: list[int], args, cp: str, workdir: Path) -> dict:
     """The 1-rule maximum (a search), then each larger count at its target fraction (or
     its own search with ``--throughput search``)."""
-    from appliance.broker import EmbeddedBroker
-
     limits = Limits(seconds=args.throughput_seconds)
 
     def probe_at(count: int):
@@ -192,27 +190,38 @@ def markdown(doc: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench.rules_scale", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--counts", type=int, nargs="+", default=list(COUNTS))
-    parser.add_argument("--triggers", nargs="+", default=list(TRIGGERS), choices=TRIGGERS)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--seconds", type=float, default=60.0)
-    parser.add_argument("--rate", type=int, default=RATE)
+    parser.add_argument("--counts", type=int, nargs="+", default=list(COUNTS),
+                        help="rule counts, one generated rules file each (default: %(default)s)")
+    parser.add_argument("--triggers", nargs="+", default=list(TRIGGERS), choices=TRIGGERS,
+                        help="trigger modes (default: all)")
+    parser.add_argument("--runs", type=int, default=3,
+                        help="fresh appliance runs per cell, medians over them "
+                             "(default: %(default)s)")
+    parser.add_argument("--seconds", type=float, default=60.0,
+                        help="seconds of open-loop load from ready (default: %(default)s)")
+    parser.add_argument("--rate", type=int, default=RATE,
+                        help="events per second of the latency cells (default: %(default)s)")
     parser.add_argument("--reload-at", type=float, default=40.0,
                         help="seconds after ready the rules are swapped live")
-    parser.add_argument("--check-runs", type=int, default=3)
+    parser.add_argument("--check-runs", type=int, default=3,
+                        help="fresh rules check runs per count (default: %(default)s)")
     parser.add_argument("--throughput", choices=("targets", "search", "off"),
-                        default="targets")
-    parser.add_argument("--throughput-seconds", type=float, default=30.0)
-    parser.add_argument("--ready-timeout", type=float, default=READY_TIMEOUT_S)
-    parser.add_argument("--out", type=Path, default=OUT)
+                        default="targets",
+                        help="probe the targets' fractions of the 1-rule maximum, search each "
+                             "count's own maximum, or skip (default: %(default)s)")
+    parser.add_argument("--throughput-seconds", type=float, default=30.0,
+                        help="seconds per throughput probe (default: %(default)s)")
+    parser.add_argument("--ready-timeout", type=float, default=READY_TIMEOUT_S,
+                        help="seconds a fresh appliance may take to be ready "
+                             "(default: %(default)s)")
+    parser.add_argument("--out", type=Path, default=OUT,
+                        help="the JSON result; the table beside it as .md (default: %(default)s)")
     args = parser.parse_args([] if argv is None else argv)
     counts = sorted(set(args.counts))
     if counts[0] < 1 or args.runs < 1 or not 0 < args.reload_at < args.seconds:
         print("bench.rules_scale: counts >= 1, runs >= 1, 0 < --reload-at < --seconds",
               file=sys.stderr)
         return 2
-
-    from bench._java import compile_driver
 
     cp = compile_driver("AlertLatencyBench.java")
     started, load0 = time.monotonic(), os.getloadavg()[0]

@@ -37,10 +37,11 @@ def ports_in_use() -> dict[int, str]:
     """Every port the product listens on by default and the deploy configures, and why."""
     ports = {EMBEDDED_PORT: "the embedded broker", BrokerConfig().port: "appliance broker",
              Config().metrics.port: "[metrics] port"}
-    for job, port in scrape_ports().items():
-        ports.setdefault(port, f"the {job} scrape job")
-    deploy = [ROOT / "ansible" / "group_vars" / "all.yml",
-              *sorted((ROOT / "ansible" / "roles").glob("*/defaults/main.yml"))]
+    for job in yaml.safe_load(SCRAPE_CONFIG.read_text())["scrape_configs"]:
+        for target in job["static_configs"][0]["targets"]:
+            ports.setdefault(int(target.rsplit(":", 1)[1]), f"the {job['job_name']} scrape job")
+    # The site's settings are role defaults an inventory overrides (ansible/README.md).
+    deploy = sorted((ROOT / "ansible" / "roles").glob("*/defaults/main.yml"))
     for path in deploy:
         for key, value in (yaml.safe_load(path.read_text()) or {}).items():
             if key.endswith("_port") and isinstance(value, int):

@@ -11,10 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import yaml
-
-from appliance.broker.settings import BrokerConfig
-from appliance.config import EMBEDDED_PORT, Config
+from doc_facts import ports_in_use
 
 ROOT = Path(__file__).resolve().parents[2]
 IMG = ROOT / "docs" / "img"
@@ -63,25 +60,8 @@ def test_make_docs_draws_what_is_committed(tmp_path):
         assert "<svg" in drawn.read_text()
 
 
-def _ports_in_use() -> dict[int, str]:
-    """Every port the product listens on by default and the deploy configures."""
-    ports = {EMBEDDED_PORT: "the embedded broker", BrokerConfig().port: "appliance broker",
-             Config().metrics.port: "[metrics] port"}
-    scrape = yaml.safe_load((ROOT / "dashboards" / "prometheus" / "prometheus.yml").read_text())
-    for job in scrape["scrape_configs"]:
-        for target in job["static_configs"][0]["targets"]:
-            ports[int(target.rsplit(":", 1)[1])] = f"the {job['job_name']} scrape job"
-    deploy = [ROOT / "ansible" / "group_vars" / "all.yml",
-              *sorted((ROOT / "ansible" / "roles").glob("*/defaults/main.yml"))]
-    for path in deploy:
-        for key, value in (yaml.safe_load(path.read_text()) or {}).items():
-            if key.endswith("_port") and isinstance(value, int):
-                ports[value] = f"{key} ({path.relative_to(ROOT)})"
-    return ports
-
-
 def test_the_topology_names_every_port_in_use():
-    ports = _ports_in_use()
+    ports = ports_in_use()
     assert {9092, 9464, 9465, 9466, 4040, 7077, 8080, 8081, 9090, 9093} <= set(ports)
     drawn = {int(p) for p in re.findall(r":(\d{4,5})\b", (IMG / "topology.dot").read_text())}
     assert {p: why for p, why in ports.items() if p not in drawn} == {}
