@@ -48,10 +48,22 @@ def rules_doc(n: int, seed: int = SEED) -> dict:
     return {"rules": rules}
 
 
+class _IndentedLists(yaml.SafeDumper):
+    """Lists indented under their key, as the shipped example writes them: a rule appended
+    as text (``appliance_latency.RELOAD_RULE``, the live swap) joins the same list."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False):
+        return super().increase_indent(flow, False)
+
+
+def dump(doc: dict) -> str:
+    return yaml.dump(doc, Dumper=_IndentedLists, sort_keys=False)
+
+
 def rules_file(n: int, path: Path, seed: int = SEED) -> Path:
-    path.write_text(yaml.safe_dump(rules_doc(n, seed), sort_keys=False))
+    path.write_text(dump(rules_doc(n, seed)))
     return path
 
 
 if __name__ == "__main__":
-    sys.stdout.write(yaml.safe_dump(rules_doc(int(sys.argv[1])), sort_keys=False))
+    sys.stdout.write(dump(rules_doc(int(sys.argv[1]))))

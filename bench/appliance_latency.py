@@ -287,9 +287,12 @@ class _Swap:
 
     def finish(self, log: Path) -> dict:
         self._timer.cancel()
-        done = [e for e in log_events(log) if e.get("event") == "rules.reloaded"]
+        events = log_events(log)
+        done = [e for e in events if e.get("event") == "rules.reloaded"]
+        rejected = [e for e in events if e.get("event") == "rules.rejected"]
         return {"at_s": self.at_s, "signalled_s": self.signalled_s,
-                "reloaded": done[-1] if done else None}
+                "reloaded": done[-1] if done else None,
+                "rejected": rejected[-1] if rejected else None}
 
 
 def run_passthrough_cell(cell: Cell, cp: str, broker, seconds: float, workdir: Path,

@@ -83,7 +83,11 @@ def latency_runs(trigger: str, count: int, args, cp: str, workdir: Path) -> list
         result = run_appliance_cell(cell, cp, broker, args.seconds,
                                     Path(tempfile.mkdtemp(dir=workdir)), args.ready_timeout)
     figures = derive(result)
-    reload = (result.get("reload") or {}).get("reloaded") or {}
+    swap = result.get("reload") or {}
+    if not swap.get("reloaded"):  # a swap that did not happen is no figure, and says why
+        raise RuntimeError(f"{cell.name}: no rules.reloaded after the SIGHUP at "
+                           f"{swap.get('signalled_s')} s; rejected: {swap.get('rejected')}")
+    reload = swap["reloaded"]
     return [{**figures, "in_effect_s": reload.get("in_effect_s"),
              "compile_s": reload.get("compile_s"), "per_second": result.get("per_second"),
              "startup_s": result.get("appliance_startup_s")}]
