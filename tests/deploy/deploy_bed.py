@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import http.client
 import importlib.util
 import json
 import os
@@ -158,10 +159,15 @@ def http(url: str, headers: dict[str, str] | None = None, data: bytes | None = N
 
 
 def master_status(address: str, port: int = 8080) -> dict:
-    status, body = http(f"http://{address}:{port}/json/", spark_ui_headers(), timeout=10)
-    if status != 200:
-        raise OSError(f"the master's /json/ answered {status}")
-    return json.loads(body)
+    """The master's /json/ page; OSError for any answer that is not one (a master that is
+    restarting may cut the body short or answer with something else)."""
+    try:
+        status, body = http(f"http://{address}:{port}/json/", spark_ui_headers(), timeout=10)
+        if status != 200:
+            raise OSError(f"the master's /json/ answered {status}")
+        return json.loads(body)
+    except (http.client.HTTPException, ValueError) as exc:
+        raise OSError(f"the master's /json/: {exc!r}") from exc
 
 
 def alive_workers(address: str) -> dict[str, int]:

@@ -1095,8 +1095,13 @@ def test_an_upgrade_rolls_through_the_workers_one_at_a_time_then_the_appliance(
         while not done.is_set():  # bounded by the playbook run below
             try:
                 status = bed.master_status(master.address)
-                alive = {w["host"]: w["id"] for w in status["workers"] if w["state"] == "ALIVE"}
-                samples.append((time.time(), alive if status["status"] == "ALIVE" else None))
+                # host -> every registration the master lists ALIVE there: an old one may
+                # still be listed beside its successor until the master notices it went.
+                alive: dict[str, set[str]] = {}
+                for w in status.get("workers", []):
+                    if w.get("state") == "ALIVE":
+                        alive.setdefault(w["host"], set()).add(w["id"])
+                samples.append((time.time(), alive if status.get("status") == "ALIVE" else None))
             except OSError:
                 samples.append((time.time(), None))  # the master itself restarting
             time.sleep(0.5)
@@ -1108,19 +1113,22 @@ def test_an_upgrade_rolls_through_the_workers_one_at_a_time_then_the_appliance(
         try:
             run = bed.run_playbook(*change, label="rolling-upgrade", timeout=1800)
         finally:
+            upgraded = time.time()
             done.set()
             watcher.join(timeout=30)
         time.sleep(10)  # steady after it
     assert run.rc == 0, f"the upgrade failed, see {run.log}"
+    assert samples and samples[-1][0] >= upgraded - 5, "the master watch stopped early"
     after = {key: bed.main_pid(testbed, testbed.hosts[key[0]], key[1]) for key in before}
     assert all(after[k] not in (0, before[k]) for k in before), (before, after)
     # Every worker's old registration went, and a new one came back before the next went.
     known = [(at, alive) for at, alive in samples if alive is not None]
-    old = {w.address: known[0][1][w.address] for w in workers}
-    gone = [next(at for at, alive in known if alive.get(w.address) != old[w.address])
-            for w in workers]
+    old = {w.address: next(iter(known[0][1][w.address])) for w in workers}
+    gone = [next((at for at, alive in known if old[w.address] not in alive.get(w.address, ())),
+                 None) for w in workers]
+    assert None not in gone, ("a worker's registration never went", old, known[-1])
     back = [next(at for at, alive in known if at >= gone[i]
-                 and alive.get(w.address) not in (None, old[w.address]))
+                 and alive.get(w.address, set()) - {old[w.address]})
             for i, w in enumerate(workers)]
     assert gone[0] < back[0] <= gone[1] < back[1], (gone, back)
     assert all(alive for _, alive in known), "every worker was down at once"
