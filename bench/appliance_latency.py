@@ -82,6 +82,7 @@ READY_TO_FIRST_ALERT_TARGET_S = 10.0
 # the rule the new file adds (on a metric the driver never sends: its events keep alerting
 # exactly as before).
 SWAP_WINDOW_S = 5
+SWAP_FINISH_WAIT_S = 120.0  # the most a swap may still take once the load has ended
 RELOAD_RULE = ('  - id: bench-reload\n    severity: info\n'
                '    when: "metric = \'bench.reload\' AND value > 0"\n')
 
@@ -285,11 +286,18 @@ class _Swap:
         self.signalled_s = round(time.monotonic() - self._started, 3)
         os.kill(self.proc.pid, signal.SIGHUP)
 
-    def finish(self, log: Path) -> dict:
+    def finish(self, log: Path, wait_s: float = SWAP_FINISH_WAIT_S) -> dict:
+        """The swap's outcome as the appliance logged it, waiting (at most ``wait_s``, the
+        appliance still running) for a swap that is still compiling when the load ends."""
         self._timer.cancel()
-        events = log_events(log)
-        done = [e for e in events if e.get("event") == "rules.reloaded"]
-        rejected = [e for e in events if e.get("event") == "rules.rejected"]
+        deadline = time.monotonic() + wait_s
+        while True:  # bounded by the deadline
+            events = log_events(log)
+            done = [e for e in events if e.get("event") == "rules.reloaded"]
+            rejected = [e for e in events if e.get("event") == "rules.rejected"]
+            if done or rejected or self.signalled_s is None or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
         return {"at_s": self.at_s, "signalled_s": self.signalled_s,
                 "reloaded": done[-1] if done else None,
                 "rejected": rejected[-1] if rejected else None}

@@ -84,11 +84,13 @@ def latency_runs(trigger: str, count: int, args, cp: str, workdir: Path) -> list
                                     Path(tempfile.mkdtemp(dir=workdir)), args.ready_timeout)
     figures = derive(result)
     swap = result.get("reload") or {}
-    if not swap.get("reloaded"):  # a swap that did not happen is no figure, and says why
-        raise RuntimeError(f"{cell.name}: no rules.reloaded after the SIGHUP at "
-                           f"{swap.get('signalled_s')} s; rejected: {swap.get('rejected')}")
-    reload = swap["reloaded"]
-    return [{**figures, "in_effect_s": reload.get("in_effect_s"),
+    reload = swap.get("reloaded") or {}
+    if not reload:  # a swap that did not happen is no figure: the run says why
+        print(f"bench: {cell.name}: no rules.reloaded after the SIGHUP at "
+              f"{swap.get('signalled_s')} s; rejected: {swap.get('rejected')}",
+              file=sys.stderr, flush=True)
+    return [{**figures, "swap_missing": not reload, "swap_rejected": swap.get("rejected"),
+             "swap_seconds": reload.get("seconds"), "in_effect_s": reload.get("in_effect_s"),
              "compile_s": reload.get("compile_s"), "per_second": result.get("per_second"),
              "startup_s": result.get("appliance_startup_s")}]
 
@@ -139,7 +141,7 @@ def summarize(rows: dict, checks: dict, throughputs: dict) -> dict:
         base = rows.get((trigger, min(c for t, c in rows if t == trigger)))
         med = {k: _median([r.get(k) for r in runs]) for k in (
             "run_to_ready_s", "steady_p99", "p99", "worst_second_p99", "swap_window_max",
-            "swap_gap_s", "in_effect_s", "compile_s", "alerts_lost")}
+            "swap_gap_s", "swap_seconds", "in_effect_s", "compile_s", "alerts_lost")}
         base_med = {k: _median([r.get(k) for r in base]) for k in (
             "run_to_ready_s", "steady_p99")} if base else {}
         ratio = (round(med["steady_p99"] / base_med["steady_p99"], 2)
@@ -170,8 +172,9 @@ def summarize(rows: dict, checks: dict, throughputs: dict) -> dict:
 def markdown(doc: dict) -> str:
     lines = [f"# Rules at scale\n\n`{doc['command']}`\n\n{doc['note']}\n",
              "| trigger | rules | check s | run->ready s (+ vs 1) | steady p99 ms (x 1 rule) "
-             "| worst s p99 ms | swap: longest wait ms | swap gap s | throughput | targets |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| worst s p99 ms | swap: longest wait ms | swap gap s | swap done s | throughput "
+             "| targets |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in doc["summary"]["cells"]:
         m = c["median"]
         tp = c["throughput"] or {}
@@ -187,6 +190,7 @@ def markdown(doc: dict) -> str:
         lines.append(f"| {c['trigger']} | {c['rules']:,} | {c['check_s']} | "
                      f"{m['run_to_ready_s']}{more} | {m['steady_p99']}{ratio} | "
                      f"{m['worst_second_p99']} | {m['swap_window_max']} | {m['swap_gap_s']} | "
+                     f"{m['swap_seconds']} | "
                      f"{tput} | {met} |")
     return "\n".join(lines) + "\n"
 
@@ -243,8 +247,19 @@ def main(argv: list[str] | None = None) -> int:
                 for count in counts:
                     print(f"bench: run {round_ + 1}/{args.runs}: {trigger}, {count:,} rules",
                           file=sys.stderr, flush=True)
-                    rows.setdefault((trigger, count), []).extend(
-                        latency_runs(trigger, count, args, cp, workdir))
+                    try:
+                        runs = latency_runs(trigger, count, args, cp, workdir)
+                    except Exception as exc:  # noqa: BLE001 - one failed run is one row's gap
+                        print(f"bench: {trigger}, {count:,} rules failed: {exc}",
+                              file=sys.stderr, flush=True)
+                        continue
+                    rows.setdefault((trigger, count), []).extend(runs)
+                    one = runs[0]
+                    print(f"bench: ready {one.get('run_to_ready_s')} s, steady p99 "
+                          f"{one.get('steady_p99')} ms, swap longest wait "
+                          f"{one.get('swap_window_max')} ms, swap done in "
+                          f"{one.get('swap_seconds')} s (compile {one.get('compile_s')} s), "
+                          f"lost {one.get('alerts_lost')}", file=sys.stderr, flush=True)
         if args.throughput != "off":
             for trigger in args.triggers:
                 throughputs[trigger] = throughput(trigger, counts, args, cp, workdir)

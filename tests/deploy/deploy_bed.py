@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import http.client
 import importlib.util
 import json
 import os
@@ -24,6 +23,7 @@ import urllib.parse
 import urllib.request
 import uuid
 from dataclasses import dataclass, field
+from http.client import HTTPException
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -166,7 +166,7 @@ def master_status(address: str, port: int = 8080) -> dict:
         if status != 200:
             raise OSError(f"the master's /json/ answered {status}")
         return json.loads(body)
-    except (http.client.HTTPException, ValueError) as exc:
+    except (HTTPException, ValueError) as exc:  # (``http`` here is the function above)
         raise OSError(f"the master's /json/: {exc!r}") from exc
 
 
