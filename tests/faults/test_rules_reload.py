@@ -9,8 +9,9 @@ rule matches and that was sent 5 s after the request has its alert with the new 
 and no event around the swap waits as if alerting had stopped (swap_outage.py: at most
 a third of this run's own start-up, at least 3 s, more than the same run's steady state
 did before it). What a swap costs in milliseconds is a figure, reported by ``make bench``
-(``bench.appliance_latency``'s reload cells: the longest wait around the swap, 386-470 ms
-medians on a quiet machine), not asserted here.
+(``bench.rules_scale``: the longest wait around a live swap, 26-109 ms medians from 1 to
+10,000 rules on a quiet machine, docs/appliance.md#rules-at-scale-measured), not asserted
+here.
 """
 
 from __future__ import annotations
