@@ -25,6 +25,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -189,15 +190,21 @@ def ssh_key() -> Path:
     return key
 
 
-def spark_secret() -> str:
-    """The test bed's Spark RPC secret (an operator would keep theirs in a vault)."""
-    path = STATE / "spark-secret"
+def _secret_file(name: str, make: Callable[[], str]) -> str:
+    """The text of the bed's private file ``name`` (0600), written once from ``make()``:
+    the bed's stand-in for a site's vault."""
+    path = STATE / name
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as fh:
-            fh.write(secrets.token_urlsafe(32))
+            fh.write(make())
     return path.read_text().strip()
+
+
+def spark_secret() -> str:
+    """The test bed's Spark RPC secret (an operator would keep theirs in a vault)."""
+    return _secret_file("spark-secret", lambda: secrets.token_urlsafe(32))
 
 
 #: The test bed's broker users: the product's three, a downstream reader of the alerts
@@ -207,24 +214,13 @@ KAFKA_USERS = ("admin", "appliance", "loadgen", "forwarder", "auditor")
 
 def kafka_passwords() -> dict[str, str]:
     """The test bed's broker passwords (an operator would keep theirs in a vault)."""
-    path = STATE / "kafka-passwords.json"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            json.dump({user: secrets.token_urlsafe(24) for user in KAFKA_USERS}, fh)
-    return json.loads(path.read_text())
+    return json.loads(_secret_file("kafka-passwords.json", lambda: json.dumps(
+        {user: secrets.token_urlsafe(24) for user in KAFKA_USERS})))
 
 
 def web_password() -> str:
     """The login of the test bed's Prometheus and Alertmanager (a vault's, elsewhere)."""
-    path = STATE / "web-password"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(secrets.token_urlsafe(24))
-    return path.read_text().strip()
+    return _secret_file("web-password", lambda: secrets.token_urlsafe(24))
 
 
 # -- network ----------------------------------------------------------------------------
