@@ -119,13 +119,19 @@ def main_pid(inventory: Inventory, host: Host, unit: str) -> int:
 
 # -- logins the deployed site asks for -------------------------------------------------
 
-def _web_auth():
-    """The site role's filter plugin, as a module: the Spark UIs' token as the play makes it."""
-    path = ANSIBLE_DIR / "roles" / "site" / "filter_plugins" / "web_auth.py"
-    spec = importlib.util.spec_from_file_location("web_auth", path)
+@functools.cache
+def role_plugin(role: str, name: str):
+    """A role's filter plugin ``name`` as a module (its functions are plain Python)."""
+    path = ANSIBLE_DIR / "roles" / role / "filter_plugins" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _web_auth():
+    """The site role's web_auth plugin: the Spark UIs' token as the play makes it."""
+    return role_plugin("site", "web_auth")
 
 
 @functools.cache

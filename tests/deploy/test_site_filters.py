@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import importlib.util
 import json
 import subprocess
 from pathlib import Path
@@ -14,21 +13,15 @@ from pathlib import Path
 import bcrypt
 import pytest
 import yaml
+from deploy_bed import role_plugin
 
 ROLES = Path(__file__).resolve().parents[2] / "ansible" / "roles"
 REPO = ROLES.parents[1]
 
 
-def _load(path: Path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-site_checks = _load(ROLES / "site" / "filter_plugins" / "site_checks.py")
-web_auth = _load(ROLES / "site" / "filter_plugins" / "web_auth.py")
-alert_rules = _load(ROLES / "monitoring" / "filter_plugins" / "alert_rules.py")
+site_checks = role_plugin("site", "site_checks")
+web_auth = role_plugin("site", "web_auth")
+alert_rules = role_plugin("monitoring", "alert_rules")
 
 
 def test_weak_secrets_names_placeholders_and_short_values_never_the_values():
