@@ -17,7 +17,6 @@ import contextlib
 import hashlib
 import json
 import math
-import os
 import shlex
 import shutil
 import socket
@@ -36,6 +35,7 @@ import pytest
 import yaml
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaConfigurationError, KafkaError
+from secure_helpers import write_private
 
 from appliance.cli import main as appliance_main
 from appliance.cpu_list import parse_cpu_list
@@ -681,9 +681,7 @@ def controller_load(testbed, deployed, tmp_path_factory):
     # the test bed's inventory); its password in a 0600 file (-F), never on argv.
     forwarder = bed.client_security("forwarder", testbed.vars["kafka_passwords"]["forwarder"])
     conf = tmp_path_factory.mktemp("kcat") / "forwarder.conf"
-    fd = os.open(conf, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.writelines(f"{k}={v}\n" for k, v in forwarder.librdkafka().items())
+    write_private(conf, "".join(f"{k}={v}\n" for k, v in forwarder.librdkafka().items()))
     bed.LOG_DIR.mkdir(parents=True, exist_ok=True)
     reader_log = bed.LOG_DIR / "kcat-forwarder.log"
     with open(reader_log, "wb") as err:

@@ -13,9 +13,7 @@ broker stopped, the appliance's checkpoint set aside), then site.yml runs.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import sys
 import time
 import tomllib
 from dataclasses import dataclass
@@ -24,9 +22,7 @@ from pathlib import Path
 import deploy_bed as bed
 import pytest
 import yaml
-
-sys.path.insert(0, str(bed.REPO / "tests"))
-from secure_helpers import make_tls, new_password  # noqa: E402
+from secure_helpers import make_tls, new_password, write_private
 
 pytestmark = [pytest.mark.deploy, pytest.mark.timeout(2700)]
 
@@ -52,12 +48,6 @@ class ExistingKafka:
         return bed.Kafka(self.bootstrap, security)
 
 
-def _write_private(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(text)
-
-
 @pytest.fixture(scope="module")
 def existing_kafka(testbed, deployed, tmp_path_factory) -> ExistingKafka:
     """The cluster, up: its owner's play on the fourth host."""
@@ -76,7 +66,7 @@ def existing_kafka(testbed, deployed, tmp_path_factory) -> ExistingKafka:
             {"principal": f"User:{TESTER}", "topic": "events", "operations": ["WRITE"]},
             {"principal": f"User:{TESTER}", "topic": "alerts", "operations": ["READ"]}]
     owner_vars = work / "owner.json"
-    _write_private(owner_vars, json.dumps({
+    write_private(owner_vars, json.dumps({
         "owner_wheelhouse": str(bed.REPO / "build" / "wheelhouse"), "owner_cert": str(tls.cert),
         "owner_key": str(tls.key), "owner_passwords": passwords, "owner_acls": acls}))
     run = bed.run_playbook("-e", f"@{owner_vars}", label="existing-kafka", timeout=900,
@@ -108,7 +98,7 @@ def _operator_inventory(testbed, existing: ExistingKafka, root: Path) -> Path:
                      "kafka_tls_ca_cert": str(existing.ca),
                      "kafka_appliance_user": APPLIANCE_USER})
     (inventory / "group_vars" / "all" / "site.yml").write_text(yaml.safe_dump(settings))
-    _write_private(inventory / "group_vars" / "all" / "vault.yml", yaml.safe_dump({
+    write_private(inventory / "group_vars" / "all" / "vault.yml", yaml.safe_dump({
         "spark_auth_secret": secrets["spark_auth_secret"],
         "monitoring_web_password": secrets["monitoring_web_password"],
         "kafka_passwords": {APPLIANCE_USER: existing.passwords[APPLIANCE_USER]}}))
