@@ -94,12 +94,10 @@ def records_frame(spark, count: int, bad_every: int):
 
 
 def _rules(count: int):
-    import yaml
-
     from appliance.query.rules import parse_rule_set
-    from bench._rule_sets import rules_doc
+    from bench._rule_sets import dump, rules_doc
 
-    text = RULES.read_text() if count == 0 else yaml.safe_dump(rules_doc(count))
+    text = RULES.read_text() if count == 0 else dump(rules_doc(count))
     return parse_rule_set(text, f"rules-{count}")
 
 
