@@ -69,16 +69,15 @@ class-archive: $(VENV)/.installed $(KAFKA_CLIENTS_JAR) connector
 system-deps:
 	@$(PY) scripts/system_deps.py
 
-# Everything, the Ansible deploy onto the multi-host test bed last (root; ~30 min).
-# Two pytest workers (pytest-xdist), each taking whole files so a file's module fixtures
-# are built once: most of the suite's time is tests waiting on JVM starts, open-loop load
-# and timeouts, and those overlap well on 2 cores (27:45 serial, 19-20 min with two
-# workers, measured). PYTEST_WORKERS=0 runs the suite in one process.
+# Everything, the Ansible deploy onto the multi-host test bed last (root). scripts/test_suite.py
+# runs the parts in order (the parallel part on two pytest workers taking whole files, the
+# `exclusive` tests alone, the deploy), every part even after a failing one, and ends with
+# each part's time and the 30 slowest tests of the run. PYTEST_WORKERS=0 runs the parallel
+# part in one process; TEST_PARTS="parallel exclusive" runs only those parts.
 PYTEST_WORKERS ?= 2
+TEST_PARTS ?=
 test: setup
-	$(PY) -m pytest -m "not deploy and not exclusive" -n $(PYTEST_WORKERS) --dist loadfile
-	$(PY) -m pytest -m "exclusive and not deploy" -n 0
-	$(PY) -m pytest -m deploy tests/deploy -s
+	PYTEST_WORKERS=$(PYTEST_WORKERS) $(PY) scripts/test_suite.py $(TEST_PARTS)
 
 # The inner loop: unit, contract and protocol tests; nothing that starts Spark or a Java
 # client, runs real clients end to end, kills, restarts or deploys (the e2e mark,
@@ -134,7 +133,7 @@ lint: setup
 	$(VENV)/bin/ruff check appliance loadgen tests bench scripts dashboards
 	$(VENV)/bin/lint-imports
 	cd ansible && ../$(VENV)/bin/ansible-lint --profile production --strict
-	$(VENV)/bin/mypy appliance
+	$(VENV)/bin/mypy
 
 # The multi-host test bed for the Ansible deploy (scripts/testbed/bed.py says what it
 # makes). Root only; idempotent; `testbed-down` removes all of it but the cached rootfs.

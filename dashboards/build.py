@@ -19,6 +19,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from grafana_foundation_sdk.builders import common as gcommon
 from grafana_foundation_sdk.builders import dashboard as gdash
@@ -294,8 +295,9 @@ def _annotations() -> list:
 
 
 def _panel(spec: P):
-    builder = {"timeseries": timeseries.Panel, "heatmap": heatmap.Panel,
-               "stat": stat.Panel}[spec.kind]()
+    kinds: dict[str, Any] = {"timeseries": timeseries.Panel, "heatmap": heatmap.Panel,
+                             "stat": stat.Panel}
+    builder = kinds[spec.kind]()
     builder = (builder.title(spec.title).datasource(_datasource()).unit(spec.unit)
                .span(spec.width).height(spec.height))
     if spec.description:

@@ -44,7 +44,7 @@ class ArrivalClock:
                 continue
             arrived = time.time()
             try:
-                ts = float(json.loads(message.value())["ts"])
+                ts = float(json.loads(message.value() or b"")["ts"])
             except (ValueError, KeyError, TypeError):
                 continue
             self.arrivals.append((arrived, ts))

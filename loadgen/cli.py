@@ -190,7 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not args.bootstrap_server:
-        subcommands(parser).choices[args.command].error(
+        parsers = subcommands(parser)
+        assert parsers is not None, "loadgen's parser has its subcommands"
+        parsers.choices[args.command].error(
             "the following arguments are required: --bootstrap-server")
     try:
         require("loadgen", f"loadgen {args.command}")

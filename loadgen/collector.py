@@ -13,11 +13,11 @@ import base64
 import json
 import time
 
-from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
+from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaException, TopicPartition
 
 from appliance.client_security import ClientSecurity
 from loadgen.events import BAD_KINDS, NORMAL, EventFactory
-from loadgen.kafka_config import PLAINTEXT
+from loadgen.kafka_config import PLAINTEXT, consumer_config
 from loadgen.latency import LatencyRecorder
 
 ALERTS, FLOOR = "alerts", "floor"
@@ -30,8 +30,6 @@ class BrokerUnavailable(RuntimeError):
 
 def end_offsets(consumer, topics: list[str], bootstrap: str, timeout: float = 10.0) -> list:
     """Every partition of ``topics`` at its current end offset, ready for ``assign``."""
-    from confluent_kafka import KafkaException, TopicPartition
-
     assignment = []
     try:
         metadata = consumer.list_topics(timeout=timeout)
@@ -76,14 +74,10 @@ class Collector:
         self._id_key = "alert_id" if mode == ALERTS else "event_id"
         self._bootstrap = bootstrap
         self._security = security
-        self._consumer = None
+        self._consumer: Consumer | None = None
 
     def start(self, timeout: float = 10.0) -> None:
         """Assign every partition of the answer topics at its current end offset."""
-        from confluent_kafka import Consumer
-
-        from loadgen.kafka_config import consumer_config
-
         consumer = Consumer(consumer_config(self._bootstrap, security=self._security))
         topics = [t for t in (self.alerts_topic, self.dlq_topic) if t]
         try:
@@ -102,12 +96,15 @@ class Collector:
         """Consume what arrives within ``timeout`` seconds; returns records handled."""
         # consume() waits for a full batch or the timeout, so block only in poll(), which
         # returns on the first record, then take whatever else is already there.
-        messages = self._consumer.consume(BATCH, 0)
+        consumer = self._consumer
+        if consumer is None:
+            raise RuntimeError("Collector.poll before start()")
+        messages = consumer.consume(BATCH, 0)
         if not messages:
-            first = self._consumer.poll(timeout)
+            first = consumer.poll(timeout)
             if first is None:
                 return 0
-            messages = [first, *self._consumer.consume(BATCH - 1, 0)]
+            messages = [first, *consumer.consume(BATCH - 1, 0)]
         # One clock read per batch: every record in it had arrived by now, and handling
         # the earlier ones must not count as latency of the later ones.
         now_ms = time.time() * 1000.0
@@ -123,7 +120,7 @@ class Collector:
     def _answer(self, value: bytes | None, now_ms: float, timestamp: tuple[int, int]) -> None:
         """``timestamp``: the alert record's Kafka (type, ms), as confluent-kafka gives it."""
         try:
-            record = json.loads(value)
+            record = json.loads(value or b"")  # a null value: malformed, as bad JSON
             index = self.factory.index_of(record.get(self._id_key))
             ts = record.get("ts")
         except (ValueError, TypeError, AttributeError):
@@ -154,7 +151,7 @@ class Collector:
 
     def _dead_letter(self, value: bytes | None) -> None:
         try:
-            letter = json.loads(value)
+            letter = json.loads(value or b"")
             raw = letter["raw"]
             raw_bytes = (base64.b64decode(raw) if letter.get("encoding") == "base64"
                          else raw.encode("utf-8"))

@@ -55,6 +55,8 @@ def measure(appliance: Appliance, seconds: float, rate: float, report_path: str 
     topics = appliance.config.topics
     if not appliance.wait_until_processing():
         raise RuntimeError(f"query not processing: {appliance.failure() or 'timeout'}")
+    if appliance.bootstrap is None:
+        raise RuntimeError("the appliance has no Kafka to load (not started)")
     load = LoadConfig(bootstrap=appliance.bootstrap, rate=rate, duration=seconds,
                       events_topic=topics.events, alerts_topic=topics.alerts,
                       dlq_topic=topics.dead_letters, floor_seconds=floor_seconds,

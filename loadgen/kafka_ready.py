@@ -35,7 +35,7 @@ def _cause(exc: Exception, errors: list) -> str:
     if errors:
         return errors[0].str()
     error = exc.args[0] if exc.args else None
-    return error.str() if hasattr(error, "str") else str(exc)
+    return error.str() if error is not None and hasattr(error, "str") else str(exc)
 
 
 def _metadata(consumer, bootstrap: str, timeout: float, errors: list):

@@ -264,7 +264,9 @@ class SharedKafka:
 
     def _owed(self, index: int | None, kind: str) -> Pending | None:
         """The answer owed for event ``index``, now paid (None if none was owed)."""
-        owed = self.pending.get(index) if index is not None else None
+        if index is None:
+            return None
+        owed = self.pending.get(index)
         if owed is None or owed.kind != kind:
             return None
         del self.pending[index]

@@ -7,6 +7,8 @@ run gets its own registry so runs in one process never collide.
 
 from __future__ import annotations
 
+from wsgiref.simple_server import WSGIServer
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 LATENCY_BUCKETS_S = (
@@ -39,7 +41,7 @@ class RunMetrics:
         self.floor = Gauge("loadgen_floor_latency_seconds",
                            "The instrument's own latency (produce -> consume, no appliance), "
                            "measured before the run", ["quantile"], registry=r)
-        self._server = None
+        self._server: WSGIServer | None = None
         self._totals = {"sent": 0, "received": 0, "dead_letters": 0, "duplicates": 0}
 
     def update(self, sent: int, received: int, dead_letters: int, duplicates: int,
@@ -55,8 +57,9 @@ class RunMetrics:
 
     def serve(self, port: int, host: str = "127.0.0.1") -> int:
         """Start the HTTP endpoint; returns the bound port (useful with port 0)."""
-        self._server, _thread = start_http_server(port, addr=host, registry=self.registry)
-        return self._server.server_port
+        server, _thread = start_http_server(port, addr=host, registry=self.registry)
+        self._server = server
+        return server.server_port
 
     def set_floor(self, floor_ms: dict | None) -> None:
         """Publish the floor's percentiles (``p50``, ``p99``... in ms) as quantile gauges."""

@@ -103,9 +103,9 @@ class _Producer(threading.Thread):
 
     def __init__(self, bootstrap: str, topic: str, partitions: int):
         super().__init__(daemon=True, name="overload-producer")
-        self.producer = ck.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5,
-                                     "acks": "all", "queue.buffering.max.messages": 2_000_000,
-                                     "enable.idempotence": False})
+        self.producer: ck.Producer | None = ck.Producer({
+            "bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all",
+            "queue.buffering.max.messages": 2_000_000, "enable.idempotence": False})
         self.topic, self.partitions = topic, partitions
         self.sent_ns: list[int] = []
         self.acked_flags = bytearray()  # 1 at a sequence number the broker acknowledged
@@ -131,6 +131,8 @@ class _Producer(threading.Thread):
             self.failed += 1
 
     def run(self) -> None:
+        producer = self.producer
+        assert producer is not None, "stop() drops the producer only after run() ended"
         while not self._stopping.is_set():
             with self._lock:
                 due = self._base_count + int(self.rate * (time.monotonic() - self._base_t))
@@ -138,15 +140,15 @@ class _Producer(threading.Thread):
                 seq = len(self.sent_ns)
                 data = str(seq).encode()
                 try:
-                    self.producer.produce(self.topic, value=data, key=data,
-                                          partition=seq % self.partitions,
-                                          on_delivery=self._on_ack)
+                    producer.produce(self.topic, value=data, key=data,
+                                     partition=seq % self.partitions,
+                                     on_delivery=self._on_ack)
                 except BufferError:
-                    self.producer.poll(0.05)
+                    producer.poll(0.05)
                     continue
                 self.sent_ns.append(time.time_ns())
                 self.acked_flags.append(0)
-            self.producer.poll(0)
+            producer.poll(0)
             time.sleep(_PACE_S)
 
     def stop(self, flush_s: float = 60) -> None:
@@ -179,7 +181,10 @@ class _Arrivals(threading.Thread):
                     if msg.error() is not None:
                         continue
                     now = time.time_ns()
-                    seq = int(msg.value())
+                    value = msg.value()
+                    if value is None:  # not the producer's: every record it sends has one
+                        continue
+                    seq = int(value)
                     if seq in self.first_ns:
                         self.duplicates += 1
                     else:

@@ -187,6 +187,6 @@ def _send_all(spec, factory, producer, progress, t0: float, resender: Resender) 
                         None if first_late is None else round(first_late, 3), now_fn())
 
 
-def spawn_context() -> mp.context.BaseContext:
+def spawn_context() -> mp.context.SpawnContext:
     """Spawn, never fork: librdkafka's threads do not survive a fork."""
     return mp.get_context("spawn")

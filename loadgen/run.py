@@ -80,7 +80,10 @@ def measure_floor_for(config: LoadConfig) -> dict | None:
         progress=config.progress, behind_ms=config.behind_ms, run_id=config.run_id + "f",
         security=config.security,
     )
-    return {**run_floor(floor_cfg).floor_ms, "source": "measured"}
+    measured = run_floor(floor_cfg).floor_ms
+    if measured is None:
+        raise RuntimeError("the floor run measured no latency (no record came back)")
+    return {**measured, "source": "measured"}
 
 
 def _measure(config, mode, factory, schedule, produce_topic, answer_topic, dlq_topic,

@@ -2,9 +2,11 @@
 
 The test bed (scripts/testbed) is booted once per session and torn down at its end;
 ``deployed`` runs the playbook twice (converge, then idempotence), both publishing the
-dashboards to a Grafana stand-in on the controller, and hands the results to every test;
-``check_run`` is ``--check --diff`` on the converged site. Set-up, the runs and tear-down
-are timed into build/testbed/timings.json (the figures the issue asks to report).
+dashboards to a Grafana stand-in on the controller, and hands the results to every test.
+The scenarios share this one bed in a fixed order (test_deploy.py, then
+test_external_kafka.py): first deploy, idempotence, rules-only changes, the rolling upgrade
+under load, the move to an existing Kafka, and then the suite's one ``--check --diff``.
+Set-up, the runs and tear-down are timed into build/testbed/timings.json.
 """
 
 from __future__ import annotations
@@ -102,15 +104,6 @@ def deployed(testbed, bad_variable_run, grafana, webhook):
     second = bed.run_playbook(*args, label="second", env=env)
     _record("second_run_s", second.seconds)
     return first, second
-
-
-@pytest.fixture(scope="session")
-def check_run(deployed, grafana):
-    """`--check --diff` on the converged site, as an operator previews a change."""
-    args, env = publishing(grafana)
-    run = bed.run_playbook(*args, "--check", "--diff", label="check-diff", env=env)
-    _record("check_diff_run_s", run.seconds)
-    return run
 
 
 @pytest.fixture(scope="session")

@@ -117,7 +117,9 @@ def external_site(testbed, existing_kafka, tmp_path_factory):
     testbed.ssh(appliance, "systemctl stop appliance && mv /var/lib/appliance/checkpoints "
                 "/var/lib/appliance/checkpoints.site-broker")
     run = bed.run_playbook(label="external-kafka", inventory=inventory, timeout=1800)
-    check = bed.run_playbook("--check", "--diff", label="external-kafka-check",
+    # The deploy suite's one `--check --diff` pass: on the site's last state, after the
+    # first deploy, the rules changes and the rolling upgrade (test_deploy.py).
+    check = bed.run_playbook("--check", "--diff", label="check-diff",
                              inventory=inventory, timeout=900)
     return inventory, run, check
 
@@ -130,7 +132,20 @@ def test_site_yml_deploys_against_it_and_installs_no_broker(testbed, external_si
     for host in testbed.hosts.values():
         active = testbed.ssh(host, "systemctl is-active appliance-broker", check=False)
         assert active.stdout.strip() != "active", f"a broker runs on {host.name}"
-    assert check.rc == 0 and check.changed() == {h: 0 for h in testbed.hosts}, check.log
+
+
+def test_check_diff_on_the_converged_site_changes_nothing_and_shows_no_secret(
+        testbed, external_site, existing_kafka):
+    inventory, _run, check = external_site
+    assert check.rc == 0, f"--check --diff failed (rc={check.rc}), see {check.log}"
+    assert set(check.recap) == set(testbed.hosts), check.recap
+    assert check.changed() == {h: 0 for h in testbed.hosts}, \
+        f"--check --diff reports changes on a converged site, see {check.log}"
+    # Nothing that renders a secret shows it in a diff.
+    vault = yaml.safe_load((inventory / "group_vars" / "all" / "vault.yml").read_text())
+    assert vault["spark_auth_secret"] not in check.output
+    assert vault["monitoring_web_password"] not in check.output
+    assert existing_kafka.passwords[APPLIANCE_USER] not in check.output
 
 
 def test_its_ca_is_on_the_appliance_host_and_every_worker(testbed, external_site,
