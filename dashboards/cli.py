@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from appliance.command_tree import EXIT_FAILURE, EXIT_USAGE, Command, count_arg
-from appliance.durations import duration_arg, format_seconds
+from appliance.durations import duration_arg, format_ms, format_seconds
 
 DEFAULT_RANGE_S = 15 * 60.0
 DEFAULT_STEP_S = 5.0
@@ -139,7 +139,7 @@ def _cmd_watch(args: argparse.Namespace) -> int:
         data_dir=Path(args.data_dir), prometheus_port=args.prometheus_port,
         alertmanager_port=args.alertmanager_port,
         targets={job: getattr(args, job) for job, _, _ in WATCH_TARGETS},
-        scrape_interval_s=args.scrape_interval, retention=args.retention))
+        scrape_interval_s=args.scrape_interval, retention=format_ms(args.retention * 1000)))
 
 
 def build_watch(watch: argparse.ArgumentParser) -> None:
@@ -166,7 +166,11 @@ def build_watch(watch: argparse.ArgumentParser) -> None:
                        metavar="DURATION",
                        help="scrape and rule evaluation interval (default 5s; the deploy's "
                             "Prometheus: 15s)")
-    watch.add_argument("--retention", default="1d", help="how long Prometheus keeps data")
+    watch.add_argument("--retention", type=duration_arg(minimum_s=60.0, allow_zero=False),
+                       default=86_400.0,
+                       metavar="DURATION",
+                       help="how long Prometheus keeps data (default 1d; checked here, "
+                            "given to Prometheus in its own spelling)")
     watch.add_argument("--data-dir", default="var/watch",
                        help="configs, logs and data of both servers")
     watch.set_defaults(func=_cmd_watch)

@@ -164,6 +164,65 @@ def test_durations_read_one_way_everywhere():
     assert parser.parse_args(["watch", "--scrape-interval", "2s"]).scrape_interval == 2.0
 
 
+def _duration_flags() -> dict[str, argparse.Action]:
+    """Every flag whose name says a unit (``--retention-ms``, ``--offsets-retention-
+    minutes``), by ``command flag``."""
+    out = {}
+    for name, parser in _leaves().items():
+        for action in parser._actions:
+            for flag in action.option_strings:
+                if flag.endswith(("-ms", "-minutes")) and action.help != argparse.SUPPRESS:
+                    out[f"{name} {flag}"] = action
+    return out
+
+
+def test_every_flag_named_for_a_unit_takes_a_duration_and_its_old_plain_number():
+    """Issue 52: nine broker ``*-ms`` flags, ``--offsets-retention-minutes`` and loadgen's
+    ``--behind-ms``, ``--linger-ms``, ``--floor-ms`` took plain numbers only."""
+    flags = _duration_flags()
+    assert len(flags) >= 13, sorted(flags)
+    for name, action in flags.items():
+        bare_ms = 60_000 if name.endswith("-minutes") else 1
+        assert action.type("2s") == 2000, name
+        assert action.type("7d") == 7 * 86_400_000, name
+        assert action.type("250ms") == 250, name
+        assert action.type("5") == 5 * bare_ms, name  # the old unit, as before
+        with pytest.raises(argparse.ArgumentTypeError, match="must look like"):
+            action.type("soon")
+    broker = cli.build_parser().parse_args(["broker", "--retention-ms", "-1",
+                                            "--offsets-retention-minutes", "10080"])
+    assert broker.retention_ms == -1 and broker.offsets_retention_ms == 7 * 86_400_000
+
+
+def test_every_typed_flag_says_what_is_wrong_in_words():
+    """argparse shows a type function's own name when it raises anything but
+    ArgumentTypeError (``invalid _positive value: 'x'``): an internal name may not show."""
+    leaks = []
+    for name, parser in _leaves().items():
+        for action in parser._actions:
+            if not callable(action.type) or not action.option_strings:
+                continue
+            for text in ("x", "-5", ""):
+                try:
+                    action.type(text)
+                except argparse.ArgumentTypeError:
+                    pass
+                except (ValueError, TypeError):
+                    if action.type.__name__.startswith("_"):
+                        leaks.append(f"{name} {action.option_strings[0]} {text!r}: invalid "
+                                     f"{action.type.__name__} value")
+    assert leaks == []
+
+
+def test_watch_retention_is_checked_before_prometheus_starts():
+    parser = cli.build_parser()
+    assert parser.parse_args(["watch", "--retention", "2w"]).retention == 14 * 86_400.0
+    for bad in ("1x", "10s", "0"):
+        result = _run("appliance", "watch", "--retention", bad, "--prometheus-port", "1")
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.startswith("appliance watch: error: argument --retention: must")
+
+
 def test_config_durations_take_the_same_syntax_and_reach_spark_in_its_words(tmp_path):
     from appliance.config import load_config
 
