@@ -35,6 +35,7 @@ from appliance.kafka_properties import (
     check_properties,
 )
 from appliance.overrides import Override, Section, env_name, from_environ, stray_variables
+from appliance.topic_defaults import DEFAULT_TOPICS
 from appliance.trigger import TriggerMode, interval_ms, trigger_mode
 
 DEFAULT_CONFIG_FILE = "appliance.toml"
@@ -126,12 +127,12 @@ def _refuse_properties(props: dict[str, Any], names: SectionNames) -> None:
 
 
 class TopicsConfig(_Section):
-    events: str = "events"
-    alerts: str = "alerts"
-    dead_letters: str = "events.dlq"
+    events: str = DEFAULT_TOPICS.events
+    alerts: str = DEFAULT_TOPICS.alerts
+    dead_letters: str = DEFAULT_TOPICS.dead_letters
     # Synthetic records of the start-up warm-up (appliance.query.warmup); the embedded broker
     # creates it, on an external cluster it is used only if the operator created it.
-    warmup: str = "appliance.warmup"
+    warmup: str = DEFAULT_TOPICS.warmup
 
     @field_validator("events", "alerts", "dead_letters", "warmup")
     @classmethod

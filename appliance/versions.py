@@ -3,8 +3,10 @@ says what Spark runs on.
 
 One line each: the appliance, Spark (the installed pyspark's version, read from its
 package metadata rather than by importing it), the Java Kafka client the connector
-links against, Python, and Java (from the JDK's ``release`` file: no JVM is started;
-``--verbose`` adds ``java -version``'s own lines, which does start one).
+links against, the Python Kafka clients (kafka-python, the appliance's own admin and
+offsets client; confluent-kafka and the librdkafka it carries, the load generator's,
+whose behaviour is librdkafka's), Python, and Java (from the JDK's ``release`` file: no
+JVM is started; ``--verbose`` adds ``java -version``'s own lines, which does start one).
 """
 
 from __future__ import annotations
@@ -22,6 +24,36 @@ def _spark() -> str:
         return version("pyspark")
     except PackageNotFoundError:
         return "not installed (pip install pyspark)"
+
+
+def _installed(distribution: str) -> str | None:
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return None
+
+
+def _librdkafka() -> str:
+    """The librdkafka confluent-kafka runs (its wheel carries its own): importing it costs
+    ~40 ms, so only ``--version`` asks."""
+    try:
+        import confluent_kafka
+    except ImportError:
+        return "unknown"
+    return str(confluent_kafka.libversion()[0])
+
+
+def python_kafka_clients() -> list[str]:
+    """The Python Kafka clients' lines of ``--version`` (the appliance's and loadgen's)."""
+    kafka_python = _installed("kafka-python")
+    confluent = _installed("confluent-kafka")
+    return [
+        f"kafka-python: {kafka_python or 'not installed'} (the appliance's admin and offsets "
+        f"client)",
+        f"confluent-kafka: {confluent}, librdkafka {_librdkafka()} (the load generator's "
+        f"clients)" if confluent else
+        "confluent-kafka: not installed (the load generator's clients: appliance[loadgen])",
+    ]
 
 
 def _java(verbose: bool) -> list[str]:
@@ -42,6 +74,7 @@ def report(verbose: bool = False) -> str:
         f"appliance {__version__}",
         f"Spark: {_spark()} (pyspark)",
         f"kafka-clients: {KAFKA_CLIENTS_VERSION} (the connector's Java Kafka client)",
+        *python_kafka_clients(),
         f"Python: {platform.python_version()} ({platform.python_implementation()})",
         *_java(verbose),
     ])

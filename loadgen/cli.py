@@ -20,6 +20,7 @@ from appliance.command_tree import (
     EXIT_LOST,
     EXIT_OK,
     EXIT_USAGE,
+    LazyVersion,
     Parser,
     count_arg,
     hidden_alias,
@@ -83,6 +84,15 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "$LOADGEN_KAFKA_CONFIG). Secrets never on the command line.")
 
 
+def _version() -> str:
+    """``loadgen --version``: loadgen, and the Kafka clients whose behaviour it measures
+    through (librdkafka's version decides the producer's batching and fetching). Imported
+    here: importlib.metadata alone would double what ``loadgen --help`` costs."""
+    from appliance.versions import python_kafka_clients
+
+    return "\n".join([f"loadgen {__version__}", *python_kafka_clients()])
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="loadgen",
@@ -92,7 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
                "  loadgen run --bootstrap-server 127.0.0.1:9092 --rate 500 --duration 20s\n"
                "  loadgen floor --bootstrap-server 127.0.0.1:9092 --rate 500 --duration 10s\n"
                "  loadgen COMMAND --help\n\n" + EXIT_CODES)
-    parser.add_argument("--version", action="version", version=f"loadgen {__version__}")
+    parser.add_argument("--version", action=LazyVersion, text=_version,
+                        help="print the versions of loadgen and the Kafka clients it runs, "
+                             "and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser(

@@ -92,9 +92,58 @@ def test_version_names_appliance_spark_kafka_clients_python_and_java():
     java = java_binary()
     assert java is not None and release_version(java) is not None
     assert f"Java: {release_version(java)} ({java})" in lines
-    assert len(lines) == 5  # no JVM started: `java -version` only with --verbose
+    assert f"kafka-python: {version('kafka-python')} (the appliance's admin and offsets " \
+           f"client)" in lines
+    assert len(lines) == 7  # no JVM started: `java -version` only with --verbose
     verbose = _run("appliance", "--version", "--verbose")
     assert verbose.returncode == 0 and "openjdk version" in verbose.stdout.lower()
+
+
+def test_loadgen_help_is_quick_and_version_names_the_kafka_clients():
+    """Issue 52: ``loadgen --help`` took 0.53 s (pydantic and the broker imported for the
+    topic names' defaults); ``--version`` left out the clients that decide behaviour."""
+    started = time.monotonic()
+    result = _run("loadgen", "--help")
+    took = time.monotonic() - started
+    assert result.returncode == 0 and took < HELP_BUDGET_S, (result.stderr, took)
+    probe = _python("import sys; from loadgen import cli; cli.build_parser().format_help(); "
+                    "print('\\n'.join(sorted(sys.modules)))")
+    assert probe.returncode == 0, probe.stderr
+    loaded = set(probe.stdout.split())
+    heavy = sorted(m for m in loaded if any(m == h or m.startswith(f"{h}.")
+                                            for h in (*HEAVY, "importlib.metadata")))
+    assert not heavy, heavy
+    lines = _run("loadgen", "--version").stdout.splitlines()
+    import confluent_kafka
+
+    assert lines == [
+        f"loadgen {__version__}",
+        f"kafka-python: {version('kafka-python')} (the appliance's admin and offsets client)",
+        f"confluent-kafka: {version('confluent-kafka')}, librdkafka "
+        f"{confluent_kafka.libversion()[0]} (the load generator's clients)"]
+
+
+def test_locusts_help_through_the_launcher_lists_the_project_flags():
+    """Locust prints --help before it loads a locustfile: ``python -m
+    loadgen.locust_cli`` loads the flags first, so its help lists all five."""
+    from loadgen.locust_args import FLAGS
+
+    result = _run("loadgen.locust_cli", "--help")
+    assert result.returncode == 0, result.stderr
+    shown = set(re.findall(r"(?:^\s+|, )(--[a-z-]+)", result.stdout, re.M))
+    assert set(FLAGS) <= shown, set(FLAGS) - shown
+    assert {"--headless", "--users", "--run-time"} <= shown  # Locust's own, as before
+
+
+def test_the_deploy_teaches_bootstrap_server():
+    """The deploy's docs and the loadgen.toml it writes onto hosts said ``--bootstrap``."""
+    old = re.compile(r"--bootstrap(?![-\w])")
+    found = [f"{path.relative_to(ROOT)}:{number}"
+             for path in sorted((ROOT / "ansible").rglob("*")) if path.is_file()
+             and path.suffix in (".j2", ".yml", ".md", ".yaml")
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if old.search(line)]
+    assert found == []
 
 
 def test_every_command_has_plain_help_with_examples_and_defaults():
@@ -242,8 +291,8 @@ def test_alert_ratio_defaults_agree_between_loadgen_and_locust():
     assert loadgen_cli.build_parser().parse_args(
         ["run", "--bootstrap-server", "k:1", "--rate", "1", "--duration", "1"]
     ).alert_ratio == LoadConfig.alert_ratio
-    probe = _python("import configargparse, loadgen.locustfile as lf; "
-                       "p = configargparse.ArgumentParser(); lf._arguments(p); "
+    probe = _python("import configargparse, loadgen.locust_args as la; "
+                       "p = configargparse.ArgumentParser(); la.add_arguments(p); "
                        "o = p.parse_args([]); print(o.alert_ratio, o.bad_ratio, "
                        "o.alert_timeout)")
     assert probe.returncode == 0, probe.stderr
