@@ -4,8 +4,8 @@ says what Spark runs on.
 One line each: the appliance, Spark (the installed pyspark's version, read from its
 package metadata rather than by importing it), the Java Kafka client the connector
 links against, the Python Kafka clients (kafka-python, the appliance's own admin and
-offsets client; confluent-kafka and the librdkafka it carries, the load generator's,
-whose behaviour is librdkafka's), Python, and Java (from the JDK's ``release`` file: no
+offsets client; confluent-kafka, the load generator's, whose ``loadgen --version`` adds
+the librdkafka it runs), Python, and Java (from the JDK's ``release`` file: no
 JVM is started; ``--verbose`` adds ``java -version``'s own lines, which does start one).
 """
 
@@ -33,26 +33,19 @@ def _installed(distribution: str) -> str | None:
         return None
 
 
-def _librdkafka() -> str:
-    """The librdkafka confluent-kafka runs (its wheel carries its own): importing it costs
-    ~40 ms, so only ``--version`` asks."""
-    try:
-        import confluent_kafka
-    except ImportError:
-        return "unknown"
-    return str(confluent_kafka.libversion()[0])
-
-
-def python_kafka_clients() -> list[str]:
-    """The Python Kafka clients' lines of ``--version`` (the appliance's and loadgen's)."""
+def python_kafka_clients(librdkafka: str | None = None) -> list[str]:
+    """The Python Kafka clients' lines of ``--version``. ``librdkafka``: the version the
+    installed confluent-kafka runs (its wheel carries its own), which only the load
+    generator can ask (confluent-kafka is its extra's, never imported by this package)."""
     kafka_python = _installed("kafka-python")
     confluent = _installed("confluent-kafka")
+    runs = f", librdkafka {librdkafka}" if librdkafka else ""
     return [
         f"kafka-python: {kafka_python or 'not installed'} (the appliance's admin and offsets "
         f"client)",
-        f"confluent-kafka: {confluent}, librdkafka {_librdkafka()} (the load generator's "
-        f"clients)" if confluent else
-        "confluent-kafka: not installed (the load generator's clients: appliance[loadgen])",
+        f"confluent-kafka: {confluent}{runs} (the load generator's clients)" if confluent
+        else "confluent-kafka: not installed (the load generator's clients: "
+             "appliance[loadgen])",
     ]
 
 

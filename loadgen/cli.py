@@ -87,10 +87,17 @@ def _common(p: argparse.ArgumentParser) -> None:
 def _version() -> str:
     """``loadgen --version``: loadgen, and the Kafka clients whose behaviour it measures
     through (librdkafka's version decides the producer's batching and fetching). Imported
-    here: importlib.metadata alone would double what ``loadgen --help`` costs."""
+    here: importlib.metadata and confluent-kafka would double what ``loadgen --help``
+    costs."""
     from appliance.versions import python_kafka_clients
 
-    return "\n".join([f"loadgen {__version__}", *python_kafka_clients()])
+    try:
+        import confluent_kafka
+    except ImportError:  # the loadgen extra is missing: the line says so
+        librdkafka = None
+    else:
+        librdkafka = str(confluent_kafka.libversion()[0])
+    return "\n".join([f"loadgen {__version__}", *python_kafka_clients(librdkafka)])
 
 
 def build_parser() -> argparse.ArgumentParser:

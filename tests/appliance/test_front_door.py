@@ -94,6 +94,8 @@ def test_version_names_appliance_spark_kafka_clients_python_and_java():
     assert f"Java: {release_version(java)} ({java})" in lines
     assert f"kafka-python: {version('kafka-python')} (the appliance's admin and offsets " \
            f"client)" in lines
+    assert f"confluent-kafka: {version('confluent-kafka')} (the load generator's clients)" \
+        in lines
     assert len(lines) == 7  # no JVM started: `java -version` only with --verbose
     verbose = _run("appliance", "--version", "--verbose")
     assert verbose.returncode == 0 and "openjdk version" in verbose.stdout.lower()
