@@ -445,7 +445,10 @@ class Config(_Section):
     def _spark_keys(cls, value: SparkConfig) -> SparkConfig:
         for key in value.conf:
             if not key.startswith("spark."):
-                raise ValueError(f"unknown key {key!r} (only master, "
+                named = list(SparkConfig.model_fields)
+                meant = difflib.get_close_matches(key.lower(), named, n=1, cutoff=0.7)
+                hint = f"did you mean {meant[0]}? " if meant else ""
+                raise ValueError(f"unknown key {key!r} ({hint}only master, "
                                  f"{', '.join(DRIVER_CONF_KEYS)}, class_archive and "
                                  f"spark.* keys)")
         for key, spark_key in DRIVER_CONF_KEYS.items():
