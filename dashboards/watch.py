@@ -81,7 +81,7 @@ class WatchSettings:
     data_dir: Path
     prometheus_port: int
     alertmanager_port: int
-    # component (dashboards.watch_targets) -> host:port: scraped from the start (the
+    # component (dashboards.watch_components) -> host:port: scraped from the start (the
     # appliance always), and looked for, scraped once found.
     targets: dict[str, str]
     scrape_interval_s: float
@@ -119,7 +119,7 @@ def prometheus_config(settings: WatchSettings) -> dict:
     known = {job for component in COMPONENTS for job in component.jobs}
     if set(jobs) != known:
         raise WatchError(f"{SCRAPE_CONFIG}: jobs {sorted(set(jobs) ^ known)} differ from "
-                         f"dashboards/watch_targets.py's (the scrape config changed; update "
+                         f"dashboards/watch_components.py's (the scrape config changed; update "
                          f"COMPONENTS)", EXIT_USAGE)
     files = settings.target_files
     for name, job in jobs.items():
