@@ -528,7 +528,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "appliance COMMAND --help") + "\n\n" + EXIT_CODES)
     parser.add_argument("--version", action="store_true",
                         help="print the versions of the appliance, Spark, kafka-clients, "
-                             "Python and Java, and exit")
+                             "the Python Kafka clients, Python and Java, and exit")
     parser.add_argument("--verbose", action="store_true",
                         help="with --version: also run `java -version` (starts a JVM)")
     sub = lazy_subcommands(parser, dest="command", metavar="COMMAND")

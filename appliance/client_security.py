@@ -40,7 +40,7 @@ _LOGIN_MODULES = {
     "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
 }
 # librdkafka-only spellings: translated for Java, never passed to it as unknown configs.
-_RDKAFKA_ONLY = ("sasl.username", "sasl.password", "ssl.ca.location")
+RDKAFKA_ONLY = ("sasl.username", "sasl.password", "ssl.ca.location")
 
 
 class SecuritySettingsError(ValueError):
@@ -145,7 +145,7 @@ class ClientSecurity:
 
     def java(self, props: Mapping[str, str]) -> dict[str, str]:
         """Java kafka-clients properties: ``props`` with librdkafka spellings translated."""
-        out = {k: str(v) for k, v in props.items() if k not in _RDKAFKA_ONLY}
+        out = {k: str(v) for k, v in props.items() if k not in RDKAFKA_ONLY}
         login = self.credentials
         if login is not None and "sasl.jaas.config" not in out:
             out["sasl.jaas.config"] = (

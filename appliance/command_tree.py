@@ -155,6 +155,21 @@ def walk(parser: argparse.ArgumentParser,
         yield from walk(child, (*path, name))
 
 
+class LazyVersion(argparse.Action):
+    """``--version`` whose text is made only when it is asked for (``text()`` may read
+    package metadata or import a client library; ``--help`` must not pay for that)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, text: Callable[[], str] = str,
+                 help: str | None = None) -> None:
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0,
+                         help=help)
+        self.text = text
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        print(self.text())  # stdout, as argparse's own version action
+        parser.exit()
+
+
 def hidden_alias(parser: argparse.ArgumentParser, old: str, dest: str, **kwargs) -> None:
     """An old spelling of a flag, still accepted, left out of ``--help``."""
     parser.add_argument(old, dest=dest, help=argparse.SUPPRESS, default=argparse.SUPPRESS,

@@ -11,6 +11,7 @@ keeping its own template of the file's keys.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -25,7 +26,16 @@ from appliance.broker.toml_file import read_toml
 from appliance.client_security import ClientSecurity, SecuritySettingsError
 from appliance.cpu_list import parse_cpu_list
 from appliance.durations import spark_interval
-from appliance.overrides import Override, Section, env_name, from_environ
+from appliance.kafka_properties import (
+    KAFKA_SECTION,
+    SINK_SECTION,
+    SOURCE_SECTION,
+    PropertyProblem,
+    SectionNames,
+    check_properties,
+)
+from appliance.overrides import Override, Section, env_name, from_environ, stray_variables
+from appliance.topic_defaults import DEFAULT_TOPICS
 from appliance.trigger import TriggerMode, interval_ms, trigger_mode
 
 DEFAULT_CONFIG_FILE = "appliance.toml"
@@ -94,6 +104,13 @@ class KafkaConfig(BaseModel):
         return self.security.java(self.properties)
 
     @model_validator(mode="after")
+    def _known_properties(self) -> KafkaConfig:
+        """Every pass-through key is a Kafka client property (``appliance.kafka_properties``;
+        ``check_config`` lists each one found, this refuses a model built another way)."""
+        _refuse_properties(self.model_extra or {}, KAFKA_SECTION)
+        return self
+
+    @model_validator(mode="after")
     def _security(self) -> KafkaConfig:
         try:
             ClientSecurity.from_properties(self.properties)
@@ -102,13 +119,20 @@ class KafkaConfig(BaseModel):
         return self
 
 
+def _refuse_properties(props: dict[str, Any], names: SectionNames) -> None:
+    problems = check_properties(props, names)
+    if problems:
+        raise PydanticCustomError("kafka_property", "{key}: {message}",
+                                  {"key": problems[0].key, "message": problems[0].said()})
+
+
 class TopicsConfig(_Section):
-    events: str = "events"
-    alerts: str = "alerts"
-    dead_letters: str = "events.dlq"
+    events: str = DEFAULT_TOPICS.events
+    alerts: str = DEFAULT_TOPICS.alerts
+    dead_letters: str = DEFAULT_TOPICS.dead_letters
     # Synthetic records of the start-up warm-up (appliance.query.warmup); the embedded broker
     # creates it, on an external cluster it is used only if the operator created it.
-    warmup: str = "appliance.warmup"
+    warmup: str = DEFAULT_TOPICS.warmup
 
     @field_validator("events", "alerts", "dead_letters", "warmup")
     @classmethod
@@ -421,12 +445,27 @@ class Config(_Section):
     def _spark_keys(cls, value: SparkConfig) -> SparkConfig:
         for key in value.conf:
             if not key.startswith("spark."):
-                raise ValueError(f"unknown key {key!r} (only master, "
+                named = list(SparkConfig.model_fields)
+                meant = difflib.get_close_matches(key.lower(), named, n=1, cutoff=0.7)
+                hint = f"did you mean {meant[0]}? " if meant else ""
+                raise ValueError(f"unknown key {key!r} ({hint}only master, "
                                  f"{', '.join(DRIVER_CONF_KEYS)}, class_archive and "
                                  f"spark.* keys)")
         for key, spark_key in DRIVER_CONF_KEYS.items():
             if getattr(value, key) is not None and spark_key in value.conf:
                 raise ValueError(f"{key} and {spark_key!r} both set: keep one")
+        return value
+
+    @field_validator("source")
+    @classmethod
+    def _source_properties(cls, value: ConnectorOptions) -> ConnectorOptions:
+        _refuse_properties(value.model_extra or {}, SOURCE_SECTION)
+        return value
+
+    @field_validator("sink")
+    @classmethod
+    def _sink_properties(cls, value: ConnectorOptions) -> ConnectorOptions:
+        _refuse_properties(value.model_extra or {}, SINK_SECTION)
         return value
 
     @model_validator(mode="after")
@@ -552,18 +591,86 @@ def _problem(source: str, error: Any, origins: dict[tuple[str, str], str]) -> Pr
     """One pydantic error as a Problem."""
     loc = ".".join(str(p) for p in error["loc"])
     msg = error["msg"].removeprefix("Value error, ")
-    if error["type"] == "kafka_security":  # "kafka.sasl.mechanism: must be ..."
+    if error["type"] in ("kafka_security", "kafka_property"):  # "kafka.x: must be ..."
         return Problem(source, "", f"{loc}.{msg}")
     if error["type"] == "trigger_interval":  # "query.interval: ..."
         return Problem(source, "", msg)
-    if error["type"] == "extra_forbidden":
-        msg = "unknown key"
-    elif error["type"] not in ("value_error",) and "input" in error:
-        msg = f"{msg} (got {error['input']!r})"
     where = [str(p) for p in error["loc"][:2]]
+    origin = origins.get((where[0], where[1])) if len(where) == 2 else None
+    if error["type"] == "extra_forbidden":
+        return Problem(source, loc, _unknown(where, origin), origin)
+    msg = _IN_WORDS.get(error["type"], msg)
+    if error["type"] not in ("value_error",) and "input" in error:
+        msg = f"{msg} (got {error['input']!r})"
     if len(where) != 2:
         return Problem(source, loc, msg)
-    return Problem(source, loc, msg, origins.get((where[0], where[1])), _env_of(*where))
+    return Problem(source, loc, msg, origin, _env_of(*where))
+
+
+#: pydantic's type errors in the words of the file (``must be an integer (got 'x')``).
+_IN_WORDS = {
+    "int_parsing": "must be an integer",
+    "int_type": "must be an integer",
+    "int_from_float": "must be a whole number",
+    "bool_parsing": "must be true or false",
+    "bool_type": "must be true or false",
+    "string_type": "must be a string",
+    "float_parsing": "must be a number",
+    "float_type": "must be a number",
+}
+
+
+def _unknown(where: list[str], origin: str | None) -> str:
+    """``unknown section``/``unknown key``, with the name most likely meant (as the
+    variable that sets it, when a variable set the unknown one)."""
+    if len(where) == 1:
+        names, what = list(Config.model_fields), "section"
+    else:
+        field = Config.model_fields.get(where[0])
+        model = field.annotation if field is not None else None
+        names = list(model.model_fields) if isinstance(model, type) and issubclass(
+            model, BaseModel) else []
+        what = "key"
+    match = difflib.get_close_matches(where[-1].lower(), names, n=1, cutoff=0.7)
+    if not match:
+        return f"unknown {what} (the {what}s: {', '.join(names)})"
+    meant = match[0]
+    if origin is not None and origin.startswith("APPLIANCE_") and len(where) == 2:
+        meant = _env_of(where[0], meant) or meant
+    elif len(where) == 1:
+        meant = f"[{meant}]"
+    return f"unknown {what} (did you mean {meant}?)"
+
+
+#: The sections whose keys are Kafka's (all of them, or the ``kafka.`` ones).
+_KAFKA_SECTIONS = (("kafka", KAFKA_SECTION), ("source", SOURCE_SECTION),
+                   ("sink", SINK_SECTION))
+
+
+def _property_problems(source: str, data: dict[str, Any],
+                       origins: dict[tuple[str, str], str]) -> list[Problem]:
+    """Every Kafka property no client would read (``appliance.kafka_properties``), each
+    taken out of ``data`` so that the rest is still checked; an unknown key set by a
+    variable is answered with the variable that was meant."""
+    out = []
+    for section, names in _KAFKA_SECTIONS:
+        values = data.get(section)
+        if not isinstance(values, dict):
+            continue
+        for found in check_properties(values, names):
+            del values[found.key]
+            origin = origins.get((section, found.key))
+            out.append(Problem(source, f"{section}.{found.key}",
+                               found.said(_as_variable(section, found, origin)), origin))
+    return out
+
+
+def _as_variable(section: str, found: PropertyProblem, origin: str | None) -> str | None:
+    """The variable that sets the suggested key, when a variable set the wrong one."""
+    if origin is None or not origin.startswith("APPLIANCE_") or found.suggestion is None \
+            or found.suggestion.startswith("["):
+        return None
+    return _env_of(section, found.suggestion)
 
 
 def _one_line(source: str, err: ValidationError,
@@ -607,7 +714,10 @@ def check_config(path: str | os.PathLike | None = None,
         _resolve_paths(data, Path.cwd())
     elif file.is_file():
         _resolve_paths(data, file.resolve().parent)
+    problems += [Problem(source, "", stray.line())
+                 for stray in stray_variables(environ, _sections())]
     origins = _apply(data, [*from_environ(environ, _sections()), *(conf or ())])
+    problems += _property_problems(source, data, origins)
     if trigger is not None:
         data.setdefault("query", {})["trigger"] = trigger
     try:

@@ -24,11 +24,19 @@ keeps its case as soon as it has a lower-case letter:
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 ENV_PREFIX = "APPLIANCE_"
+#: ``APPLIANCE_`` variables that are not settings of ``appliance.toml`` (each is read where
+#: its constant is; tests/appliance/test_config_corpus.py holds this list to them).
+OTHER_VARIABLES = frozenset({
+    "APPLIANCE_CLASS_ARCHIVE_DIR",  # appliance.process.class_archive.DIR_ENV
+    "APPLIANCE_BROKER_USER_PASSWORD",  # appliance.broker.users_cli.PASSWORD_ENV
+    "APPLIANCE_BROKER_STRICT_ENCODING",  # appliance.broker.wire.codegen.STRICT_ENV
+})
 CONF_FLAG = "--conf"
 _LITERAL_UNDERSCORE = "\0"
 
@@ -88,6 +96,45 @@ def from_environ(environ: Mapping[str, str], sections: Iterable[Section]) -> lis
         if key not in section.fields and section.passthrough:
             key = env_key(spelled)
         out.append(Override(section.name, key, environ[name], name))
+    return out
+
+
+@dataclass(frozen=True)
+class StrayVariable:
+    """An ``APPLIANCE_`` variable that sets nothing: no such section, or no key after it."""
+
+    name: str
+    problem: str  # "names no section of appliance.toml", ...
+    suggestion: str | None  # the variable it most likely meant
+
+    def line(self) -> str:
+        hint = f" (did you mean {self.suggestion}?)" if self.suggestion else ""
+        return f"{self.name}: {self.problem}{hint}"
+
+
+def stray_variables(environ: Mapping[str, str],
+                    sections: Iterable[Section]) -> list[StrayVariable]:
+    """Every ``APPLIANCE_`` variable ``from_environ`` would ignore (a misspelt section:
+    ``APPLIANCE_QEURY_TRIGGER``), in name order; ``OTHER_VARIABLES`` are not strays."""
+    by_name = {section.name: section for section in sections}
+    out = []
+    for name in sorted(environ):
+        if not name.startswith(ENV_PREFIX) or name in OTHER_VARIABLES:
+            continue
+        section_name, _, spelled = name[len(ENV_PREFIX):].partition("_")
+        section = by_name.get(section_name.lower())
+        if section is not None and spelled:
+            continue
+        if section is not None:
+            out.append(StrayVariable(name, f"names no key of [{section.name}] (the form is "
+                                           f"{ENV_PREFIX}<SECTION>_<KEY>)", None))
+            continue
+        match = difflib.get_close_matches(section_name.lower(), list(by_name), n=1,
+                                          cutoff=0.6)
+        suggestion = (f"{ENV_PREFIX}{match[0].upper()}_{spelled}"
+                      if match and spelled else None)
+        out.append(StrayVariable(name, f"names no section of appliance.toml (sections: "
+                                       f"{', '.join(by_name)})", suggestion))
     return out
 
 

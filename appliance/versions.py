@@ -3,8 +3,10 @@ says what Spark runs on.
 
 One line each: the appliance, Spark (the installed pyspark's version, read from its
 package metadata rather than by importing it), the Java Kafka client the connector
-links against, Python, and Java (from the JDK's ``release`` file: no JVM is started;
-``--verbose`` adds ``java -version``'s own lines, which does start one).
+links against, the Python Kafka clients (kafka-python, the appliance's own admin and
+offsets client; confluent-kafka, the load generator's, whose ``loadgen --version`` adds
+the librdkafka it runs), Python, and Java (from the JDK's ``release`` file: no
+JVM is started; ``--verbose`` adds ``java -version``'s own lines, which does start one).
 """
 
 from __future__ import annotations
@@ -22,6 +24,29 @@ def _spark() -> str:
         return version("pyspark")
     except PackageNotFoundError:
         return "not installed (pip install pyspark)"
+
+
+def _installed(distribution: str) -> str | None:
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return None
+
+
+def python_kafka_clients(librdkafka: str | None = None) -> list[str]:
+    """The Python Kafka clients' lines of ``--version``. ``librdkafka``: the version the
+    installed confluent-kafka runs (its wheel carries its own), which only the load
+    generator can ask (confluent-kafka is its extra's, never imported by this package)."""
+    kafka_python = _installed("kafka-python")
+    confluent = _installed("confluent-kafka")
+    runs = f", librdkafka {librdkafka}" if librdkafka else ""
+    return [
+        f"kafka-python: {kafka_python or 'not installed'} (the appliance's admin and offsets "
+        f"client)",
+        f"confluent-kafka: {confluent}{runs} (the load generator's clients)" if confluent
+        else "confluent-kafka: not installed (the load generator's clients: "
+             "appliance[loadgen])",
+    ]
 
 
 def _java(verbose: bool) -> list[str]:
@@ -42,6 +67,7 @@ def report(verbose: bool = False) -> str:
         f"appliance {__version__}",
         f"Spark: {_spark()} (pyspark)",
         f"kafka-clients: {KAFKA_CLIENTS_VERSION} (the connector's Java Kafka client)",
+        *python_kafka_clients(),
         f"Python: {platform.python_version()} ({platform.python_implementation()})",
         *_java(verbose),
     ])

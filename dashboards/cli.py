@@ -20,7 +20,8 @@ import sys
 from pathlib import Path
 
 from appliance.command_tree import EXIT_FAILURE, EXIT_USAGE, Command, count_arg
-from appliance.durations import duration_arg, format_seconds
+from appliance.durations import duration_arg, format_ms, format_seconds
+from dashboards.watch_components import APPLIANCE, COMPONENTS, Component
 
 DEFAULT_RANGE_S = 15 * 60.0
 DEFAULT_STEP_S = 5.0
@@ -118,13 +119,6 @@ COMMAND = Command("dashboards", "Grafana dashboards: publish to Grafana, render 
 
 # --- watch ------------------------------------------------------------------------------
 
-#: The jobs of dashboards/prometheus/prometheus.yml whose targets ``watch`` sets, with
-#: their flags and default ports (appliance.toml's [metrics] port; the broker's and
-#: loadgen's --metrics-port as the README runs them).
-WATCH_TARGETS = (("appliance", "--appliance", 9464), ("broker", "--broker", 9465),
-                 ("loadgen", "--loadgen", 9466))
-
-
 def _target(text: str) -> str:
     host, sep, port = text.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) <= 65535:
@@ -132,14 +126,22 @@ def _target(text: str) -> str:
     return text
 
 
+def _dest(component: Component) -> str:
+    return component.name.replace("-", "_")
+
+
 def _cmd_watch(args: argparse.Namespace) -> int:
     from dashboards.watch import WatchSettings, run_watch
 
+    asked = {c.name: getattr(args, _dest(c)) for c in COMPONENTS
+             if getattr(args, _dest(c)) is not None}
+    look_for = {} if not args.discover else {c.name: c.default for c in COMPONENTS
+                                             if c.name not in asked}
     return run_watch(WatchSettings(
         data_dir=Path(args.data_dir), prometheus_port=args.prometheus_port,
-        alertmanager_port=args.alertmanager_port,
-        targets={job: getattr(args, job) for job, _, _ in WATCH_TARGETS},
-        scrape_interval_s=args.scrape_interval, retention=args.retention))
+        alertmanager_port=args.alertmanager_port, targets=asked,
+        scrape_interval_s=args.scrape_interval, retention=format_ms(args.retention * 1000),
+        look_for=look_for))
 
 
 def build_watch(watch: argparse.ArgumentParser) -> None:
@@ -147,7 +149,9 @@ def build_watch(watch: argparse.ArgumentParser) -> None:
         "Start the installed Prometheus and Alertmanager (Debian packages prometheus, "
         "prometheus-alertmanager) on 127.0.0.1 with the project's scrape config and "
         "recording and alert rules (dashboards/prometheus/), scraping the running "
-        "appliance, broker and load generator; data, configs and logs in --data-dir. "
+        "appliance, and the broker, load generator and Spark when a flag names them or "
+        "once they answer at their default ports (nothing else: a job with nothing "
+        "running raises no alert); data, configs and logs in --data-dir. "
         "Prints their URLs; Ctrl-C stops both (exit 0). Exit 1 if one does not come up "
         "or dies, 2 if it cannot start (not installed, a port taken).")
     watch.epilog = ("examples:\n"
@@ -159,14 +163,29 @@ def build_watch(watch: argparse.ArgumentParser) -> None:
                        help="Prometheus listens on 127.0.0.1:PORT")
     watch.add_argument("--alertmanager-port", type=count_arg(1), default=9093,
                        help="Alertmanager listens on 127.0.0.1:PORT")
-    for job, flag, port in WATCH_TARGETS:
-        watch.add_argument(flag, dest=job, type=_target, default=f"127.0.0.1:{port}",
-                           metavar="HOST:PORT", help=f"where the {job} job scrapes")
+    watch.add_argument(APPLIANCE.flag, dest=_dest(APPLIANCE), type=_target,
+                       default=APPLIANCE.default, metavar="HOST:PORT",
+                       help=f"the appliance's metrics ({APPLIANCE.runs_as})")
+    for component in COMPONENTS:
+        if component is not APPLIANCE:
+            watch.add_argument(
+                component.flag, dest=_dest(component), type=_target, default=None,
+                metavar="HOST:PORT",
+                help=f"scrape {component.name} there ({component.runs_as}; default: "
+                     f"scraped once it answers at {component.default})")
+    watch.add_argument("--discover", action=argparse.BooleanOptionalAction, default=True,
+                       help="look for the components no flag names at their default "
+                            "ports, every 5 s, and scrape each once found (default); "
+                            "--no-discover: only the appliance and what the flags name")
     watch.add_argument("--scrape-interval", type=duration_arg(minimum_s=1.0), default=5.0,
                        metavar="DURATION",
                        help="scrape and rule evaluation interval (default 5s; the deploy's "
                             "Prometheus: 15s)")
-    watch.add_argument("--retention", default="1d", help="how long Prometheus keeps data")
+    watch.add_argument("--retention", type=duration_arg(minimum_s=60.0, allow_zero=False),
+                       default=86_400.0,
+                       metavar="DURATION",
+                       help="how long Prometheus keeps data (default 1d; checked here, "
+                            "given to Prometheus in its own spelling)")
     watch.add_argument("--data-dir", default="var/watch",
                        help="configs, logs and data of both servers")
     watch.set_defaults(func=_cmd_watch)

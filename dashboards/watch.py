@@ -1,23 +1,28 @@
 """``appliance watch`` (``make watch``): Prometheus and Alertmanager on this machine,
 with the project's scrape config and recording and alert rules, against a running
-``appliance run`` (and ``appliance broker --metrics-port``, ``loadgen run --metrics-port``).
+``appliance run``, and the broker, load generator and Spark when asked for or found
+running (``dashboards.watch_targets``: a job with nothing running is not scraped, so the
+quick start shows no alert while all is well).
 
 The servers are the installed Debian packages (``prometheus``,
 ``prometheus-alertmanager``; ``make setup`` installs them): nothing is downloaded.
 Both listen on 127.0.0.1 only, Alertmanager with its cluster port off (it would listen on
 every interface), and keep their data in ``var/watch/`` beside their generated configs and
-logs. The scrape config is dashboards/prometheus/prometheus.yml with the targets of the
-appliance, broker and load generator jobs set from the flags, a shorter interval (a local
-run is short, and the dashboards' panels want points), the rules file
+logs. The scrape config is dashboards/prometheus/prometheus.yml with each job's targets
+in a file the watch writes (``file_sd_configs``), a shorter interval (a local run is
+short, and the dashboards' panels want points), the rules file
 dashboards/prometheus/rules.yml as it ships, and Alertmanager added.
 
 Ctrl-C (or SIGTERM) stops both and exits 0, as ``appliance run`` does: it is how this is
-stopped. Exit 1 when a server does not come up or dies on its own (its log's last lines
-are printed), 2 when it cannot start at all (not installed, a port taken, a bad flag).
+stopped. Whatever else ends the watch (``kill -9``, the OOM killer), both servers get
+SIGTERM from the kernel (``dashboards.parent_death``). Exit 1 when a server does not come
+up or dies on its own (its log's last lines are printed), 2 when it cannot start at all
+(not installed, a port taken, a bad flag).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import socket
@@ -33,6 +38,9 @@ from pathlib import Path
 import yaml
 
 from appliance.command_tree import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from dashboards.parent_death import die_with
+from dashboards.watch_components import BY_NAME, COMPONENTS
+from dashboards.watch_targets import Discovery, TargetFiles
 
 PROMETHEUS_DIR = Path(__file__).resolve().parent / "prometheus"
 SCRAPE_CONFIG = PROMETHEUS_DIR / "prometheus.yml"
@@ -41,6 +49,7 @@ HOST = "127.0.0.1"
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 20.0
 READY_PREFIX = "watch ready: "
+DISCOVER_EVERY_S = 5.0
 
 
 class WatchError(Exception):
@@ -72,9 +81,16 @@ class WatchSettings:
     data_dir: Path
     prometheus_port: int
     alertmanager_port: int
-    targets: dict[str, str]  # job -> host:port, for the jobs the flags name
+    # component (dashboards.watch_components) -> host:port: scraped from the start (the
+    # appliance always), and looked for, scraped once found.
+    targets: dict[str, str]
     scrape_interval_s: float
     retention: str
+    look_for: dict[str, str] | None = None
+
+    @property
+    def target_files(self) -> TargetFiles:
+        return TargetFiles(self.data_dir / "targets")
 
     @property
     def prometheus(self) -> Server:
@@ -100,12 +116,16 @@ def prometheus_config(settings: WatchSettings) -> dict:
     config["alerting"] = {"alertmanagers": [
         {"static_configs": [{"targets": [f"{HOST}:{settings.alertmanager_port}"]}]}]}
     jobs = {job["job_name"]: job for job in config["scrape_configs"]}
-    unknown = set(settings.targets) - set(jobs)
-    if unknown:
-        raise WatchError(f"{SCRAPE_CONFIG}: no job {sorted(unknown)} (the scrape config "
-                         f"changed; update dashboards/watch.py)", EXIT_USAGE)
-    for job, target in settings.targets.items():
-        jobs[job]["static_configs"] = [{"targets": [target]}]
+    known = {job for component in COMPONENTS for job in component.jobs}
+    if set(jobs) != known:
+        raise WatchError(f"{SCRAPE_CONFIG}: jobs {sorted(set(jobs) ^ known)} differ from "
+                         f"dashboards/watch_components.py's (the scrape config changed; update "
+                         f"COMPONENTS)", EXIT_USAGE)
+    files = settings.target_files
+    for name, job in jobs.items():
+        job.pop("static_configs", None)
+        job["file_sd_configs"] = [{"files": [str(files.path(name))],
+                                   "refresh_interval": interval}]
     return config
 
 
@@ -181,6 +201,10 @@ class Stack:
     def write_configs(self) -> None:
         data = self.settings.data_dir
         data.mkdir(parents=True, exist_ok=True)
+        files = self.settings.target_files
+        files.clear()
+        for name, address in self.settings.targets.items():
+            files.scrape(BY_NAME[name], address)
         (data / "prometheus.yml").write_text(
             yaml.safe_dump(prometheus_config(self.settings), sort_keys=False), encoding="utf-8")
         (data / "alertmanager.yml").write_text(
@@ -192,7 +216,8 @@ class Stack:
             with log.open("ab") as out:
                 proc = subprocess.Popen([shutil.which(server.binary) or server.binary, *args],
                                         stdout=out, stderr=subprocess.STDOUT,
-                                        stdin=subprocess.DEVNULL, start_new_session=True)
+                                        stdin=subprocess.DEVNULL, start_new_session=True,
+                                        preexec_fn=die_with(os.getpid()))
             self.procs[server.name] = (proc, log)
 
     def wait_ready(self, stop: threading.Event, timeout_s: float = READY_TIMEOUT_S) -> bool:
@@ -256,11 +281,21 @@ def run_watch(settings: WatchSettings, say=_print) -> int:
         p, a = settings.prometheus, settings.alertmanager
         say(f"{READY_PREFIX}Prometheus {p.url}, Alertmanager {a.url} (data in "
             f"{settings.data_dir}; Ctrl-C stops them)")
-        scraped = ", ".join(f"{job} {target}" for job, target in settings.targets.items())
+        scraped = ", ".join(f"{name} {target}" for name, target in settings.targets.items())
+        looking = settings.look_for or {}
+        sought = (f"; looking for {', '.join(f'{n} {t}' for n, t in looking.items())} (scraped "
+                  f"once found)" if looking else "")
         say(f"watch: scraping {scraped} every {settings.scrape_interval_s:g} s with the "
-            f"rules of {RULES.name}; targets {p.url}/targets, alerts {a.url}")
+            f"rules of {RULES.name}{sought}; targets {p.url}/targets, alerts {a.url}")
+        discovery = Discovery(looking, settings.target_files)
+        next_look = 0.0
         while not stop.wait(0.5):
             stack.check_running()
+            if discovery.waiting and time.monotonic() >= next_look:
+                for component, address in discovery.poll():
+                    say(f"watch: found {component.name} at {address}: scraping it from now "
+                        f"on")
+                next_look = time.monotonic() + DISCOVER_EVERY_S
         return EXIT_OK
     except WatchError as exc:
         say(f"appliance watch: {exc}", error=True)

@@ -20,13 +20,14 @@ from appliance.command_tree import (
     EXIT_LOST,
     EXIT_OK,
     EXIT_USAGE,
+    LazyVersion,
     Parser,
     count_arg,
     hidden_alias,
     number_arg,
     subcommands,
 )
-from appliance.durations import duration_arg, format_seconds
+from appliance.durations import duration_arg, format_ms, format_seconds, ms_arg
 from appliance.extras import MissingExtra, require
 from loadgen.config import LoadConfig as d  # its defaults are the CLI's defaults
 
@@ -41,6 +42,8 @@ EXIT_CODES = """exit codes:
   130  interrupted (Ctrl-C)"""
 
 _ratio = number_arg(0.0, maximum=1.0)
+#: The ``-ms`` flags: any duration (250ms, 1s), a plain number in milliseconds as before.
+_ms = ms_arg(whole=False)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -59,12 +62,13 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--grace", type=duration_arg(), default=d.grace, metavar="DURATION",
                    help=f"wait this long for answers after the last send (default "
                         f"{format_seconds(d.grace)})")
-    p.add_argument("--behind-ms", type=number_arg(0), default=d.behind_ms,
-                   help="an event sent later than this counts as behind schedule")
+    p.add_argument("--behind-ms", type=_ms, default=d.behind_ms, metavar="DURATION",
+                   help=f"an event sent later than this counts as behind schedule (default "
+                        f"{format_ms(d.behind_ms)}; a plain number is ms)")
     p.add_argument("--partitions", type=count_arg(1), default=d.topic_partitions,
                    help="partitions of created topics")
-    p.add_argument("--linger-ms", type=number_arg(0), default=d.linger_ms,
-                   help="producer linger.ms")
+    p.add_argument("--linger-ms", type=_ms, default=d.linger_ms, metavar="DURATION",
+                   help="producer linger.ms (default 0; a plain number is ms)")
     p.add_argument("--retry", type=duration_arg(), default=d.retry_s, metavar="DURATION",
                    help=f"re-send events the broker did not acknowledge for up to this long "
                         f"after the schedule's end (default {format_seconds(d.retry_s)})")
@@ -80,6 +84,22 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "$LOADGEN_KAFKA_CONFIG). Secrets never on the command line.")
 
 
+def _version() -> str:
+    """``loadgen --version``: loadgen, and the Kafka clients whose behaviour it measures
+    through (librdkafka's version decides the producer's batching and fetching). Imported
+    here: importlib.metadata and confluent-kafka would double what ``loadgen --help``
+    costs."""
+    from appliance.versions import python_kafka_clients
+
+    try:
+        import confluent_kafka
+    except ImportError:  # the loadgen extra is missing: the line says so
+        librdkafka = None
+    else:
+        librdkafka = str(confluent_kafka.libversion()[0])
+    return "\n".join([f"loadgen {__version__}", *python_kafka_clients(librdkafka)])
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="loadgen",
@@ -89,7 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
                "  loadgen run --bootstrap-server 127.0.0.1:9092 --rate 500 --duration 20s\n"
                "  loadgen floor --bootstrap-server 127.0.0.1:9092 --rate 500 --duration 10s\n"
                "  loadgen COMMAND --help\n\n" + EXIT_CODES)
-    parser.add_argument("--version", action="version", version=f"loadgen {__version__}")
+    parser.add_argument("--version", action=LazyVersion, text=_version,
+                        help="print the versions of loadgen and the Kafka clients it runs, "
+                             "and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser(
@@ -123,8 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
     hidden_alias(run, "--floor-seconds", dest="floor_duration", type=duration_arg())
     run.add_argument("--floor-rate", type=number_arg(0, above=True), default=d.floor_rate,
                      help="rate of the floor run (default: --rate)")
-    run.add_argument("--floor-ms", type=number_arg(0), default=d.floor_ms,
-                     help="floor p99 measured elsewhere (skips measuring it)")
+    run.add_argument("--floor-ms", type=_ms, default=d.floor_ms, metavar="DURATION",
+                     help="floor p99 measured elsewhere (skips measuring it; a plain number "
+                          "is ms)")
     run.add_argument("--self-test", action="store_true",
                      help="same as the floor command: no appliance in between")
     run.set_defaults(func=_cmd_run)

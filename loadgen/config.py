@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import math
-import secrets
+import os
 from dataclasses import dataclass, field
 
 from appliance.client_security import ClientSecurity
-from appliance.config import TopicsConfig
+from appliance.topic_defaults import DEFAULT_TOPICS
 from loadgen.schedule import Schedule
 
-# The appliance's topic names are the defaults: one source of truth.
-APPLIANCE_TOPICS = TopicsConfig()
+# The appliance's topic names are the defaults: one source of truth (a leaf, so that
+# `loadgen --help` does not import the appliance's config model).
+APPLIANCE_TOPICS = DEFAULT_TOPICS
 
 
 class ConfigError(ValueError):
@@ -45,7 +46,7 @@ class LoadConfig:
     topic_partitions: int = 2  # when loadgen has to create a topic
     linger_ms: float = 0.0
     progress: bool = True
-    run_id: str = field(default_factory=lambda: "lg" + secrets.token_hex(4))
+    run_id: str = field(default_factory=lambda: "lg" + os.urandom(4).hex())
     security: ClientSecurity = field(default_factory=ClientSecurity)  # TLS/SASL, repr hides
 
     def validate(self) -> None:

@@ -8,7 +8,9 @@ not given). Each user sends events at ``--user-rate`` per second; ``--alert-rati
 match an example rule (the same default as ``loadgen run``'s) and ``--bad-ratio`` are
 malformed (Locust custom arguments: on the command line, in the web UI's form, or from
 the environment as ``LOADGEN_BOOTSTRAP_SERVER``, ``LOADGEN_USER_RATE``,
-``LOADGEN_ALERT_RATIO``, ``LOADGEN_BAD_RATIO``, ``LOADGEN_ALERT_TIMEOUT``).
+``LOADGEN_ALERT_RATIO``, ``LOADGEN_BAD_RATIO``, ``LOADGEN_ALERT_TIMEOUT``; defined in
+``loadgen.locust_args``). Locust prints ``--help`` before it loads this file, so
+``python -m loadgen.locust_cli --help`` (Locust with this file loaded first) lists them.
 Locust shows three request types:
 
 * ``kafka`` / ``produce``: time until the broker acknowledged the event;
@@ -60,9 +62,10 @@ try:
 except ImportError:  # a checkout that is not pip-installed: Locust only adds loadgen/
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import loadgen.locust_args  # noqa: E402,F401 - adds the project's flags to Locust's
 from appliance.command_tree import EXIT_LOST  # noqa: E402
 from appliance.durations import parse_seconds  # noqa: E402
-from loadgen.config import APPLIANCE_TOPICS, LoadConfig  # noqa: E402
+from loadgen.config import APPLIANCE_TOPICS  # noqa: E402
 from loadgen.events import ALERT_KINDS, BAD_KINDS, EventFactory  # noqa: E402
 from loadgen.kafka_config import (  # noqa: E402
     KafkaConfigError,
@@ -78,7 +81,6 @@ DLQ_TOPIC = os.environ.get("LOADGEN_DLQ_TOPIC", APPLIANCE_TOPICS.dead_letters)
 IDLE_SLEEP_S = 0.001
 # How long the start-up check waits for Kafka: the whole stop must come within ~10 s.
 PREFLIGHT_TIMEOUT_S = 5.0
-DEFAULT_ALERT_TIMEOUT = "10s"
 EXPIRY_CHECK_S = 0.2
 
 # StopTest is how a locustfile stops a test: Locust's own handler logs its message as one
@@ -86,29 +88,6 @@ EXPIRY_CHECK_S = 0.2
 # hub would print a traceback for it as well.
 _hub = gevent.get_hub()
 _hub.NOT_ERROR = (*_hub.NOT_ERROR, StopTest)
-
-
-@events.init_command_line_parser.add_listener
-def _arguments(parser) -> None:
-    """Custom arguments: shown and settable in the web UI's start form (Locust's own
-    ``add_argument``: an argument group's would leave them out of the UI)."""
-    parser.add_argument("--bootstrap-server", env_var="LOADGEN_BOOTSTRAP_SERVER", default="",
-                        help="the Kafka to load, HOST:PORT (default: Locust's --host)")
-    parser.add_argument("--user-rate", type=float, env_var="LOADGEN_USER_RATE", default=10.0,
-                        help="events per second per user")
-    parser.add_argument("--alert-ratio", type=float, env_var="LOADGEN_ALERT_RATIO",
-                        default=LoadConfig.alert_ratio,
-                        help="share of events that match an example rule")
-    parser.add_argument("--bad-ratio", type=float, env_var="LOADGEN_BAD_RATIO",
-                        default=LoadConfig.bad_ratio,
-                        help="share of malformed events (answered by dead letters)")
-    parser.add_argument("--alert-timeout", env_var="LOADGEN_ALERT_TIMEOUT",
-                        default=DEFAULT_ALERT_TIMEOUT,
-                        help="an alert or dead letter not read back within this counts as a "
-                             "failure (20s, 1m...)")
-    # Services bind to loopback unless told otherwise (Locust's own default is every
-    # interface); --web-host or LOCUST_WEB_HOST still choose.
-    parser.set_defaults(web_host="127.0.0.1")
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from appliance.broker.settings import (
     Flush,
     parse_topics,
 )
+from appliance.durations import ms_arg
 from appliance.logs import configure, get_logger
 
 READY_PREFIX = "broker ready bootstrap="
@@ -58,11 +59,19 @@ def _topics_arg(value: str) -> dict[str, int]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _non_negative(value: str) -> int:
-    n = int(value)
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {n}")
+def _integer(value: str, minimum: int, words: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number {words} (got {value!r})") \
+            from None
+    if n < minimum:
+        raise argparse.ArgumentTypeError(f"must be a whole number {words} (got {n})")
     return n
+
+
+def _non_negative(value: str) -> int:
+    return _integer(value, 0, ">= 0")
 
 
 def _non_negative_float(value: str) -> float:
@@ -76,27 +85,20 @@ def _non_negative_float(value: str) -> float:
 
 
 def _minus_one_or_more(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer, got {value!r}") from None
-    if n < -1:
-        raise argparse.ArgumentTypeError(f"must be -1 (no limit) or >= 0, got {n}")
-    return n
-
-
-def _positive_float(value: str) -> float:
-    x = _non_negative_float(value)
-    if x <= 0:
-        raise argparse.ArgumentTypeError(f"must be a number > 0, got {value}")
-    return x
+    return _integer(value, -1, ">= 0, or -1 (no limit)")
 
 
 def _positive(value: str) -> int:
-    n = int(value)
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {n}")
-    return n
+    return _integer(value, 1, ">= 1")
+
+
+# The duration flags: any duration (7d, 10m, 250ms), a plain number in the unit of the
+# flag's name as before (appliance.durations.ms_arg).
+_ms = ms_arg()
+_positive_ms = ms_arg(positive=True)
+_retention_ms = ms_arg(no_limit="kept by age")
+_minutes = ms_arg(bare_unit="m", positive=True, whole=False)
+DURATION_HELP = "a duration: 7d, 10m, 250ms; a plain number is"
 
 
 def _port(value: str) -> int:
@@ -134,9 +136,11 @@ def add_broker_options(parser: argparse.ArgumentParser) -> None:
     ret = parser.add_argument_group(
         "retention", "how much the log keeps (Kafka's settings and defaults, docs/broker.md "
                      "\"Retention\"); topics may set retention.ms/retention.bytes")
-    ret.add_argument("--retention-ms", type=_minus_one_or_more, default=DEFAULT_RETENTION_MS,
+    ret.add_argument("--retention-ms", type=_retention_ms,
+                     metavar="DURATION", default=DEFAULT_RETENTION_MS,
                      help="segments (in memory: batches) appended longer ago go (Kafka's "
-                          "log.retention.ms; default 604800000, 7 days; -1: kept by age)")
+                          "log.retention.ms; default 7d; -1: kept by age; "
+                          f"{DURATION_HELP} ms)")
     ret.add_argument("--retention-bytes", type=_minus_one_or_more, default=-1,
                      help="per partition: the oldest segments go while it would still hold "
                           "this much without them (log.retention.bytes; default -1: none)")
@@ -154,13 +158,15 @@ def add_broker_options(parser: argparse.ArgumentParser) -> None:
                         help="read every segment through at start, quarantining bytes that "
                              "are not valid batches (default: only what a crash may have "
                              "left unsynced; the rest is taken from its index)")
-    parser.add_argument("--flush-interval-ms", type=_non_negative, default=1000,
-                        help="with --flush interval: how often to sync")
+    parser.add_argument("--flush-interval-ms", type=_ms, metavar="DURATION", default=1000,
+                        help=f"with --flush interval: how often to sync (default 1s; "
+                             f"{DURATION_HELP} ms)")
     parser.add_argument("--segment-bytes", type=_non_negative, default=DEFAULT_SEGMENT_BYTES,
                         help="a partition's segment file rolls at this size (default 64 MiB)")
-    parser.add_argument("--segment-ms", type=_positive, default=DEFAULT_SEGMENT_MS,
+    parser.add_argument("--segment-ms", type=_positive_ms,
+                        metavar="DURATION", default=DEFAULT_SEGMENT_MS,
                         help="... or once it is this old, so time retention can delete it "
-                             "(Kafka's log.roll.ms; default 7 days)")
+                             f"(Kafka's log.roll.ms; default 7d; {DURATION_HELP} ms)")
     parser.add_argument("--max-partitions-per-topic", type=_positive,
                         default=DEFAULT_MAX_PARTITIONS_PER_TOPIC,
                         help="CreateTopics/CreatePartitions above this are refused with "
@@ -203,36 +209,44 @@ def add_broker_options(parser: argparse.ArgumentParser) -> None:
                      default=DEFAULT_MAX_DECOMPRESSED_BYTES,
                      help="what one batch may decompress to when the broker reads inside it "
                           "(ListOffsets by time, a topic's compression.type; default 16 MiB)")
-    lim.add_argument("--connections-max-idle-ms", type=_non_negative,
+    lim.add_argument("--connections-max-idle-ms", type=_ms, metavar="DURATION",
                      default=DEFAULT_CONNECTIONS_MAX_IDLE_MS,
                      help="close a connection idle this long (Kafka's connections.max.idle.ms; "
-                          "default 600000; 0: never)")
+                          f"default 10m; 0: never; {DURATION_HELP} ms)")
     lim.add_argument("--max-connections", type=_non_negative, default=DEFAULT_MAX_CONNECTIONS,
                      help="connections of all clients together, kept below the open-files "
                           f"limit (Kafka's max.connections; default {DEFAULT_MAX_CONNECTIONS})")
-    lim.add_argument("--producer-id-expiration-ms", type=_positive, default=86_400_000,
+    lim.add_argument("--producer-id-expiration-ms", type=_positive_ms,
+                     metavar="DURATION", default=86_400_000,
                      help="forget an idempotent producer idle this long (Kafka's "
-                          "producer.id.expiration.ms; default a day)")
+                          f"producer.id.expiration.ms; default 1d; {DURATION_HELP} ms)")
     lim.add_argument("--max-producers-per-partition", type=_positive, default=1000,
                      help="idempotent producers a partition remembers; the least recently "
                           "written go first (default 1000)")
     # For the bench's before/after comparison only (bench/broker_soak.py): not for use.
-    lim.add_argument("--max-in-flight-requests", type=int, choices=(0, 1), default=1,
+    lim.add_argument("--max-in-flight-requests", type=_non_negative, choices=(0, 1), default=1,
                      help=argparse.SUPPRESS)
     lim.add_argument("--unsafe-skip-produce-crc", action="store_true", help=argparse.SUPPRESS)
     grp = parser.add_argument_group(
         "consumer groups", "the group coordinator, with Kafka's settings and defaults")
-    grp.add_argument("--group-initial-rebalance-delay-ms", type=_non_negative, default=3000,
+    grp.add_argument("--group-initial-rebalance-delay-ms", type=_ms,
+                     metavar="DURATION", default=3000,
                      help="a new group waits this long for more members before its first "
-                          "rebalance (Kafka's group.initial.rebalance.delay.ms; default 3000)")
-    grp.add_argument("--group-min-session-timeout-ms", type=_non_negative, default=6000,
-                     help="smallest session.timeout.ms a member may ask for (default 6000)")
-    grp.add_argument("--group-max-session-timeout-ms", type=_non_negative, default=1_800_000,
-                     help="largest session.timeout.ms a member may ask for (default 1800000)")
-    grp.add_argument("--offsets-retention-minutes", type=_positive_float,
-                     default=DEFAULT_OFFSETS_RETENTION_MS // 60_000,
+                          "rebalance (Kafka's group.initial.rebalance.delay.ms; default 3s; "
+                          f"{DURATION_HELP} ms)")
+    grp.add_argument("--group-min-session-timeout-ms", type=_ms, metavar="DURATION", default=6000,
+                     help="smallest session.timeout.ms a member may ask for (default 6s; "
+                          f"{DURATION_HELP} ms)")
+    grp.add_argument("--group-max-session-timeout-ms", type=_ms,
+                     metavar="DURATION", default=1_800_000,
+                     help="largest session.timeout.ms a member may ask for (default 30m; "
+                          f"{DURATION_HELP} ms)")
+    grp.add_argument("--offsets-retention-minutes", type=_minutes,
+                     default=float(DEFAULT_OFFSETS_RETENTION_MS), metavar="DURATION",
+                     dest="offsets_retention_ms",
                      help="an empty group, and its committed offsets, go after this long "
-                          "(Kafka's offsets.retention.minutes; default 10080, 7 days)")
+                          f"(Kafka's offsets.retention.minutes; default 7d; {DURATION_HELP} "
+                          "minutes)")
     grp.add_argument("--max-groups", type=_positive, default=DEFAULT_MAX_GROUPS,
                      help="groups the broker keeps; a new one beyond is refused "
                           f"GROUP_MAX_SIZE_REACHED (default {DEFAULT_MAX_GROUPS})")
@@ -266,10 +280,10 @@ def add_broker_options(parser: argparse.ArgumentParser) -> None:
     sec.add_argument("--password-check-workers", type=_positive, default=1,
                      help="processes that check SASL/PLAIN passwords (PBKDF2) off the "
                           "event loop, at a lower CPU priority (default 1)")
-    sec.add_argument("--failed-auth-close-delay-ms", type=_non_negative, default=100,
+    sec.add_argument("--failed-auth-close-delay-ms", type=_ms, metavar="DURATION", default=100,
                      help="after refusing an authentication, close the connection this "
                           "much later, as Kafka's connection.failed.authentication.delay.ms "
-                          "(default 100)")
+                          f"(default 100ms; {DURATION_HELP} ms)")
     acl = parser.add_argument_group(
         "authorization", "Kafka's ACLs, kept in DATA_DIR/acls.json (`appliance broker-user "
                          "acl`, or CreateAcls); SIGHUP re-reads the file (docs/broker.md)")
@@ -326,7 +340,7 @@ def run_from_args(args: argparse.Namespace) -> int:
                "max_producers_per_partition": args.max_producers_per_partition,
                "max_in_flight_requests": args.max_in_flight_requests,
                "verify_produce_crc": not args.unsafe_skip_produce_crc,
-               "offsets_retention_ms": int(args.offsets_retention_minutes * 60_000),
+               "offsets_retention_ms": int(args.offsets_retention_ms),
                "max_groups": args.max_groups, "group_max_size": args.group_max_size,
                "group_max_metadata_bytes": args.group_max_metadata_bytes,
                "groups_max_metadata_bytes": args.groups_max_metadata_bytes,

@@ -146,7 +146,7 @@ def test_stall_timeout_is_continuous_only_and_unset_by_default(tmp_path, monkeyp
     # Blank would otherwise resolve to the config file's own directory.
     ('[rules]\npath = ""\n', "appliance.toml: rules.path: must be a path (got a blank"),
     ('[query]\ncheckpoint_dir = " "\n', "appliance.toml: query.checkpoint_dir: must be a path"),
-    ('[nonsense]\nx = 1\n', "appliance.toml: nonsense: unknown key"),
+    ('[nonsense]\nx = 1\n', "appliance.toml: nonsense: unknown section"),
     ('query = 3\n', "appliance.toml: query: must be a table"),
     ('[query\n', "appliance.toml: not valid TOML"),
     ('[query]\nstall_timeout = "soon"\n', "appliance.toml: query.stall_timeout: must look like"),

@@ -55,7 +55,9 @@ def test_every_problem_is_listed_with_file_key_and_variable(tmp_path):
         f"'fast') (env: APPLIANCE_QUERY_TRIGGER)",
         f"{config}: query.interval: must look like 20s, 5m, 1h, 250ms, '1 second' or "
         f"plain seconds (got 'soon') (env: APPLIANCE_QUERY_INTERVAL)",
-        f"{config}: query.typo: unknown key",
+        f"{config}: query.typo: unknown key (the keys: trigger, interval, checkpoint_dir, "
+        f"starting_offsets, warmup, warmup_batches, async_progress, stall_timeout, "
+        f"executor_loss_restarts)",
         f"{config}: spark.driver_port (from --conf spark.driver.port): must be 0..65535, "
         f"0 = any free port (got -1)",
         f"{config}: metrics.port: must be 0..65535, 0 = any free port (got 99999) (env: "

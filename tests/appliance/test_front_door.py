@@ -92,9 +92,60 @@ def test_version_names_appliance_spark_kafka_clients_python_and_java():
     java = java_binary()
     assert java is not None and release_version(java) is not None
     assert f"Java: {release_version(java)} ({java})" in lines
-    assert len(lines) == 5  # no JVM started: `java -version` only with --verbose
+    assert f"kafka-python: {version('kafka-python')} (the appliance's admin and offsets " \
+           f"client)" in lines
+    assert f"confluent-kafka: {version('confluent-kafka')} (the load generator's clients)" \
+        in lines
+    assert len(lines) == 7  # no JVM started: `java -version` only with --verbose
     verbose = _run("appliance", "--version", "--verbose")
     assert verbose.returncode == 0 and "openjdk version" in verbose.stdout.lower()
+
+
+def test_loadgen_help_is_quick_and_version_names_the_kafka_clients():
+    """Issue 52: ``loadgen --help`` took 0.53 s (pydantic and the broker imported for the
+    topic names' defaults); ``--version`` left out the clients that decide behaviour."""
+    started = time.monotonic()
+    result = _run("loadgen", "--help")
+    took = time.monotonic() - started
+    assert result.returncode == 0 and took < HELP_BUDGET_S, (result.stderr, took)
+    probe = _python("import sys; from loadgen import cli; cli.build_parser().format_help(); "
+                    "print('\\n'.join(sorted(sys.modules)))")
+    assert probe.returncode == 0, probe.stderr
+    loaded = set(probe.stdout.split())
+    heavy = sorted(m for m in loaded if any(m == h or m.startswith(f"{h}.")
+                                            for h in (*HEAVY, "importlib.metadata")))
+    assert not heavy, heavy
+    lines = _run("loadgen", "--version").stdout.splitlines()
+    import confluent_kafka
+
+    assert lines == [
+        f"loadgen {__version__}",
+        f"kafka-python: {version('kafka-python')} (the appliance's admin and offsets client)",
+        f"confluent-kafka: {version('confluent-kafka')}, librdkafka "
+        f"{confluent_kafka.libversion()[0]} (the load generator's clients)"]
+
+
+def test_locusts_help_through_the_launcher_lists_the_project_flags():
+    """Locust prints --help before it loads a locustfile: ``python -m
+    loadgen.locust_cli`` loads the flags first, so its help lists all five."""
+    from loadgen.locust_args import FLAGS
+
+    result = _run("loadgen.locust_cli", "--help")
+    assert result.returncode == 0, result.stderr
+    shown = set(re.findall(r"(?:^\s+|, )(--[a-z-]+)", result.stdout, re.M))
+    assert set(FLAGS) <= shown, set(FLAGS) - shown
+    assert {"--headless", "--users", "--run-time"} <= shown  # Locust's own, as before
+
+
+def test_the_deploy_teaches_bootstrap_server():
+    """The deploy's docs and the loadgen.toml it writes onto hosts said ``--bootstrap``."""
+    old = re.compile(r"--bootstrap(?![-\w])")
+    found = [f"{path.relative_to(ROOT)}:{number}"
+             for path in sorted((ROOT / "ansible").rglob("*")) if path.is_file()
+             and path.suffix in (".j2", ".yml", ".md", ".yaml")
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if old.search(line)]
+    assert found == []
 
 
 def test_every_command_has_plain_help_with_examples_and_defaults():
@@ -164,6 +215,65 @@ def test_durations_read_one_way_everywhere():
     assert parser.parse_args(["watch", "--scrape-interval", "2s"]).scrape_interval == 2.0
 
 
+def _duration_flags() -> dict[str, argparse.Action]:
+    """Every flag whose name says a unit (``--retention-ms``, ``--offsets-retention-
+    minutes``), by ``command flag``."""
+    out = {}
+    for name, parser in _leaves().items():
+        for action in parser._actions:
+            for flag in action.option_strings:
+                if flag.endswith(("-ms", "-minutes")) and action.help != argparse.SUPPRESS:
+                    out[f"{name} {flag}"] = action
+    return out
+
+
+def test_every_flag_named_for_a_unit_takes_a_duration_and_its_old_plain_number():
+    """Issue 52: nine broker ``*-ms`` flags, ``--offsets-retention-minutes`` and loadgen's
+    ``--behind-ms``, ``--linger-ms``, ``--floor-ms`` took plain numbers only."""
+    flags = _duration_flags()
+    assert len(flags) >= 13, sorted(flags)
+    for name, action in flags.items():
+        bare_ms = 60_000 if name.endswith("-minutes") else 1
+        assert action.type("2s") == 2000, name
+        assert action.type("7d") == 7 * 86_400_000, name
+        assert action.type("250ms") == 250, name
+        assert action.type("5") == 5 * bare_ms, name  # the old unit, as before
+        with pytest.raises(argparse.ArgumentTypeError, match="must look like"):
+            action.type("soon")
+    broker = cli.build_parser().parse_args(["broker", "--retention-ms", "-1",
+                                            "--offsets-retention-minutes", "10080"])
+    assert broker.retention_ms == -1 and broker.offsets_retention_ms == 7 * 86_400_000
+
+
+def test_every_typed_flag_says_what_is_wrong_in_words():
+    """argparse shows a type function's own name when it raises anything but
+    ArgumentTypeError (``invalid _positive value: 'x'``): an internal name may not show."""
+    leaks = []
+    for name, parser in _leaves().items():
+        for action in parser._actions:
+            if not callable(action.type) or not action.option_strings:
+                continue
+            for text in ("x", "-5", ""):
+                try:
+                    action.type(text)
+                except argparse.ArgumentTypeError:
+                    pass
+                except (ValueError, TypeError):
+                    if action.type.__name__.startswith("_"):
+                        leaks.append(f"{name} {action.option_strings[0]} {text!r}: invalid "
+                                     f"{action.type.__name__} value")
+    assert leaks == []
+
+
+def test_watch_retention_is_checked_before_prometheus_starts():
+    parser = cli.build_parser()
+    assert parser.parse_args(["watch", "--retention", "2w"]).retention == 14 * 86_400.0
+    for bad in ("1x", "10s", "0"):
+        result = _run("appliance", "watch", "--retention", bad, "--prometheus-port", "1")
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.startswith("appliance watch: error: argument --retention: must")
+
+
 def test_config_durations_take_the_same_syntax_and_reach_spark_in_its_words(tmp_path):
     from appliance.config import load_config
 
@@ -183,8 +293,8 @@ def test_alert_ratio_defaults_agree_between_loadgen_and_locust():
     assert loadgen_cli.build_parser().parse_args(
         ["run", "--bootstrap-server", "k:1", "--rate", "1", "--duration", "1"]
     ).alert_ratio == LoadConfig.alert_ratio
-    probe = _python("import configargparse, loadgen.locustfile as lf; "
-                       "p = configargparse.ArgumentParser(); lf._arguments(p); "
+    probe = _python("import configargparse, loadgen.locust_args as la; "
+                       "p = configargparse.ArgumentParser(); la.add_arguments(p); "
                        "o = p.parse_args([]); print(o.alert_ratio, o.bad_ratio, "
                        "o.alert_timeout)")
     assert probe.returncode == 0, probe.stderr
