@@ -91,9 +91,11 @@ test-deploy: setup
 	$(PY) -m pytest -m deploy tests/deploy -s
 
 # The long fault variants: more kill -9 rounds, a ~30 s broker outage, higher rates, every
-# trigger (tests/faults/conftest.py reads FAULTS_LONG). Needs root for the tmpfs disk test.
+# trigger (tests/faults/conftest.py reads FAULTS_LONG), and the other triggers of the kill -9 and
+# restart test elsewhere (the faults_long mark). Needs root for the tmpfs disk test.
 faults: setup
 	FAULTS_LONG=1 $(PY) -m pytest tests/faults -s -p no:cacheprovider
+	FAULTS_LONG=1 $(PY) -m pytest -m faults_long tests --ignore=tests/faults -s -p no:cacheprovider
 
 # Hours of `appliance run` at a steady rate against a durable broker (issue 46): the
 # broker's memory, open files and the latencies must stay flat. SOAK_SECONDS sets the

@@ -42,11 +42,24 @@ E2E = {
 }
 
 
+#: The long variants (``faults_long``: more rounds, other triggers of a fault test) run only
+#: under ``make faults``, which sets this; the ``soak`` test only under ``make soak``.
+FAULTS_LONG = os.environ.get("FAULTS_LONG") == "1"
+
+
 def pytest_collection_modifyitems(config, items):
+    soak = "SOAK_SECONDS" in os.environ
+    keep, drop = [], []
     for item in items:
         where = Path(item.fspath).resolve().relative_to(TESTS)
         if where.parts[0] in E2E or where.as_posix() in E2E:
             item.add_marker(pytest.mark.e2e)
+        unwanted = (not FAULTS_LONG and item.get_closest_marker("faults_long")) or (
+            not soak and item.get_closest_marker("soak"))
+        (drop if unwanted else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 # Every broker the suite starts (in-process or as a subprocess, which inherits this) encodes

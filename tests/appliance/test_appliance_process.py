@@ -47,9 +47,13 @@ def write_config(tmp_path: Path, broker, topics: dict[str, str],
 
 
 # The last stop's SIGTERM: to the appliance alone, or (once: it is the same shutdown) to
-# its whole process group, JVM included, as ``timeout`` and systemd send it.
+# its whole process group, JVM included, as ``timeout`` and systemd send it. `make test`
+# runs the default trigger; the other two are fault variants (`make faults`), as the
+# kill -9 suites in tests/faults are.
 @pytest.mark.parametrize("trigger, group_stop", [
-    ("continuous", True), ("realtime", False), ("microbatch", False)])
+    ("continuous", True),
+    pytest.param("realtime", False, marks=pytest.mark.faults_long),
+    pytest.param("microbatch", False, marks=pytest.mark.faults_long)])
 def test_sigkill_and_restart_loses_nothing_then_sigterm_stops_cleanly(
         trigger, group_stop, broker, new_topic, tmp_path):
     topics = {"events": new_topic(2), "alerts": new_topic(1), "dead_letters": new_topic(1)}

@@ -2,8 +2,9 @@
 
 ``make test`` runs every fault short (few rounds, short outages); ``make faults`` sets
 ``FAULTS_LONG=1`` for the long variants (more rounds, ~30 s broker outage, higher rate)
-and runs the tests marked ``faults_long``, which ``make test`` deselects. The ``soak``
-test (hours) runs only under ``make soak``, which sets ``SOAK_SECONDS``.
+and runs the tests marked ``faults_long``, which ``make test`` deselects (tests/conftest.py
+does, for the whole suite). The ``soak`` test (hours) runs only under ``make soak``, which
+sets ``SOAK_SECONDS``.
 """
 
 from __future__ import annotations
@@ -16,19 +17,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from fault_knobs import LONG
-
-
-def pytest_collection_modifyitems(config, items):
-    soak = "SOAK_SECONDS" in os.environ
-    keep, drop = [], []
-    for item in items:
-        unwanted = (not LONG and item.get_closest_marker("faults_long")) or (
-            not soak and item.get_closest_marker("soak"))
-        (drop if unwanted else keep).append(item)
-    if drop:
-        config.hook.pytest_deselected(items=drop)
-        items[:] = keep
 
 
 @pytest.fixture
