@@ -4,8 +4,9 @@ The rules mix what the index files under a key (``metric = ...``, ``source IN (.
 ``tags['env'] = ...``, an OR of equalities on one key, an equality after other conjuncts)
 with what it cannot (no equality, ``NOT``, a function of the field, a collated or cast
 comparison) and what is easy to get wrong (null-safe equality, NULL in an IN list, absent
-tags, LIKE patterns, overlapping rules, every severity). The events mix valid ones over the
-same vocabulary with edge values and bad records (every dead-letter reason).
+tags, LIKE patterns, higher-order functions with lambdas, overlapping rules, every
+severity). The events mix valid ones over the same vocabulary with edge values and bad
+records (every dead-letter reason).
 """
 
 from __future__ import annotations
@@ -70,6 +71,12 @@ def _residual(rng: random.Random) -> str:
         "size(tags) > 1",
         f"element_at(tags, 'env') = {_lit(rng.choice(ENVS))}",
         "event_id LIKE 'e-1%'",
+        # Higher-order functions: lambda variables hold an element while the lambda runs.
+        f"exists(map_keys(tags), k -> k = {_lit(rng.choice(['env', 'dc']))})",
+        f"forall(map_values(tags), v -> v != {_lit(rng.choice(ENVS))})",
+        "aggregate(map_keys(tags), 0, (n, k) -> n + length(k)) > 3",
+        f"size(map_filter(tags, (k, v) -> v = {_lit(rng.choice(ENVS))})) > 0",
+        f"exists(array(metric, source), x -> x LIKE {_lit(rng.choice(LIKE_PATTERNS))})",
     ])
 
 
