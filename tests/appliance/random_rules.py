@@ -4,9 +4,9 @@ The rules mix what the index files under a key (``metric = ...``, ``source IN (.
 ``tags['env'] = ...``, an OR of equalities on one key, an equality after other conjuncts)
 with what it cannot (no equality, ``NOT``, a function of the field, a collated or cast
 comparison) and what is easy to get wrong (null-safe equality, NULL in an IN list, absent
-tags, LIKE patterns, higher-order functions with lambdas, overlapping rules, every
-severity). The events mix valid ones over the same vocabulary with edge values and bad
-records (every dead-letter reason).
+tags, LIKE patterns, higher-order functions with lambdas, intervals and kinds that can
+raise, overlapping rules, every severity). The events mix valid ones over the same
+vocabulary with edge values and bad records (every dead-letter reason).
 """
 
 from __future__ import annotations
@@ -77,6 +77,11 @@ def _residual(rng: random.Random) -> str:
         "aggregate(map_keys(tags), 0, (n, k) -> n + length(k)) > 3",
         f"size(map_filter(tags, (k, v) -> v = {_lit(rng.choice(ENVS))})) > 0",
         f"exists(array(metric, source), x -> x LIKE {_lit(rng.choice(LIKE_PATTERNS))})",
+        # Kinds that can raise (whatever ANSI says), never for these events: before an
+        # equality, they keep the rule out of the index.
+        "assert_true(value <= 1e308) IS NULL",
+        f"CAST(CAST(value AS BIGINT) % 100 AS INTERVAL DAY) < INTERVAL '{rng.randint(0, 99)}' DAY",
+        "if(value > 1e308, raise_error('huge'), true)",
     ])
 
 

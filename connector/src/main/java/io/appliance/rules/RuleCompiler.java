@@ -3,7 +3,9 @@ package io.appliance.rules;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.regex.Pattern;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -100,10 +102,12 @@ public final class RuleCompiler {
   /**
    * Compiles the rules in {@code rulesJson} ({@code {"version": hash, "rules": [{"id",
    * "severity", "ordinal", "message", "when"}, ...]}}) against events of {@code eventDdl}.
-   * {@code indexPreference}: comma-separated field names, the best index key first.
+   * {@code indexPreference}: comma-separated field names, the best index key first;
+   * {@code presentFields}: comma-separated names of the fields every evaluated event has
+   * (never null: the required ones).
    */
   public static Compiled compile(SparkSession spark, String eventDdl, String indexPreference,
-      String rulesJson) {
+      String presentFields, String rulesJson) {
     JsonNode doc;
     try {
       doc = JSON.readTree(rulesJson);
@@ -117,8 +121,8 @@ public final class RuleCompiler {
           r.get("ordinal").asInt(), r.get("message").asText(), r.get("when").asText()));
     }
     StructType schema = StructType.fromDDL(eventDdl);
-    List<String> preference = indexPreference.isEmpty()
-        ? List.of() : Arrays.asList(indexPreference.split(","));
+    List<String> preference = names(indexPreference);
+    Set<String> present = new HashSet<>(names(presentFields));
 
     // Expressions take settings (ANSI evaluation, ...) from the thread's active session when
     // they are built, and the parser builds them: the rules' session must be the active one.
@@ -126,7 +130,7 @@ public final class RuleCompiler {
     SparkSession session = analysisSession(spark);
     SparkSession.setActiveSession(session);
     try {
-      return compile(session, defs, version, schema, preference);
+      return compile(session, defs, version, schema, preference, present);
     } finally {
       if (before.isDefined()) {
         SparkSession.setActiveSession(before.get());
@@ -136,8 +140,12 @@ public final class RuleCompiler {
     }
   }
 
+  private static List<String> names(String commaSeparated) {
+    return commaSeparated.isEmpty() ? List.of() : Arrays.asList(commaSeparated.split(","));
+  }
+
   private static Compiled compile(SparkSession session, List<RuleDefinition> defs,
-      String version, StructType schema, List<String> preference) {
+      String version, StructType schema, List<String> preference, Set<String> present) {
     long t0 = System.nanoTime();
     List<RuleProblem> problems = new ArrayList<>();
     Expression[] parsed = new Expression[defs.size()];
@@ -160,7 +168,7 @@ public final class RuleCompiler {
       return new Compiled(null, problems, ms(t0, t1), ms(t1, t2), 0, analysis.count);
     }
     CompiledRule[] rules = optimizeAndBind(analysis.all, events, defs, schema.fieldNames(),
-        preference);
+        preference, present);
     long t3 = System.nanoTime();
     return new Compiled(new RuleSetVersion(version, 0, rules, schema.fieldNames()),
         problems, ms(t0, t1), ms(t1, t2), ms(t2, t3), analysis.count);
@@ -287,7 +295,8 @@ public final class RuleCompiler {
   }
 
   private static CompiledRule[] optimizeAndBind(Dataset<Row> all, Dataset<Row> events,
-      List<RuleDefinition> defs, String[] fieldNames, List<String> preference) {
+      List<RuleDefinition> defs, String[] fieldNames, List<String> preference,
+      Set<String> present) {
     LogicalPlan optimized = all.queryExecution().optimizedPlan();
     if (!(optimized instanceof Project)) {
       throw new IllegalStateException("the rules' optimized plan is a "
@@ -301,7 +310,7 @@ public final class RuleCompiler {
     for (int i = 0; i < rules.length; i++) {
       Expression bound = bind(((Alias) columns.get(i)).child(), input);
       rules[i] = new CompiledRule(defs.get(i), bound,
-          IndexChoice.choose(bound, fieldNames, preference));
+          IndexChoice.choose(bound, fieldNames, preference, present));
     }
     return rules;
   }
