@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from appliance.query import rule_syntax as s
 from appliance.query.events import FIELD_NAMES, FIELDS
+from appliance.query.never_match import contradiction, is_number_text, number_literal, text_field
 from appliance.query.spark_collations import BUILT_IN, LOCALES
 from appliance.query.spark_functions import ANY_MORE, FUNCTIONS
 from appliance.query.sql_types import (
@@ -298,6 +299,7 @@ class _Checker:
             return T_BOOLEAN
         if op in ("=", "==", "<=>", "<>", "!=", "<", "<=", ">", ">="):
             self._comparable(node, left, right)
+            self._matchable(node.left, left, node.right, right, scope)
             return T_BOOLEAN
         if op == "||":
             if left.kind == ARRAY or right.kind == ARRAY:
@@ -349,20 +351,55 @@ class _Checker:
 
     def _between(self, node: s.Between, scope: frozenset[str]) -> SqlType:
         value = self.infer(node.value, scope)
-        self._comparable(node, value, self.infer(node.low, scope))
-        self._comparable(node, value, self.infer(node.high, scope))
+        for bound in (node.low, node.high):
+            found = self.infer(bound, scope)
+            self._comparable(node, value, found)
+            self._matchable(node.value, value, bound, found, scope)
         return T_BOOLEAN
+
+    def _matchable(self, a: s.Node, a_type: SqlType, b: s.Node, b_type: SqlType,
+                   scope: frozenset[str]) -> None:
+        """A comparison Spark makes NULL for every event, or for every text that is not a
+        number: text that is not a number compared with a number (Spark casts it to NULL);
+        a text field compared with a number (Spark casts the field to a number)."""
+        for this, other, other_type in ((a, b, b_type), (b, a, a_type)):
+            if isinstance(this, s.Literal) and this.kind == "string" \
+                    and other_type.kind == NUMERIC and not is_number_text(this.text):
+                self.add(f"can never match: {this.text!r} is not a number, and "
+                         f"{_say(other, quote=False)} is {_a(other_type)}")
+                return
+            name = text_field(this, scope)
+            if name and number_literal(other) is not None:
+                self.add(f"compares the text field {name} (a string) with the number "
+                         f"{_say(other, quote=False)} ({_a(other_type)}): Spark compares them "
+                         f"as numbers, so it matches no {name} that is not a number; write "
+                         f"'{_say(other, quote=False)}' to compare text")
+                return
 
     def _inlist(self, node: s.InList, scope: frozenset[str]) -> SqlType:
         value = self.infer(node.value, scope)
+        mixed = None
         for item in node.items:
-            self._comparable(node, value, self.infer(item, scope))
+            found = self.infer(item, scope)
+            self._comparable(node, value, found)
+            if mixed is None and {value.kind, found.kind} == {NUMERIC, STRING}:
+                mixed = (item, found)
+        if mixed is not None:
+            item, found = mixed
+            self.add(f"IN of two types: {_say(node.value, quote=False)} is {_a(value)} and "
+                     f"{_say(item, quote=False)} is {_a(found)}; Spark compares them as text, "
+                     f"where the number 1 reads '1.0': make them one type")
         return T_BOOLEAN
 
     def _like(self, node: s.Like, scope: frozenset[str]) -> SqlType:
         for part in (node.value, node.pattern):
             found = self.infer(part, scope)
-            if found.kind not in TEXTUAL:
+            if part is node.value and found.kind == NUMERIC:
+                self.add(f"{node.op} on a number: {_say(part, quote=False)} is {_a(found)}, and "
+                         f"{node.op} matches its text (95.0 is '95.0'); write "
+                         f"CAST({_say(part, quote=False)} AS STRING) {node.op} ... if that is "
+                         f"meant")
+            elif found.kind not in TEXTUAL:
                 self.add(f"{node.op} matches text, and {_say(part)} is {_a(found)}")
             elif node.op == "RLIKE" and found.collation \
                     and not found.collation.startswith("utf8_"):
@@ -375,7 +412,9 @@ class _Checker:
         if node.test in ("TRUE", "FALSE") and value.kind not in (BOOLEAN, NULL, ANY):
             self.add(f"IS {node.test} needs true/false, and {_say(node.value)} is {_a(value)}")
         if node.other is not None:
-            self._comparable(node, value, self.infer(node.other, scope))
+            other = self.infer(node.other, scope)
+            self._comparable(node, value, other)
+            self._matchable(node.value, value, node.other, other, scope)
         return T_BOOLEAN
 
     def _case(self, node: s.Case, scope: frozenset[str]) -> SqlType:
@@ -383,8 +422,9 @@ class _Checker:
         results: list[SqlType] = []
         for condition, result in node.whens:
             found = self.infer(condition, scope)
-            if operand is not None:
+            if operand is not None and node.operand is not None:
                 self._comparable(condition, operand, found)
+                self._matchable(node.operand, operand, condition, found, scope)
             elif found.kind not in (BOOLEAN, NULL, ANY):
                 self.add(f"CASE WHEN needs a true/false condition, and {_say(condition)} "
                          f"is {_a(found)}")
@@ -623,4 +663,8 @@ def check(text: str) -> list[str]:
         return [str(exc)]
     checker = _Checker([])
     checker.check(parsed.tree)
+    if not checker.problems:
+        never = contradiction(parsed.tree)
+        if never:
+            checker.add(never)
     return checker.problems

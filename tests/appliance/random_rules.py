@@ -15,6 +15,7 @@ import json
 import random
 from dataclasses import dataclass
 
+from appliance.query.rule_types import check
 from appliance.query.rules import SEVERITIES, Rule, RuleSet
 
 METRICS = ("cpu.util", "mem.used_pct", "disk.used_pct", "net.rx", "load.1m", "CPU.util",
@@ -86,6 +87,15 @@ def _residual(rng: random.Random) -> str:
 
 
 def random_rule(rng: random.Random, i: int) -> Rule:
+    """A rule the check accepts: shapes that can never match (two values for one field, an
+    empty range) are drawn again."""
+    while True:
+        rule = _any_rule(rng, i)
+        if not check(rule.when):
+            return rule
+
+
+def _any_rule(rng: random.Random, i: int) -> Rule:
     shape = rng.randrange(5)
     if shape == 0:
         when = _residual(rng)

@@ -295,7 +295,7 @@ public final class RuleCompiler {
     if (!(e.dataType() instanceof BooleanType)) {
       return "must be a boolean expression (it is " + e.dataType().simpleString() + ")";
     }
-    return null;
+    return NeverMatch.problem(e);
   }
 
   private static boolean readsClock(Expression e) {
