@@ -17,6 +17,7 @@ import json
 import time
 
 import pytest
+from lambda_rules import LAMBDA_RULES, book_and_naive
 from random_rules import random_events, random_rule_set
 
 from appliance.config import TopicsConfig
@@ -183,64 +184,16 @@ def test_streaming_in_each_trigger_agrees_with_the_naive_query(sql_spark, broker
 
 # -- concurrent tasks: each evaluates its own copy of a rule ----------------------------
 
-#: Higher-order rules whose lambda variables hold the element being tested while the
-#: lambda runs: two tasks sharing one variable would test each other's elements.
-LAMBDA_RULES = (
-    "exists(map_keys(tags), k -> k = 'env')",
-    "forall(map_keys(tags), k -> k != 'dc')",
-    "exists(transform(map_values(tags), v -> upper(v)), v -> v = 'PROD')",
-    "aggregate(map_keys(tags), 0, (acc, k) -> acc + if(k = 'env', 1, 0)) = 1",
-    "metric = 'm' AND size(filter(map_keys(tags), k -> k LIKE 'e%')) > 0",
-    "size(map_filter(tags, (k, v) -> v = 'prod')) = 1",
-)
-
-
-def _alternating_records(spark, per_partition: int):
-    """Kafka-shaped records made in Spark (no Python rows): 2 partitions, each alternating a
-    hot event (``tags: {env: prod}``) and a cold one (``tags: {dc: a}``)."""
-    from pyspark.sql import functions as F
-
-    i = F.col("id")
-    hot = i % 2 == 0
-    event = F.struct(
-        F.concat(F.lit("e-"), i.cast("string")).alias("event_id"),
-        i.cast("double").alias("ts"), F.lit("s").alias("source"), F.lit("m").alias("metric"),
-        (i % 100).cast("double").alias("value"),
-        F.when(hot, F.create_map(F.lit("env"), F.lit("prod")))
-        .otherwise(F.create_map(F.lit("dc"), F.lit("a"))).alias("tags"))
-    return spark.range(0, 2 * per_partition, 1, 2).select(
-        F.lit(None).cast("binary").alias("key"), F.to_json(event).cast("binary").alias("value"),
-        F.lit("events").alias("topic"), F.spark_partition_id().alias("partition"),
-        i.alias("offset"), F.lit(datetime.datetime(2026, 1, 1)).alias("timestamp"),
-        F.lit(0).alias("timestampType"))
-
-
-def _matches_by_rule(df) -> dict[str, int]:
-    from pyspark.sql import functions as F
-
-    ids = F.from_json("value", "struct<rules: array<struct<id: string>>>").rules.id
-    rows = (df.where(F.col("topic") == "alerts").select(F.explode(ids).alias("rule"))
-            .groupBy("rule").count().collect())
-    return {r.rule: r["count"] for r in rows}
-
-
 def test_lambda_rules_in_concurrent_tasks_match_what_spark_matches(sql_spark):
-    """Two tasks at once (local[2], 2 partitions) over the same lambda rules: every hot event
-    matches every rule and no cold one does, as in the plan-compiled query."""
+    """Two tasks at once (local[2], 2 partitions) over the same lambda rules
+    (``lambda_rules``): every hot event matches every rule and no cold one does, as in the
+    plan-compiled query."""
     per_partition = 40_000
-    rule_set = RuleSet.of([Rule(f"l{i}", "info", when, "m")
-                           for i, when in enumerate(LAMBDA_RULES)])
-    records_df = _alternating_records(sql_spark, per_partition)
-    assert records_df.rdd.getNumPartitions() == 2
-    book = RuleBook.holding(sql_spark, rule_set)
-    try:
-        indexed = _matches_by_rule(transform(records_df, book, TopicsConfig()))
-    finally:
-        book.close()
-    naive = _matches_by_rule(transform(records_df, NaiveRules(rule_set), TopicsConfig()))
-    expected = {r.id: per_partition for r in rule_set.rules}
-    assert naive == expected
-    assert indexed == expected
+    assert sql_spark.sparkContext.defaultParallelism == 2
+    found = book_and_naive(sql_spark, per_partition, partitions=2)
+    expected = {f"l{i}": per_partition for i in range(len(LAMBDA_RULES))}
+    assert found["naive"] == expected
+    assert found["book"] == expected
 
 
 # -- rules that raise: the book fails exactly the events the plan-compiled query fails ------
