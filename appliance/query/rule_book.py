@@ -27,7 +27,7 @@ from pyspark.sql import Column, SparkSession
 
 from appliance.connector import driver_jvm
 from appliance.query.book_stats import EMPTY, BookStats, RuleCounts
-from appliance.query.events import EVENT_DDL
+from appliance.query.events import EVENT_DDL, REQUIRED
 from appliance.query.rules import RulesError, RuleSet
 
 #: Event fields the index prefers as keys, best first (a ``tags[...]`` entry ranks after
@@ -85,7 +85,8 @@ def compile_rules(spark: SparkSession, rule_set: RuleSet) -> CompiledRules:
     with one line per rule Spark refuses (file, rule id, Spark's reason)."""
     jvm = driver_jvm(spark)
     compiled = jvm.io.appliance.rules.RuleCompiler.compile(
-        spark._jsparkSession, EVENT_DDL, ",".join(INDEX_PREFERENCE), _rules_json(rule_set))
+        spark._jsparkSession, EVENT_DDL, ",".join(INDEX_PREFERENCE),
+        ",".join(f.name for f in REQUIRED), _rules_json(rule_set))
     problems = json.loads(compiled.problemsJson())
     if problems:
         rules = rule_set.rules

@@ -269,6 +269,12 @@ class Cast(Node):
 
 
 @dataclass(frozen=True)
+class Collate(Node):
+    value: Node
+    collation: str   # as written (``UTF8_LCASE``, ``unicode_ci``, ``system.builtin.X``)
+
+
+@dataclass(frozen=True)
 class Subquery(Node):
     """``(SELECT ...)`` or ``EXISTS (...)``: never allowed in a rule, kept to say so."""
 
@@ -481,6 +487,9 @@ class _Parser:
             elif self.op("::"):
                 t = self.take()
                 node = Cast(t.pos, node, self.type_name(), lenient=False)
+            elif self.word("COLLATE"):
+                t = self.take()
+                node = Collate(t.pos, node, self.collation_name())
             elif self.word("OVER"):
                 t = self.take()
                 self.skip_parenthesized()
@@ -636,9 +645,44 @@ class _Parser:
             self.fail("a quantity after INTERVAL (e.g. INTERVAL 5 MINUTES)")
         return Literal(start.pos, "interval", " ".join(parts))
 
+    def collation_name(self) -> str:
+        """``UTF8_LCASE``, ``system.builtin.UNICODE_CI``: an identifier, dotted or not."""
+        if self.tok.kind not in ("ident", "quoted"):
+            self.fail("a collation name after COLLATE (e.g. COLLATE UTF8_LCASE)")
+        parts = [self.take().text]
+        while self.op(".") and self.peek().kind in ("ident", "quoted"):
+            self.take()
+            parts.append(self.take().text)
+        return ".".join(parts)
+
+    def interval_type(self) -> str:
+        """After INTERVAL as a type: ``YEAR [TO MONTH]`` or ``DAY|HOUR|MINUTE [TO ...]``, as
+        Spark spells the type (``interval day to second``); plain ``interval`` without."""
+        units = ("YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND")
+        if not self.word(*units):
+            return "interval"
+        start = self.take()
+        first = start.text.upper()
+        if not self.word("TO"):
+            return f"interval {first.lower()}"
+        self.take()
+        if not self.word(*units):
+            self.fail("a unit after TO (YEAR, MONTH, DAY, HOUR, MINUTE or SECOND)")
+        end = self.take()
+        last = end.text.upper()
+        year_month = ("YEAR", "MONTH")
+        same_family = (first in year_month) == (last in year_month)
+        if not same_family or units.index(last) <= units.index(first):
+            self.fail("an interval type from a larger unit to a smaller one of its kind "
+                      "(YEAR TO MONTH, DAY TO SECOND...)", start)
+        return f"interval {first.lower()} to {last.lower()}"
+
     def type_name(self) -> str:
         if self.tok.kind != "ident":
             self.fail("expected a type name")
+        if self.word("INTERVAL"):
+            self.take()
+            return self.interval_type()
         name = self.take().text.lower()
         if self.op("<"):
             depth, parts = 0, [name]

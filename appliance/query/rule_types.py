@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 from appliance.query import rule_syntax as s
 from appliance.query.events import FIELD_NAMES, FIELDS
+from appliance.query.never_match import contradiction, is_number_text, number_literal, text_field
+from appliance.query.spark_collations import BUILT_IN, LOCALES
 from appliance.query.spark_functions import ANY_MORE, FUNCTIONS
 from appliance.query.sql_types import (
     ANY,
@@ -59,10 +61,11 @@ FIELD_TYPES: dict[str, SqlType] = {f.name: parse_type(f.spark_type) for f in FIE
 
 # -- function facts beyond Spark's table --------------------------------------------------
 
-#: Functions that read the clock (continuous mode refuses them; so do rules).
+#: Functions that read the clock (continuous mode refuses them; so do rules), and
+#: ``unix_timestamp()`` without arguments (the current time; with one, it parses it).
 CLOCK_FUNCS = frozenset({"now", "current_timestamp", "current_date", "curdate",
-                         "current_time", "localtimestamp", "current_timezone",
-                         "unix_timestamp"})
+                         "current_time", "localtimestamp", "current_timezone"})
+CLOCK_WITHOUT_ARGUMENTS = frozenset({"unix_timestamp"})
 #: What each kind of argument a signature names accepts.
 _ACCEPTS: dict[str, tuple[str, ...]] = {
     "text": TEXTUAL,
@@ -149,6 +152,8 @@ SIGNATURES: dict[str, Signature] = {
     "isnull": _sig("anything", BOOLEAN),
     "isnotnull": _sig("anything", BOOLEAN),
     "isnan": _sig("number", BOOLEAN),
+    "aggregate": _sig("array anything lambda lambda", ANY),  # the accumulator's type
+    "reduce": _sig("array anything lambda lambda", ANY),
     "exists": _sig("array lambda", BOOLEAN),
     "forall": _sig("array lambda", BOOLEAN),
     "filter": _sig("array lambda", ARRAY),
@@ -294,6 +299,7 @@ class _Checker:
             return T_BOOLEAN
         if op in ("=", "==", "<=>", "<>", "!=", "<", "<=", ">", ">="):
             self._comparable(node, left, right)
+            self._matchable(node.left, left, node.right, right, scope)
             return T_BOOLEAN
         if op == "||":
             if left.kind == ARRAY or right.kind == ARRAY:
@@ -329,6 +335,10 @@ class _Checker:
                     what: str = "compare") -> None:
         if left.kind in (NULL, ANY) or right.kind in (NULL, ANY):
             return
+        if left.collation and right.collation and left.collation != right.collation:
+            self.add(f"cannot {what} text in two collations ({left.collation.upper()} and "
+                     f"{right.collation.upper()})")
+            return
         for found in (left, right):
             if found.kind in (MAP, VARIANT):
                 hint = " (compare one entry instead, e.g. tags['env'] = 'prod')" \
@@ -341,21 +351,60 @@ class _Checker:
 
     def _between(self, node: s.Between, scope: frozenset[str]) -> SqlType:
         value = self.infer(node.value, scope)
-        self._comparable(node, value, self.infer(node.low, scope))
-        self._comparable(node, value, self.infer(node.high, scope))
+        for bound in (node.low, node.high):
+            found = self.infer(bound, scope)
+            self._comparable(node, value, found)
+            self._matchable(node.value, value, bound, found, scope)
         return T_BOOLEAN
+
+    def _matchable(self, a: s.Node, a_type: SqlType, b: s.Node, b_type: SqlType,
+                   scope: frozenset[str]) -> None:
+        """A comparison Spark makes NULL for every event, or for every text that is not a
+        number: text that is not a number compared with a number (Spark casts it to NULL);
+        a text field compared with a number (Spark casts the field to a number)."""
+        for this, other, other_type in ((a, b, b_type), (b, a, a_type)):
+            if isinstance(this, s.Literal) and this.kind == "string" \
+                    and other_type.kind == NUMERIC and not is_number_text(this.text):
+                self.add(f"can never match: {this.text!r} is not a number, and "
+                         f"{_say(other, quote=False)} is {_a(other_type)}")
+                return
+            name = text_field(this, scope)
+            if name and number_literal(other) is not None:
+                self.add(f"compares the text field {name} (a string) with the number "
+                         f"{_say(other, quote=False)} ({_a(other_type)}): Spark compares them "
+                         f"as numbers, so it matches no {name} that is not a number; write "
+                         f"'{_say(other, quote=False)}' to compare text")
+                return
 
     def _inlist(self, node: s.InList, scope: frozenset[str]) -> SqlType:
         value = self.infer(node.value, scope)
+        mixed = None
         for item in node.items:
-            self._comparable(node, value, self.infer(item, scope))
+            found = self.infer(item, scope)
+            self._comparable(node, value, found)
+            if mixed is None and {value.kind, found.kind} == {NUMERIC, STRING}:
+                mixed = (item, found)
+        if mixed is not None:
+            item, found = mixed
+            self.add(f"IN of two types: {_say(node.value, quote=False)} is {_a(value)} and "
+                     f"{_say(item, quote=False)} is {_a(found)}; Spark compares them as text, "
+                     f"where the number 1 reads '1.0': make them one type")
         return T_BOOLEAN
 
     def _like(self, node: s.Like, scope: frozenset[str]) -> SqlType:
         for part in (node.value, node.pattern):
             found = self.infer(part, scope)
-            if found.kind not in TEXTUAL:
+            if part is node.value and found.kind == NUMERIC:
+                self.add(f"{node.op} on a number: {_say(part, quote=False)} is {_a(found)}, and "
+                         f"{node.op} matches its text (95.0 is '95.0'); write "
+                         f"CAST({_say(part, quote=False)} AS STRING) {node.op} ... if that is "
+                         f"meant")
+            elif found.kind not in TEXTUAL:
                 self.add(f"{node.op} matches text, and {_say(part)} is {_a(found)}")
+            elif node.op == "RLIKE" and found.collation \
+                    and not found.collation.startswith("utf8_"):
+                self.add(f"RLIKE matches text in the UTF8_BINARY or UTF8_LCASE collation, and "
+                         f"{_say(part)} is in {found.collation.upper()}")
         return T_BOOLEAN
 
     def _is(self, node: s.Is, scope: frozenset[str]) -> SqlType:
@@ -363,7 +412,9 @@ class _Checker:
         if node.test in ("TRUE", "FALSE") and value.kind not in (BOOLEAN, NULL, ANY):
             self.add(f"IS {node.test} needs true/false, and {_say(node.value)} is {_a(value)}")
         if node.other is not None:
-            self._comparable(node, value, self.infer(node.other, scope))
+            other = self.infer(node.other, scope)
+            self._comparable(node, value, other)
+            self._matchable(node.value, value, node.other, other, scope)
         return T_BOOLEAN
 
     def _case(self, node: s.Case, scope: frozenset[str]) -> SqlType:
@@ -371,8 +422,9 @@ class _Checker:
         results: list[SqlType] = []
         for condition, result in node.whens:
             found = self.infer(condition, scope)
-            if operand is not None:
+            if operand is not None and node.operand is not None:
                 self._comparable(condition, operand, found)
+                self._matchable(node.operand, operand, condition, found, scope)
             elif found.kind not in (BOOLEAN, NULL, ANY):
                 self.add(f"CASE WHEN needs a true/false condition, and {_say(condition)} "
                          f"is {_a(found)}")
@@ -389,7 +441,34 @@ class _Checker:
             return T_ANY
         if value.kind in (MAP, ARRAY, STRUCT) and target.kind not in (STRING, value.kind):
             self.add(f"cannot cast {_a(value)} to {target.name}")
+        elif target.interval_family is not None:
+            self._interval_cast(node, value, target)
         return target
+
+    def _collate(self, node: s.Collate, scope: frozenset[str]) -> SqlType:
+        value = self.infer(node.value, scope)
+        if value.kind not in (STRING, NULL, ANY):
+            self.add(f"COLLATE applies to text, and {_say(node.value)} is {_a(value)}")
+        key = collation_key(node.collation)
+        if key is None:
+            self.add(f"unknown collation {node.collation!r} (e.g. UTF8_LCASE, UNICODE_CI, "
+                     f"en_CI_AI)")
+            return T_STRING
+        return SqlType(STRING, "string", collation=key)
+
+    def _interval_cast(self, node: s.Cast, value: SqlType, target: SqlType) -> None:
+        """What Spark casts to an ANSI interval (``CAST(x AS INTERVAL DAY)``): text, whole
+        numbers, decimals, an interval of the same family."""
+        if value.kind in (STRING, NULL, ANY):
+            return
+        exact = isinstance(node.value, (s.Column, s.Literal, s.Cast))
+        if value.kind == NUMERIC and not (exact and value.name in ("double", "float")):
+            return
+        if value.kind == INTERVAL and value.interval_family in (None,
+                                                                target.interval_family):
+            return
+        self.add(f"cannot cast {_a(value)} to {target.name} (intervals are cast from text, "
+                 f"whole numbers or decimals)")
 
     def _subquery(self, node: s.Subquery, scope: frozenset[str]) -> SqlType:
         self.add("subqueries are not allowed")
@@ -418,7 +497,7 @@ class _Checker:
         if fn.group == "generator_funcs":
             self.add(f"generators are not allowed ({name} makes rows, a rule judges one)")
             return T_ANY
-        if name in CLOCK_FUNCS:
+        if name in CLOCK_FUNCS or (name in CLOCK_WITHOUT_ARGUMENTS and not node.args):
             self.add(f"current-time functions are not allowed ({name})")
             return T_ANY
         if not fn.deterministic:
@@ -496,6 +575,33 @@ class _Checker:
         return T_ANY
 
 
+_MODIFIERS = {"cs": "case", "ci": "case", "as": "accent", "ai": "accent", "rtrim": "pad"}
+_LOCALES = {name.lower() for name in LOCALES}
+_BUILT_IN = {name.lower() for name in BUILT_IN}
+
+
+def collation_key(name: str) -> str | None:
+    """A ``COLLATE`` name as Spark resolves it (``system.builtin.`` optional, any case,
+    modifiers in any order), canonical (``unicode_ci_ai``: the defaults CS and AS dropped,
+    the rest in one order); None where Spark knows no such collation."""
+    text = name.lower()
+    if text.startswith("system.builtin."):
+        text = text[len("system.builtin."):]
+    parts = text.split("_")
+    for cut in range(len(parts), 0, -1):
+        locale, modifiers = "_".join(parts[:cut]), parts[cut:]
+        kinds = [_MODIFIERS.get(m) for m in modifiers]
+        if None in kinds or len(set(kinds)) != len(kinds):
+            continue
+        if locale in _BUILT_IN and set(modifiers) <= {"rtrim"}:
+            return "_".join([locale, *modifiers])
+        if locale in _LOCALES:
+            kept = sorted((m for m in modifiers if m not in ("cs", "as")),
+                          key=["ci", "ai", "rtrim"].index)
+            return "_".join([locale, *kept])
+    return None
+
+
 def _constant(node: s.Node) -> bool:
     """No field or lambda variable anywhere under ``node`` (Spark folds it to a value)."""
     if isinstance(node, (s.Column, s.Lambda, s.Subquery)):
@@ -544,6 +650,8 @@ def _sql(node: s.Node) -> str:
         return f"{node.op}{_sql(node.operand)}"
     if isinstance(node, s.Cast):
         return f"CAST({_sql(node.value)} AS {node.type_name.upper()})"
+    if isinstance(node, s.Collate):
+        return f"{_sql(node.value)} COLLATE {node.collation}"
     return "the expression"
 
 
@@ -555,4 +663,8 @@ def check(text: str) -> list[str]:
         return [str(exc)]
     checker = _Checker([])
     checker.check(parsed.tree)
+    if not checker.problems:
+        never = contradiction(parsed.tree)
+        if never:
+            checker.add(never)
     return checker.problems

@@ -26,10 +26,21 @@ class SqlType:
     key: SqlType | None = None     # a map's
     value: SqlType | None = None   # a map's
     element: SqlType | None = None  # an array's
+    #: A string's collation given by COLLATE (``unicode_ci``: canonical, lower case), which
+    #: Spark holds against any other explicit one it meets; None for the default.
+    collation: str | None = None
 
     @property
     def integral(self) -> bool:
         return self.name in _INTEGRAL
+
+    @property
+    def interval_family(self) -> str | None:
+        """``year-month`` or ``day-time`` for an ANSI interval type (``interval day``), else
+        None (not an interval, or a literal whose family is not known here)."""
+        if self.kind != INTERVAL or self.name == INTERVAL:
+            return None
+        return "year-month" if self.name.split()[1] in ("year", "month") else "day-time"
 
 
 def of_kind(kind: str, name: str | None = None) -> SqlType:

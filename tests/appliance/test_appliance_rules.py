@@ -7,7 +7,14 @@ import textwrap
 import pytest
 
 from appliance.query.rule_book import compile_rules
-from appliance.query.rules import Rule, RulesError, RuleSet, load_rules, parse_rules
+from appliance.query.rules import (
+    Rule,
+    RulesError,
+    RuleSet,
+    load_rule_set,
+    load_rules,
+    parse_rules,
+)
 
 
 def rules_yaml(*rules: tuple[str, str, str]) -> str:
@@ -158,3 +165,44 @@ def test_spark_compilation_catches_nondeterminism_and_aggregates(appliance_spark
     ]
     examples = load_rules("examples/rules.yml")
     compile_rules(appliance_spark, RuleSet(tuple(examples), "v", "examples/rules.yml"))
+
+
+#: Rules that type-check but can never match (or only by accident): each refused with one
+#: line naming the rule, the field and the types, by the check and by Spark's pass alike.
+NEVER_MATCH = [
+    ("abc", "value > 'abc'", "can never match: 'abc' is not a number, and value is a double"),
+    ("text-number", "metric = 95", "compares the text field metric (a string) with the "
+                                   "number 95 (an int)"),
+    ("mixed-in", "value IN ('a', 'b')", "IN of two types: value "),
+    ("like-number", "value LIKE '9%'", "LIKE on a number: value is a double"),
+    ("two-values", "metric = 'a' AND value > 1 AND metric = 'b'",
+     "can never match: metric (a string) cannot be 'a' and 'b' at once"),
+    ("empty-range", "value > 10 AND value < 5",
+     "can never match: no value (a double) is > 10 and < 5"),
+]
+
+
+def test_the_check_refuses_rules_that_can_never_match(tmp_path):
+    path = tmp_path / "r.yml"
+    path.write_text(rules_yaml(*[(rid, "info", when) for rid, when, _ in NEVER_MATCH],
+                               ("fine", "info", "metric = '95' AND value > 5")))
+    with pytest.raises(RulesError) as err:
+        load_rule_set(path)
+    assert len(err.value.problems) == len(NEVER_MATCH), err.value.problems
+    for line, (rid, _when, says) in zip(err.value.problems, NEVER_MATCH, strict=True):
+        assert line.startswith(f"{path}: rule {rid!r}: when: {says}"), line
+
+
+@pytest.mark.spark
+def test_spark_refuses_rules_that_can_never_match(sql_spark):
+    """The running appliance's own pass (start-up and every reload compile with it, in its
+    SQL settings) refuses them too, without the check's help."""
+    rules = [Rule(rid, "info", when, "") for rid, when, _ in NEVER_MATCH]
+    rules.append(Rule("fine", "info", "metric = '95' AND value > 5", ""))
+    with pytest.raises(RulesError) as err:
+        compile_rules(sql_spark, RuleSet(tuple(rules), "v", "r.yml"))
+    found = err.value.problems
+    assert len(found) == len(NEVER_MATCH), found
+    for line, (rid, _when, says) in zip(found, NEVER_MATCH, strict=True):
+        assert line.startswith(f"r.yml: rule {rid!r}: when: "), line
+        assert says.split(":")[0] in line, line

@@ -152,3 +152,20 @@ def test_the_function_table_is_the_installed_sparks(sql_spark):
         entry = registry.get(name)
         group = (str(entry.get()._1().getGroup()) or None) if entry.isDefined() else None
         assert FUNCTIONS[name].group == group, name
+
+
+@pytest.mark.spark
+def test_the_collation_table_is_the_installed_sparks(sql_spark):
+    """``appliance.query.spark_collations`` was written from this Spark
+    (scripts/spark_collations.py), and the check reads every name Spark lists, with its
+    modifiers, as a collation."""
+    from appliance.query.rule_types import collation_key
+    from appliance.query.spark_collations import LOCALES, SPARK_VERSION
+
+    assert SPARK_VERSION == sql_spark.version
+    rows = sql_spark.sql("SHOW COLLATIONS").collect()
+    plain = {r.NAME for r in rows if not r.NAME.upper().startswith("UTF8_")
+             and (r.CASE_SENSITIVITY, r.ACCENT_SENSITIVITY, r.PAD_ATTRIBUTE)
+             == ("CASE_SENSITIVE", "ACCENT_SENSITIVE", "NO_PAD")}
+    assert plain == set(LOCALES)
+    assert [r.NAME for r in rows if collation_key(r.NAME) is None] == []

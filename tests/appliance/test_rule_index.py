@@ -2,8 +2,10 @@
 
 Skipping a rule for an event is exact only under the rules ``IndexChoice.java`` states: an
 equality (or IN list, or OR of equalities on one key) on a plain string field or a tag,
-compared byte for byte, and no conjunct before it that could throw. These cases pin each
-rule; the differential tests (test_rules_differential.py) prove the outcomes equal.
+compared byte for byte, no conjunct before it that could throw, and none after it either
+where it can be NULL for an event it does not match (Spark's AND goes on past a NULL).
+These cases pin each rule; the differential tests (test_rules_differential.py) prove the
+outcomes equal.
 """
 
 from __future__ import annotations
@@ -36,7 +38,19 @@ CASES = [
     ("value > 90", None),
     ("assert_true(value > 0) IS NULL AND metric = 'cpu'", None),  # it could throw first
     ("CAST(source AS INT) > 0 AND metric = 'cpu'", "metric"),     # ANSI off: cannot throw
-    ("metric = 1", None),                                   # a cast comparison, not bytes
+    ("CAST(source AS DATE) IS NULL AND metric = 'cpu'", "metric"),
+    # Casts to intervals throw whatever ANSI says (a bad string, an overflow).
+    ("CAST(source AS INTERVAL DAY) IS NULL AND metric = 'cpu'", None),
+    ("CAST(CAST(value AS BIGINT) AS INTERVAL DAY) > INTERVAL '1' DAY AND metric = 'cpu'", None),
+    ("CAST(CAST(value AS INT) AS INTERVAL HOUR) + INTERVAL '1' HOUR IS NULL "
+     "AND metric = 'cpu'", None),
+    # A key that is false for other events stops Spark's AND; one that can be NULL does not.
+    ("metric = 'cpu' AND assert_true(value > 0) IS NULL", "metric"),  # metric is required
+    ("tags['env'] = 'prod' AND assert_true(value > 0) IS NULL", None),  # absent tag: NULL
+    ("metric IN ('cpu', NULL) AND assert_true(value > 0) IS NULL", None),
+    ("tags['env'] <=> 'prod' AND assert_true(value > 0) IS NULL", "tags['env']"),
+    ("tags['env'] = 'prod' AND value > 1", "tags['env']"),
+    ("CAST(metric AS INT) = 1", None),                      # a cast comparison, not bytes
 ]
 
 

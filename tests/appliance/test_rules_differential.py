@@ -17,6 +17,7 @@ import json
 import time
 
 import pytest
+from lambda_rules import LAMBDA_RULES, book_and_naive
 from random_rules import random_events, random_rule_set
 
 from appliance.config import TopicsConfig
@@ -179,3 +180,67 @@ def test_streaming_in_each_trigger_agrees_with_the_naive_query(sql_spark, broker
     assert indexed == naive
     # The query's tasks asked the book by epoch or batch (not as a batch query would).
     assert frontier >= 0
+
+
+# -- concurrent tasks: each evaluates its own copy of a rule ----------------------------
+
+def test_lambda_rules_in_concurrent_tasks_match_what_spark_matches(sql_spark):
+    """Two tasks at once (local[2], 2 partitions) over the same lambda rules
+    (``lambda_rules``): every hot event matches every rule and no cold one does, as in the
+    plan-compiled query."""
+    per_partition = 40_000
+    assert sql_spark.sparkContext.defaultParallelism == 2
+    found = book_and_naive(sql_spark, per_partition, partitions=2)
+    expected = {f"l{i}": per_partition for i in range(len(LAMBDA_RULES))}
+    assert found["naive"] == expected
+    assert found["book"] == expected
+
+
+# -- rules that raise: the book fails exactly the events the plan-compiled query fails ------
+
+def _event(metric: str, value: float, source: str = "host-1", tags: dict | None = None) -> bytes:
+    event: dict = {"event_id": "e", "ts": 1, "source": source, "metric": metric, "value": value}
+    if tags is not None:
+        event["tags"] = tags
+    return json.dumps(event).encode()
+
+
+#: A rule that can raise, and events: Spark raises for some (an absent tag makes the key
+#: NULL and its AND goes on; an interval cast raises whatever ANSI says), not for others.
+RAISING = [
+    ("tags['env'] = 'prod' AND assert_true(value < 1000) IS NULL",
+     [_event("cpu", 5000), _event("cpu", 5000, tags={"env": "dev"}),
+      _event("cpu", 5, tags={"env": "prod"})]),
+    ("metric IN ('disk', NULL) AND assert_true(value < 1000) IS NULL",
+     [_event("cpu", 5000), _event("disk", 5)]),
+    ("metric = 'disk' AND assert_true(value < 1000) IS NULL",  # metric is never NULL
+     [_event("cpu", 5000), _event("disk", 5), _event("disk", 5000)]),
+    ("CAST(source AS INTERVAL DAY) IS NULL AND metric = 'disk'",
+     [_event("cpu", 1, source="host-1"), _event("disk", 1, source="3")]),
+    ("CAST(CAST(value AS BIGINT) AS INTERVAL DAY) > INTERVAL '1' DAY AND metric = 'disk'",
+     [_event("cpu", 1e300), _event("disk", 5)]),
+    ("if(value > 1000, raise_error('too big'), true) AND tags['env'] = 'prod'",
+     [_event("cpu", 5000, tags={"env": "dev"}), _event("cpu", 5, tags={"env": "prod"})]),
+]
+
+
+def _verdict(spark, rules, value: bytes) -> str:
+    """What the query makes of one event: its outputs, or that it failed."""
+    try:
+        return repr(outputs(transform(records(spark, [value]), rules, TopicsConfig())))
+    except Exception:  # noqa: BLE001 - Py4JJavaError or Spark's exception: both "failed"
+        return "failed"
+
+
+@pytest.mark.parametrize("when, events", RAISING, ids=[w[:50] for w, _ in RAISING])
+def test_a_rule_that_can_raise_fails_the_same_events_in_the_book_and_in_spark(sql_spark, when,
+                                                                           events):
+    rule_set = RuleSet.of([Rule("r", "info", when, "r")])
+    naive = [_verdict(sql_spark, NaiveRules(rule_set), v) for v in events]
+    assert "failed" in naive  # each case has an event Spark fails
+    book = RuleBook.holding(sql_spark, rule_set)
+    try:
+        indexed = [_verdict(sql_spark, book, v) for v in events]
+    finally:
+        book.close()
+    assert indexed == naive

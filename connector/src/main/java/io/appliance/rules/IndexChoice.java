@@ -24,11 +24,14 @@ import scala.jdk.javaapi.CollectionConverters;
  *
  * <p>Why the index may skip a rule: a rule {@code c1 AND ... AND ck AND ...} indexed by
  * {@code ck} is evaluated whole for an event whose key has one of the values, and not at all
- * otherwise. Where the key has none of the values, {@code ck} is false (or null for an absent
- * map entry), so Spark's {@code AND} yields false or null: no match, the same as skipping. Spark
- * evaluates the conjuncts left to right and stops at the first false one, so a conjunct before
- * {@code ck} that throws would have failed the query where skipping would not; hence {@code ck}
- * is chosen only among conjuncts preceded by kinds that cannot throw ({@link NodeFacts}).
+ * otherwise. Where the key has none of the values, {@code ck} is false or null, so Spark's
+ * {@code AND} yields false or null: no match, the same as skipping, provided Spark would not
+ * have thrown while finding that out. What Spark evaluates (its {@code And.eval}): the left
+ * side, then the right side unless the left is false. So the conjuncts before {@code ck}
+ * are always evaluated, and must be kinds that cannot throw ({@link NodeFacts}). Where
+ * {@code ck} is false, Spark stops there; where it is NULL (an absent tag, a NULL in the
+ * {@code IN} list, a field an event may lack), Spark goes on to the conjuncts after it, so
+ * those must not be able to throw either.
  */
 final class IndexChoice implements Serializable {
   private static final long serialVersionUID = 1L;
@@ -36,22 +39,37 @@ final class IndexChoice implements Serializable {
   final IndexKey key;
   /** The values that can match, in the order written; empty: the rule can never match. */
   final Set<UTF8String> values;
+  /** Whether the conjunct can be NULL (not only false) for an event it does not match. */
+  final boolean nullWhenUnmatched;
 
-  private IndexChoice(IndexKey key, Set<UTF8String> values) {
+  private IndexChoice(IndexKey key, Set<UTF8String> values, boolean nullWhenUnmatched) {
     this.key = key;
     this.values = values;
+    this.nullWhenUnmatched = nullWhenUnmatched;
   }
 
   /**
    * The best conjunct of {@code rule} to index it by, or null (a residual rule, evaluated for
    * every event). {@code preference} ranks field names (first is best); a map entry ranks after
-   * them; between equal ranks, fewer values win.
+   * them; between equal ranks, fewer values win. {@code present}: the fields every evaluated
+   * event has (never null).
    */
-  static IndexChoice choose(Expression rule, String[] fieldNames, List<String> preference) {
+  static IndexChoice choose(Expression rule, String[] fieldNames, List<String> preference,
+      Set<String> present) {
+    List<Expression> conjuncts = conjuncts(rule);
+    int n = conjuncts.size();
+    // safeFrom[k]: no conjunct from k on can throw.
+    boolean[] safeFrom = new boolean[n + 1];
+    safeFrom[n] = true;
+    for (int k = n - 1; k >= 0; k--) {
+      safeFrom[k] = safeFrom[k + 1] && NodeFacts.cannotRaise(conjuncts.get(k));
+    }
     IndexChoice best = null;
-    for (Expression conjunct : conjuncts(rule)) {
-      IndexChoice choice = of(conjunct, fieldNames);
-      if (choice != null && (best == null || better(choice, best, preference))) {
+    for (int k = 0; k < n; k++) {
+      Expression conjunct = conjuncts.get(k);
+      IndexChoice choice = of(conjunct, fieldNames, present);
+      boolean sound = choice != null && (!choice.nullWhenUnmatched || safeFrom[k + 1]);
+      if (sound && (best == null || better(choice, best, preference))) {
         best = choice;
       }
       if (!NodeFacts.cannotRaise(conjunct)) {
@@ -91,13 +109,19 @@ final class IndexChoice implements Serializable {
     }
   }
 
-  /** The key and values {@code c} requires, or null if it is not an equality of that shape. */
-  static IndexChoice of(Expression c, String[] fieldNames) {
+  /** The key and values {@code c} requires, or null if it is not an equality of that shape.
+   * {@code present}: the fields every evaluated event has. */
+  static IndexChoice of(Expression c, String[] fieldNames, Set<String> present) {
     if (c instanceof EqualTo || c instanceof EqualNullSafe) {
       Expression l = c.children().apply(0);
       Expression r = c.children().apply(1);
       IndexChoice one = equality(l, r, fieldNames);
-      return one != null ? one : equality(r, l, fieldNames);
+      if (one == null) {
+        one = equality(r, l, fieldNames);
+      }
+      // "<=>" is never null; "=" is null where the key is.
+      return one == null || c instanceof EqualNullSafe ? one
+          : new IndexChoice(one.key, one.values, mayBeNull(one.key, present));
     }
     if (c instanceof In) {
       In in = (In) c;
@@ -106,6 +130,7 @@ final class IndexChoice implements Serializable {
         return null;
       }
       Set<UTF8String> values = new LinkedHashSet<>();
+      boolean nullItem = false;
       for (Expression item : CollectionConverters.asJava(in.list())) {
         if (!(item instanceof Literal)) {
           return null;
@@ -115,9 +140,11 @@ final class IndexChoice implements Serializable {
           values.add(((UTF8String) v).clone());
         } else if (v != null) {
           return null;
+        } else {
+          nullItem = true;  // "x IN ('a', NULL)" is NULL, not false, where x is not 'a'
         }
       }
-      return new IndexChoice(key, values);
+      return new IndexChoice(key, values, nullItem || mayBeNull(key, present));
     }
     if (c instanceof InSet) {
       InSet in = (InSet) c;
@@ -126,24 +153,27 @@ final class IndexChoice implements Serializable {
         return null;
       }
       Set<UTF8String> values = new LinkedHashSet<>();
+      boolean nullItem = false;
       for (Object v : CollectionConverters.asJava(in.hset())) {
         if (v instanceof UTF8String) {
           values.add(((UTF8String) v).clone());
         } else if (v != null) {
           return null;
+        } else {
+          nullItem = true;
         }
       }
-      return new IndexChoice(key, values);
+      return new IndexChoice(key, values, nullItem || mayBeNull(key, present));
     }
     if (c instanceof Or) {
-      IndexChoice a = of(((Or) c).left(), fieldNames);
-      IndexChoice b = of(((Or) c).right(), fieldNames);
+      IndexChoice a = of(((Or) c).left(), fieldNames, present);
+      IndexChoice b = of(((Or) c).right(), fieldNames, present);
       if (a == null || b == null || !a.key.equals(b.key)) {
         return null;
       }
       Set<UTF8String> values = new LinkedHashSet<>(a.values);
       values.addAll(b.values);
-      return new IndexChoice(a.key, values);
+      return new IndexChoice(a.key, values, a.nullWhenUnmatched || b.nullWhenUnmatched);
     }
     return null;
   }
@@ -161,6 +191,12 @@ final class IndexChoice implements Serializable {
     }
     Set<UTF8String> values = new LinkedHashSet<>();
     values.add(((UTF8String) v).clone());
-    return new IndexChoice(key, values);
+    return new IndexChoice(key, values, false);  // its nullability is the caller's to say
+  }
+
+  /** Whether the key can be NULL for an evaluated event: a map entry can be absent, a field
+   * not in {@code present} can be. */
+  private static boolean mayBeNull(IndexKey key, Set<String> present) {
+    return key.mapKey != null || !present.contains(key.name);
   }
 }

@@ -3,9 +3,23 @@ package io.appliance.rules;
 import java.lang.reflect.Method;
 import java.util.Map;
 
+import org.apache.spark.sql.catalyst.expressions.Cast;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.expressions.StringRegexExpression;
+import org.apache.spark.sql.types.ArrayType;
+import org.apache.spark.sql.types.BinaryType;
+import org.apache.spark.sql.types.BooleanType;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DateType;
+import org.apache.spark.sql.types.MapType;
+import org.apache.spark.sql.types.NullType;
+import org.apache.spark.sql.types.NumericType;
+import org.apache.spark.sql.types.StringType;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.types.TimestampNTZType;
+import org.apache.spark.sql.types.TimestampType;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
@@ -31,7 +45,14 @@ final class NodeFacts {
 
   private static final int RAISES = 0;
   private static final int CANNOT_RAISE = 1;
-  /** Arithmetic and casts: cannot raise in LEGACY or TRY evaluation mode (ANSI off). */
+  /**
+   * Arithmetic and casts: cannot raise in LEGACY or TRY evaluation mode (ANSI off) where
+   * every value involved is of a {@link #nullOnFailure} type; a cast Spark calls an up-cast
+   * ({@code Cast.canUpCast}: every value fits) cannot raise in any mode. Interval values
+   * raise whatever the mode: a bad interval string ({@code INVALID_INTERVAL_FORMAT}), a
+   * number too large for an interval ({@code CAST_OVERFLOW}), interval arithmetic that
+   * overflows ({@code INTERVAL_ARITHMETIC_OVERFLOW}).
+   */
   private static final int BY_EVAL_MODE = 2;
   /** LIKE / RLIKE: cannot raise and stateless only with a literal pattern that compiles. */
   private static final int BY_PATTERN = 3;
@@ -115,13 +136,62 @@ final class NodeFacts {
     }
     switch (kind) {
       case BY_EVAL_MODE:
-        // Evaluation mode decides raising; state is never kept.
-        return !raising || lenient(e);
+        // Evaluation mode and the types decide raising; state is never kept.
+        return !raising || upCast(e) || (lenient(e) && nullOnFailureTypes(e));
       case BY_PATTERN:
         return literalPatternCompiles((StringRegexExpression) e);
       default:
         return true;
     }
+  }
+
+  private static boolean upCast(Expression e) {
+    return e instanceof Cast
+        && Cast.canUpCast(((Cast) e).child().dataType(), ((Cast) e).dataType());
+  }
+
+  /** Whether {@code e}'s value and its children's are all of {@link #nullOnFailure} types. */
+  private static boolean nullOnFailureTypes(Expression e) {
+    if (!nullOnFailure(e.dataType())) {
+      return false;
+    }
+    for (Expression child : CollectionConverters.asJava(e.children())) {
+      if (!nullOnFailure(child.dataType())) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * The types whose casts and arithmetic yield null, never an error, on a value they cannot
+   * represent with ANSI off (a bad number string, an overflowing decimal, a zero divisor,
+   * NaN to an integer): numbers, strings, booleans, dates, timestamps, bytes, and arrays,
+   * maps and structs of them. Intervals, times, variants and any type not named here are
+   * taken to raise.
+   */
+  static boolean nullOnFailure(DataType t) {
+    if (t instanceof NumericType || t instanceof StringType || t instanceof BooleanType
+        || t instanceof DateType || t instanceof TimestampType
+        || t instanceof TimestampNTZType || t instanceof BinaryType || t instanceof NullType) {
+      return true;
+    }
+    if (t instanceof ArrayType) {
+      return nullOnFailure(((ArrayType) t).elementType());
+    }
+    if (t instanceof MapType) {
+      return nullOnFailure(((MapType) t).keyType())
+          && nullOnFailure(((MapType) t).valueType());
+    }
+    if (t instanceof StructType) {
+      for (StructField f : ((StructType) t).fields()) {
+        if (!nullOnFailure(f.dataType())) {
+          return false;
+        }
+      }
+      return true;
+    }
+    return false;
   }
 
   /** LEGACY or TRY evaluation mode (found by name: the accessor differs between node kinds). */

@@ -1,10 +1,5 @@
 package io.appliance.rules;
 
-import java.io.ByteArrayInputStream;
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.ObjectInputStream;
-import java.io.ObjectStreamClass;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
@@ -135,12 +130,7 @@ final class RemoteBook implements RuleBook.Source {
   }
 
   private RuleSetVersion deserialize(byte[] bytes) {
-    try (InputStream in = new ByteArrayInputStream(bytes);
-         ObjectInputStream objects = new LoaderObjectInputStream(in, loader)) {
-      return (RuleSetVersion) objects.readObject();
-    } catch (IOException | ClassNotFoundException e) {
-      throw new IllegalStateException("cannot read a rules version from the driver", e);
-    }
+    return (RuleSetVersion) Serialized.read(bytes, loader, "a rules version from the driver");
   }
 
   private void report() {
@@ -181,26 +171,6 @@ final class RemoteBook implements RuleBook.Source {
       reported.put(v.seq, now);
     } catch (RuntimeException e) {
       // The driver is gone or busy: these counts go with the next report.
-    }
-  }
-
-  /** Reads classes with a given loader (the task's), not the JVM's. */
-  private static final class LoaderObjectInputStream extends ObjectInputStream {
-    private final ClassLoader loader;
-
-    LoaderObjectInputStream(InputStream in, ClassLoader loader) throws IOException {
-      super(in);
-      this.loader = loader;
-    }
-
-    @Override
-    protected Class<?> resolveClass(ObjectStreamClass desc)
-        throws IOException, ClassNotFoundException {
-      try {
-        return Class.forName(desc.getName(), false, loader);
-      } catch (ClassNotFoundException e) {
-        return super.resolveClass(desc);
-      }
     }
   }
 }

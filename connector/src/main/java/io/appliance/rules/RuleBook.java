@@ -1,8 +1,5 @@
 package io.appliance.rules;
 
-import java.io.ByteArrayOutputStream;
-import java.io.IOException;
-import java.io.ObjectOutputStream;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.HashMap;
@@ -292,13 +289,7 @@ public final class RuleBook {
   }
 
   static byte[] serialize(RuleSetVersion v) {
-    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-    try (ObjectOutputStream out = new ObjectOutputStream(bytes)) {
-      out.writeObject(v);
-    } catch (IOException e) {
-      throw new IllegalStateException("cannot serialize rules version " + v.version, e);
-    }
-    return bytes.toByteArray();
+    return Serialized.write(v, "rules version " + v.version);
   }
 
   // -- the driver's API (called from Python through py4j) ----------------------------------

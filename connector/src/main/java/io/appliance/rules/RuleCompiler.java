@@ -3,8 +3,9 @@ package io.appliance.rules;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.HashSet;
 import java.util.List;
-import java.util.regex.Pattern;
+import java.util.Set;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -51,9 +52,14 @@ public final class RuleCompiler {
   private RuleCompiler() {}
 
   private static final ObjectMapper JSON = new ObjectMapper();
-  /** Functions that read the clock: continuous mode refuses them; so do rules. */
-  private static final Pattern CLOCK = Pattern.compile("\\b(current_date|current_time"
-      + "|current_timestamp|current_timezone|curdate|localtimestamp|now|unix_timestamp)\\(");
+  /**
+   * The kinds of expression that read the clock (continuous mode refuses them; so do rules),
+   * by class: a rule's text may hold their names in string literals ({@code metric =
+   * 'now()'}) without calling them. {@code unix_timestamp()} without arguments is the current
+   * time: an {@code UnixTimestamp} of {@code CurrentTimestamp}.
+   */
+  private static final Set<String> CLOCK = Set.of("CurrentTimestamp", "Now", "CurrentDate",
+      "CurrentTime", "LocalTimestamp", "CurrentTimeZone");
 
   /** The outcome of {@link #compile}: a version ready to publish, or the problems. */
   public static final class Compiled {
@@ -100,10 +106,12 @@ public final class RuleCompiler {
   /**
    * Compiles the rules in {@code rulesJson} ({@code {"version": hash, "rules": [{"id",
    * "severity", "ordinal", "message", "when"}, ...]}}) against events of {@code eventDdl}.
-   * {@code indexPreference}: comma-separated field names, the best index key first.
+   * {@code indexPreference}: comma-separated field names, the best index key first;
+   * {@code presentFields}: comma-separated names of the fields every evaluated event has
+   * (never null: the required ones).
    */
   public static Compiled compile(SparkSession spark, String eventDdl, String indexPreference,
-      String rulesJson) {
+      String presentFields, String rulesJson) {
     JsonNode doc;
     try {
       doc = JSON.readTree(rulesJson);
@@ -117,8 +125,8 @@ public final class RuleCompiler {
           r.get("ordinal").asInt(), r.get("message").asText(), r.get("when").asText()));
     }
     StructType schema = StructType.fromDDL(eventDdl);
-    List<String> preference = indexPreference.isEmpty()
-        ? List.of() : Arrays.asList(indexPreference.split(","));
+    List<String> preference = names(indexPreference);
+    Set<String> present = new HashSet<>(names(presentFields));
 
     // Expressions take settings (ANSI evaluation, ...) from the thread's active session when
     // they are built, and the parser builds them: the rules' session must be the active one.
@@ -126,7 +134,7 @@ public final class RuleCompiler {
     SparkSession session = analysisSession(spark);
     SparkSession.setActiveSession(session);
     try {
-      return compile(session, defs, version, schema, preference);
+      return compile(session, defs, version, schema, preference, present);
     } finally {
       if (before.isDefined()) {
         SparkSession.setActiveSession(before.get());
@@ -136,8 +144,12 @@ public final class RuleCompiler {
     }
   }
 
+  private static List<String> names(String commaSeparated) {
+    return commaSeparated.isEmpty() ? List.of() : Arrays.asList(commaSeparated.split(","));
+  }
+
   private static Compiled compile(SparkSession session, List<RuleDefinition> defs,
-      String version, StructType schema, List<String> preference) {
+      String version, StructType schema, List<String> preference, Set<String> present) {
     long t0 = System.nanoTime();
     List<RuleProblem> problems = new ArrayList<>();
     Expression[] parsed = new Expression[defs.size()];
@@ -160,7 +172,7 @@ public final class RuleCompiler {
       return new Compiled(null, problems, ms(t0, t1), ms(t1, t2), 0, analysis.count);
     }
     CompiledRule[] rules = optimizeAndBind(analysis.all, events, defs, schema.fieldNames(),
-        preference);
+        preference, present);
     long t3 = System.nanoTime();
     return new Compiled(new RuleSetVersion(version, 0, rules, schema.fieldNames()),
         problems, ms(t0, t1), ms(t1, t2), ms(t2, t3), analysis.count);
@@ -274,7 +286,7 @@ public final class RuleCompiler {
     if (SubqueryExpression.hasSubquery(e)) {
       return "subqueries are not allowed";
     }
-    if (CLOCK.matcher(e.sql().toLowerCase(java.util.Locale.ROOT)).find()) {
+    if (readsClock(e)) {
       return "current-time functions are not allowed";
     }
     if (!e.deterministic()) {
@@ -283,11 +295,24 @@ public final class RuleCompiler {
     if (!(e.dataType() instanceof BooleanType)) {
       return "must be a boolean expression (it is " + e.dataType().simpleString() + ")";
     }
-    return null;
+    return NeverMatch.problem(e);
+  }
+
+  private static boolean readsClock(Expression e) {
+    if (CLOCK.contains(e.getClass().getSimpleName())) {
+      return true;
+    }
+    for (Expression child : CollectionConverters.asJava(e.children())) {
+      if (readsClock(child)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private static CompiledRule[] optimizeAndBind(Dataset<Row> all, Dataset<Row> events,
-      List<RuleDefinition> defs, String[] fieldNames, List<String> preference) {
+      List<RuleDefinition> defs, String[] fieldNames, List<String> preference,
+      Set<String> present) {
     LogicalPlan optimized = all.queryExecution().optimizedPlan();
     if (!(optimized instanceof Project)) {
       throw new IllegalStateException("the rules' optimized plan is a "
@@ -301,7 +326,7 @@ public final class RuleCompiler {
     for (int i = 0; i < rules.length; i++) {
       Expression bound = bind(((Alias) columns.get(i)).child(), input);
       rules[i] = new CompiledRule(defs.get(i), bound,
-          IndexChoice.choose(bound, fieldNames, preference));
+          IndexChoice.choose(bound, fieldNames, preference, present));
     }
     return rules;
   }

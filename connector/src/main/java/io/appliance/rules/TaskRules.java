@@ -7,8 +7,9 @@ import org.apache.spark.sql.catalyst.expressions.Expression;
  * One task's evaluator over one {@link RuleSetVersion}: the index's candidates for an event,
  * each evaluated with Spark's interpreted {@code eval}, the matched ones listed in rule order.
  *
- * <p>Used by one task thread only. Rules whose expressions keep state get a copy of their own
- * here on first use ({@link CompiledRule#shared}). The task's counts are its own (one writer,
+ * <p>Used by one task thread only. Rules whose expressions may keep state get a copy of their
+ * own here on first use, read back from the rule's serialized form ({@link
+ * CompiledRule#taskCopy}): nothing in it is reachable from another task. The task's counts are its own (one writer,
  * no atomic read-modify-write on the hot path) and readable at any time by the version's
  * {@link RuleSetVersion#snapshot}, so a continuous task, which never ends, is counted too;
  * {@link #retire} hands them to the version when the task moves on or ends.
@@ -73,7 +74,7 @@ final class TaskRules {
     }
     Expression e = own[i];
     if (e == null) {
-      e = own[i] = (Expression) rule.when.clone();
+      e = own[i] = rule.taskCopy();
     }
     return e;
   }
