@@ -160,6 +160,20 @@ class BrokerCollector:
             gauge = GaugeMetricFamily(name, text)
             gauge.add_metric([], float(value))
             yield gauge
+        evicted = CounterMetricFamily(
+            "broker_log_evicted_bytes",
+            "bytes the log budget evicted, by reason: read (every consumer group with a "
+            "committed offset had read them) or unread (--retention-total-policy "
+            "keep-newest took data not every group had read)", labels=["reason"])
+        for reason, nbytes in sorted(budget.evicted.copy().items()):
+            evicted.add_metric([reason], float(nbytes))
+        yield evicted
+        refused = CounterMetricFamily(
+            "broker_log_budget_refused_produces",
+            "partitions' produces refused (retriable KAFKA_STORAGE_ERROR): the log was at "
+            "its budget with only unread data left (--retention-total-policy protect-unread)")
+        refused.add_metric([], float(budget.refused_produces))
+        yield refused
         names = self.server.config.metrics_names
         labels_of = ["topic", "partition"] if names else []
         end = GaugeMetricFamily("broker_log_end_offset", "next offset to be written",

@@ -14,6 +14,7 @@ from appliance.broker.connections.rate import THROTTLED_CLOSE_S
 from appliance.broker.security.listener import PROTOCOLS, ListenerError
 from appliance.broker.settings import (
     AUTHORIZERS,
+    BUDGET_POLICIES,
     DEFAULT_CONNECTIONS_MAX_IDLE_MS,
     DEFAULT_FETCH_MAX_BYTES,
     DEFAULT_GROUP_MAX_METADATA_BYTES,
@@ -33,6 +34,7 @@ from appliance.broker.settings import (
     FLUSH_POLICIES,
     AuthorizerKind,
     BrokerConfig,
+    BudgetPolicy,
     Flush,
     parse_topics,
 )
@@ -144,6 +146,12 @@ def add_broker_options(parser: argparse.ArgumentParser) -> None:
                      help="every partition together: past it the oldest data goes first "
                           "(default: with --data-dir 80%% of the space the log may use at "
                           "start, its own and the free; in memory 1/8 of RAM, at most 1 GiB)")
+    ret.add_argument("--retention-total-policy", choices=BUDGET_POLICIES,
+                     default="protect-unread",
+                     help="when --retention-total-bytes is reached: protect-unread (default) "
+                          "evicts only what every consumer group has read and else refuses "
+                          "produce (retriable KAFKA_STORAGE_ERROR); keep-newest evicts the "
+                          "oldest data, read or not")
     parser.add_argument("--max-message-bytes", type=_non_negative, default=None,
                         help="largest accepted record batch (default 1048588)")
     parser.add_argument("--flush", choices=FLUSH_POLICIES, default="write",
@@ -315,6 +323,7 @@ def run_from_args(args: argparse.Namespace) -> int:
                "retention_bytes": None if args.retention_bytes < 0 else args.retention_bytes,
                "retention_ms": None if args.retention_ms < 0 else args.retention_ms,
                "retention_total_bytes": args.retention_total_bytes,
+               "retention_total_policy": BudgetPolicy(args.retention_total_policy),
                "segment_ms": args.segment_ms, "full_recovery": args.full_recovery,
                "max_frame_bytes": args.max_request_bytes,
                "queued_max_request_bytes": args.queued_max_request_bytes,

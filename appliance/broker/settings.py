@@ -67,6 +67,20 @@ class AuthorizerKind(StrEnum):
 AUTHORIZERS = tuple(k.value for k in AuthorizerKind)
 
 
+class BudgetPolicy(StrEnum):
+    """What the log budget (``--retention-total-bytes``) may take when it is full
+    (docs/broker.md, "Retention")."""
+
+    # only what every consumer group with a committed offset on the partition has read;
+    # when nothing such is left, produce is refused (KAFKA_STORAGE_ERROR, retriable)
+    PROTECT_UNREAD = "protect-unread"
+    # the oldest data, read or not (read data first): producers are never refused
+    KEEP_NEWEST = "keep-newest"
+
+
+BUDGET_POLICIES = tuple(p.value for p in BudgetPolicy)
+
+
 @dataclass
 class BrokerConfig:
     host: str = "127.0.0.1"
@@ -83,6 +97,7 @@ class BrokerConfig:
     # Every partition together (storage/log_budget.py): None sizes it at start, to the
     # disk with data_dir, else to the host's memory.
     retention_total_bytes: int | None = None
+    retention_total_policy: BudgetPolicy = BudgetPolicy.PROTECT_UNREAD
     retention_check_ms: int = 1000
     # Read every segment through at start (as before indexes), quarantining bad bytes:
     # for an operator who suspects damage below the recovery point.

@@ -387,9 +387,18 @@ class PartitionSegments:
             freed += self._drop_first()
         return freed
 
-    def evict_oldest(self) -> int:
-        """The broker's disk budget: delete this partition's oldest segment."""
-        return self._drop_first() if self.segments and self.segments[0].size else 0
+    def oldest_end(self) -> int | None:
+        """The offset after the oldest segment holding data (what evicting it frees)."""
+        return self.segments[0].next_offset if self.segments and self.segments[0].size else (
+            None)
+
+    def evict_oldest(self, below: int | None = None) -> int:
+        """The broker's disk budget: delete this partition's oldest segment, unless it
+        reaches ``below`` (data consumer groups have not read)."""
+        end = self.oldest_end()
+        if end is None or (below is not None and end > below):
+            return 0
+        return self._drop_first()
 
     def delete_below(self, offset: int) -> None:
         """DeleteRecords/retention moved the log start: checkpoint it, delete the whole

@@ -339,6 +339,10 @@ BROKER_SETTINGS: tuple[BrokerSetting, ...] = (
     _setting("log.retention.total.bytes", _L, lambda c: _or_unlimited(c.retention_total_bytes),
              "--retention-total-bytes: every partition together, this broker's own (-1: "
              "sized at start)."),
+    _setting("log.retention.total.policy", _S, lambda c: c.retention_total_policy.value,
+             "--retention-total-policy: what the total budget may evict (protect-unread: "
+             "only what every consumer group read, else produce is refused; keep-newest: "
+             "the oldest)."),
     _setting("log.retention.check.interval.ms", _L, lambda c: c.retention_check_ms,
              "How often retention runs."),
     _setting("message.max.bytes", _I, lambda c: c.max_message_bytes,
