@@ -90,7 +90,7 @@ class BrokerServer:
             if name not in self.registry.topics:
                 self.registry.create(name, count)
         self.apis = Apis(config, self.registry, self.storage,
-                         self.security.sasl.users if self.security.sasl else None)
+                         listener.managed_users(config, self.security))
         self._server: asyncio.base_events.Server | None = None  # plain listeners
         self._tls_listener: socket.socket | None = None  # TLS listeners accept themselves
         self._accept_task: asyncio.Task | None = None

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+DATA_DIR_USERS = "users.toml"  # the users file of a broker started without --sasl-users
 DEFAULT_MAX_MESSAGE_BYTES = 1_048_588  # Kafka's default max.message.bytes
 DEFAULT_MAX_FRAME_BYTES = 104_857_600  # Kafka's socket.request.max.bytes
 DAY_MS = 86_400_000
@@ -159,6 +161,14 @@ class BrokerConfig:
     # The metrics endpoint (--metrics-port): label topics and groups by name, or only
     # count them (a scrape anyone on its network can read then names nothing).
     metrics_names: bool = True
+
+    @property
+    def users_path(self) -> str | None:
+        """The SCRAM users file: --sasl-users, else the data directory's
+        (``DATA_DIR/users.toml``, which the admin API creates); None: neither."""
+        if self.sasl_users_file is not None:
+            return self.sasl_users_file
+        return os.path.join(self.data_dir, DATA_DIR_USERS) if self.data_dir else None
 
     @property
     def retention_ms_set(self) -> bool:
