@@ -16,6 +16,7 @@ from appliance.broker.settings import (
     AUTHORIZERS,
     BUDGET_POLICIES,
     DEFAULT_CONNECTIONS_MAX_IDLE_MS,
+    DEFAULT_DEDUPE_BUFFER_BYTES,
     DEFAULT_FETCH_MAX_BYTES,
     DEFAULT_GROUP_MAX_METADATA_BYTES,
     DEFAULT_GROUP_MAX_SIZE,
@@ -152,6 +153,10 @@ def add_broker_options(parser: argparse.ArgumentParser) -> None:
                           "evicts only what every consumer group has read and else refuses "
                           "produce (retriable KAFKA_STORAGE_ERROR); keep-newest evicts the "
                           "oldest data, read or not")
+    ret.add_argument("--log-cleaner-dedupe-buffer-size", type=_non_negative,
+                     default=DEFAULT_DEDUPE_BUFFER_BYTES,
+                     help="compacted topics: bytes of keys one cleaning pass may hold "
+                          "(Kafka's log.cleaner.dedupe.buffer.size; default 32 MiB)")
     parser.add_argument("--max-message-bytes", type=_non_negative, default=None,
                         help="largest accepted record batch (default 1048588)")
     parser.add_argument("--flush", choices=FLUSH_POLICIES, default="write",
@@ -324,6 +329,7 @@ def run_from_args(args: argparse.Namespace) -> int:
                "retention_ms": None if args.retention_ms < 0 else args.retention_ms,
                "retention_total_bytes": args.retention_total_bytes,
                "retention_total_policy": BudgetPolicy(args.retention_total_policy),
+               "log_cleaner_dedupe_buffer_bytes": args.log_cleaner_dedupe_buffer_size,
                "segment_ms": args.segment_ms, "full_recovery": args.full_recovery,
                "max_frame_bytes": args.max_request_bytes,
                "queued_max_request_bytes": args.queued_max_request_bytes,

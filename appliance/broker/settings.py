@@ -8,6 +8,7 @@ from enum import StrEnum
 
 DATA_DIR_USERS = "users.toml"  # the users file of a broker started without --sasl-users
 DEFAULT_MAX_MESSAGE_BYTES = 1_048_588  # Kafka's default max.message.bytes
+DEFAULT_DEDUPE_BUFFER_BYTES = 32 * 1024 * 1024
 DEFAULT_MAX_FRAME_BYTES = 104_857_600  # Kafka's socket.request.max.bytes
 DAY_MS = 86_400_000
 DEFAULT_RETENTION_MS = 7 * DAY_MS  # Kafka's log.retention.hours=168
@@ -100,6 +101,9 @@ class BrokerConfig:
     # disk with data_dir, else to the host's memory.
     retention_total_bytes: int | None = None
     retention_total_policy: BudgetPolicy = BudgetPolicy.PROTECT_UNREAD
+    # The log cleaner's key map (Kafka's log.cleaner.dedupe.buffer.size): what one
+    # compaction pass may hold of keys (storage/cleaner.py).
+    log_cleaner_dedupe_buffer_bytes: int = DEFAULT_DEDUPE_BUFFER_BYTES
     retention_check_ms: int = 1000
     # Read every segment through at start (as before indexes), quarantining bad bytes:
     # for an operator who suspects damage below the recovery point.

@@ -119,7 +119,7 @@ def test_confluent_admin_client_groups_and_topic_configs(group_broker, tmp_path)
     assert entries["retention.bytes"].value == "123456"
     assert entries["cleanup.policy"].value == "delete"
     bad = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
-        ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.SET)])
+        ConfigEntry("cleanup.policy", "shrink", incremental_operation=AlterConfigOpType.SET)])
     with pytest.raises(ck.KafkaException, match="INVALID_CONFIG"):
         admin.incremental_alter_configs([bad])[bad].result(timeout=30)
     cluster = admin.describe_cluster().result(timeout=30)

@@ -205,6 +205,11 @@ class PartitionLog:
             self._moved(freed)
         return freed
 
+    def compacted(self, freed: int) -> None:
+        """The log cleaner removed ``freed`` bytes of superseded records (offsets and the
+        log start stay)."""
+        self.budget.sub(freed)
+
     def delete_records(self, offset: int) -> int:
         """DeleteRecords: records below ``offset`` are gone; returns the new log start.
 

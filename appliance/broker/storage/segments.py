@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from appliance.broker.settings import BrokerConfig, Flush
-from appliance.broker.storage import framed_scan
+from appliance.broker.storage import cleaned_swap, framed_scan
 from appliance.broker.storage.batch_scan import BadRegion, Batch, Scan, batch_at, scan
 from appliance.broker.storage.durable_io import (
     TMP_SUFFIX,
@@ -425,6 +425,7 @@ class PartitionSegments:
         below the recovery point; never with ``full``), else by reading it through."""
         for leftover in self.dir.glob("*" + TMP_SUFFIX):  # a crash mid-replace_file
             leftover.unlink(missing_ok=True)
+        cleaned_swap.recover_swaps(self.dir)  # a crash mid-compaction
         bases = sorted(int(p.name[:-len(SUFFIX)]) for p in self.dir.glob("*" + SUFFIX))
         recovery_point = self._read_checkpoint(RECOVERY_POINT) or 0
         expected: int | None = None
@@ -554,6 +555,12 @@ class PartitionSegments:
         next_offset = found.batches[-1].next_offset if found.batches else seg.base
         seg.set_recovered(length, next_offset, max_ts, since, mtime_ns // 1_000_000)
         return len(found.batches)
+
+    def read_cleaned(self, new: Segment, old: Segment) -> None:
+        """A segment the log cleaner rewrote (``cleaned_swap``): read through once, for
+        its size, offsets and index; its age stays the old one's."""
+        self._read_through(new, None)
+        new.last_append_ms, new.created_ms = old.last_append_ms, old.created_ms
 
     def _index_for(self, found: Scan) -> tuple[list[IndexEntry], int, int]:
         entries: list[IndexEntry] = []

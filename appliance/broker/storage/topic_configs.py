@@ -224,10 +224,6 @@ def _or_unlimited(v: int | None) -> str:
     return "-1" if v is None else str(v)
 
 
-NO_COMPACTION = ("log compaction is not implemented by this broker: use "
-                 "cleanup.policy=delete (retention.ms, retention.bytes)")
-
-
 def _const(value: str) -> Callable[[BrokerConfig], str]:
     return lambda _c: value
 
@@ -282,8 +278,10 @@ TOPIC_CONFIGS: tuple[TopicConfig, ...] = (
                 "gzip, snappy, lz4, zstd: the broker rewrites batches in another codec.",
                 broker_value=_const("producer"), check=_one_of(COMPRESSION_TYPES)),
     TopicConfig("cleanup.policy", ConfigType.LIST, "log.cleanup.policy",
-                "Old segments are deleted by retention.", fixed="delete",
-                why_fixed=NO_COMPACTION),
+                "delete: old segments are deleted by retention (retention.ms, "
+                "retention.bytes); compact: the log cleaner keeps each key's newest "
+                "record (with --data-dir); compact,delete: both.",
+                broker_value=_const("delete"), check=_cleanup_policy),
     TopicConfig("min.insync.replicas", ConfigType.INT, "min.insync.replicas",
                 "A single broker holds the single replica.", fixed="1",
                 why_fixed="single-broker cluster: acks=all waits for the one replica"),
@@ -291,17 +289,19 @@ TOPIC_CONFIGS: tuple[TopicConfig, ...] = (
                 "Records keep the producer's timestamps.", fixed="CreateTime",
                 why_fixed="LogAppendTime is not implemented: batches are stored unchanged"),
     TopicConfig("delete.retention.ms", ConfigType.LONG, "log.cleaner.delete.retention.ms",
-                "Kafka keeps tombstones this long after compacting; no topic is compacted "
-                "here.", broker_value=_const("86400000"), check=_long(0), inert=True),
+                "Compacted topics: a tombstone (null value) is removed by the cleaner once "
+                "its segment was last appended to longer ago than this.",
+                broker_value=_const("86400000"), check=_long(0)),
     TopicConfig("min.compaction.lag.ms", ConfigType.LONG, "log.cleaner.min.compaction.lag.ms",
-                "For compacted topics only; none here.", broker_value=_const("0"),
-                check=_long(0), inert=True),
+                "Compacted topics: a segment is cleaned only once its newest record is "
+                "this old.", broker_value=_const("0"), check=_long(0)),
     TopicConfig("max.compaction.lag.ms", ConfigType.LONG, "log.cleaner.max.compaction.lag.ms",
-                "For compacted topics only; none here.",
-                broker_value=_const(str(LONG_MAX)), check=_long(1), inert=True),
+                "Compacted topics: a closed segment this old is cleaned whatever the dirty "
+                "ratio.", broker_value=_const(str(LONG_MAX)), check=_long(1)),
     TopicConfig("min.cleanable.dirty.ratio", ConfigType.DOUBLE,
-                "log.cleaner.min.cleanable.ratio", "For compacted topics only; none here.",
-                broker_value=_const("0.5"), check=_ratio, inert=True),
+                "log.cleaner.min.cleanable.ratio",
+                "Compacted topics: cleaned when the not-yet-cleaned share of the closed "
+                "segments' bytes reaches this.", broker_value=_const("0.5"), check=_ratio),
     TopicConfig("file.delete.delay.ms", ConfigType.LONG, "log.segment.delete.delay.ms",
                 "No effect here: a segment retention takes is deleted at once (readers "
                 "still holding it keep their open file).",
@@ -482,7 +482,10 @@ BROKER_SETTINGS: tuple[BrokerSetting, ...] = (
              "An index entry every this many bytes of log."),
     _setting("log.flush.interval.ms", _L, lambda c: c.flush_interval_ms
              if c.flush == "interval" else None, "--flush interval: how often."),
-    _setting("log.cleanup.policy", _LIST, lambda c: "delete", "No log compaction."),
+    _setting("log.cleanup.policy", _LIST, lambda c: "delete",
+             "Topics are deleted by retention unless their cleanup.policy says compact."),
+    _setting("log.cleaner.dedupe.buffer.size", _L, lambda c: c.log_cleaner_dedupe_buffer_bytes,
+             "--log-cleaner-dedupe-buffer-size: the cleaner's key map."),
     _setting("compression.type", _S, lambda c: "producer",
              "Topics keep the producer's codec unless their compression.type says."),
     _setting("auto.create.topics.enable", _B, lambda c: c.auto_create_topics,

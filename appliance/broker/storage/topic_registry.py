@@ -49,6 +49,15 @@ class Topic:
     configs: dict[str, str] = field(default_factory=dict)
 
 
+class Compaction(NamedTuple):
+    """A compacted topic's cleaner settings (Kafka's names, in ms and a ratio)."""
+
+    delete_retention_ms: int
+    min_lag_ms: int
+    max_lag_ms: int
+    min_dirty_ratio: float
+
+
 class TopicLimits(NamedTuple):
     """A topic's configs in force (its own over the broker's defaults)."""
 
@@ -57,6 +66,8 @@ class TopicLimits(NamedTuple):
     max_message_bytes: int
     segment: SegmentSettings
     compression: str  # compression.type
+    delete: bool  # cleanup.policy has delete: retention applies
+    compaction: Compaction | None  # cleanup.policy has compact
 
 
 def validate_name(name: str) -> None:
@@ -300,10 +311,25 @@ class TopicRegistry:
                                       topic_configs.DEFAULT_INDEX_INTERVAL_BYTES),
             segment_index_bytes=_get("segment.index.bytes",
                                      topic_configs.DEFAULT_SEGMENT_INDEX_BYTES))
+        policy = {p.strip().lower()
+                  for p in (topic.configs.get("cleanup.policy") or "delete").split(",")}
+        compaction = None
+        if "compact" in policy:
+            defaults = topic_configs.BY_NAME
+            compaction = Compaction(
+                int(_get("delete.retention.ms",
+                         int(defaults["delete.retention.ms"].default(c)))),
+                int(_get("min.compaction.lag.ms",
+                         int(defaults["min.compaction.lag.ms"].default(c)))),
+                int(_get("max.compaction.lag.ms",
+                         int(defaults["max.compaction.lag.ms"].default(c)))),
+                float(topic.configs.get("min.cleanable.dirty.ratio")
+                      or defaults["min.cleanable.dirty.ratio"].default(c)))
         return TopicLimits(_get("retention.bytes", c.retention_bytes),
                            _get("retention.ms", c.retention_ms),
                            _get("max.message.bytes", c.max_message_bytes), segment,
-                           (topic.configs.get("compression.type") or "producer").lower())
+                           (topic.configs.get("compression.type") or "producer").lower(),
+                           "delete" in policy, compaction)
 
     def batch_policy(self, topic: Topic) -> BatchPolicy:
         limits = self.limits(topic)
@@ -319,8 +345,10 @@ class TopicRegistry:
         freed = 0
         for topic in self.topics.values():
             limits = self.limits(topic)
+            keep_all = not limits.delete  # compact only: retention deletes nothing
             for p in topic.partitions:
-                freed += p.enforce_retention(now, limits.retention_bytes, limits.retention_ms)
+                freed += p.enforce_retention(now, None if keep_all else limits.retention_bytes,
+                                             None if keep_all else limits.retention_ms)
         return freed + self.enforce_budget()
 
     def enforce_budget(self, incoming: int = 0) -> int:
