@@ -94,6 +94,7 @@ def test_the_docs_state_the_bound_the_code_computes():
     assert f"committed offsets × {mb.COMMITTED_OFFSET} B" in formula
     terms = set(bound(config, Load(1, 1, 1, 1, groups=1, committed_offsets=1)).terms)
     mentioned = {"fixed", "request", "decompression", "request pool", "connections",
-                 "partitions", "segments", "groups", "committed offsets", "log (in memory)"}
+                 "partitions", "segments", "groups", "committed offsets", "log cleaner",
+                 "log (in memory)"}
     assert terms == mentioned
     assert re.search(r"3 × the request being handled", formula)
