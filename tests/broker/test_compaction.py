@@ -12,7 +12,9 @@ import time
 from pathlib import Path
 
 import confluent_kafka as ck
+import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
+from java_programs import run_java
 from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 
@@ -182,3 +184,20 @@ def test_a_kill_mid_clean_loses_nothing_at_either_point_of_a_pass(tmp_path):
         b.start()
         _wait_compacted(b.bootstrap, "crash", want, timeout=5)
         assert not list(pdir.glob("*" + cleaned_swap.SWAP_SUFFIX))
+
+
+@pytest.mark.java
+def test_the_java_consumer_reads_a_compacted_topic_back(tmp_path, java_checks):
+    with EmbeddedBroker(data_dir=tmp_path / "data", log_path=tmp_path / "b.log") as b:
+        _create(b.bootstrap, "jcompacted", COMPACTED)
+        records = _workload()
+        offsets = _produce(b.bootstrap, "jcompacted", records)
+        _produce(b.bootstrap, "jcompacted", _filler(60, "a"))
+        want = {k: v for k, v in _expected(records, offsets, False).items()
+                if k.startswith(b"key-")}
+        _wait_compacted(b.bootstrap, "jcompacted", want)
+        out = run_java(java_checks, "LogKeepCheck", b.bootstrap, "read", "jcompacted")
+    assert out["OFFSETS_GROW"] == "true"
+    for key, (offset, value) in want.items():
+        shown = "NULL" if value is None else value[:3].decode()
+        assert out[f"KEY.{key.decode()}"] == f"{offset},{shown},1"

@@ -10,6 +10,8 @@ import json
 import time
 
 import confluent_kafka as ck
+import pytest
+from java_programs import run_java
 from kafka import KafkaConsumer, KafkaProducer
 from scrape import samples as scrape_samples
 
@@ -154,3 +156,19 @@ def test_keep_newest_evicts_unread_records_at_warn_and_counts_them(tmp_path):
     evictions = [e for e in _events(log_path) if e["event"] == "broker.log_evicted"]
     assert evictions and all(e["level"] == "warning" and e["reason"] == "unread"
                              for e in evictions)
+
+
+@pytest.mark.java
+def test_the_java_producer_is_refused_retriably_at_a_full_budget(tmp_path, java_checks):
+    """The Java client retries KAFKA_STORAGE_ERROR (retriable) until its delivery timeout
+    runs out, then fails the record with a TimeoutException; what it had acknowledged
+    stays, from offset 0."""
+    with EmbeddedBroker(data_dir=tmp_path / "data", topics={"jfull": 1},
+                        extra_args=_args(), log_path=tmp_path / "b.log") as b:
+        out = run_java(java_checks, "LogKeepCheck", b.bootstrap, "produce", "jfull",
+                       str(RECORDS), str(VALUE), "3000")
+        assert out["ERROR"] == "TimeoutException" and int(out["FAILED"]) > 0
+        acked = int(out["ACKED"])
+        assert BUDGET // (2 * VALUE) < acked <= BUDGET // VALUE
+        assert out["FIRST_ACKED"] == "0"
+        assert len(_read_all(b.bootstrap, "jfull", acked)) == acked
