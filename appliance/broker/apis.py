@@ -31,7 +31,7 @@ from appliance.broker.security.credentials import Users
 from appliance.broker.settings import BrokerConfig
 from appliance.broker.slices import Job, Slicer
 from appliance.broker.storage import timestamp_search
-from appliance.broker.storage.batch_policy import BatchPolicy
+from appliance.broker.storage.batch_policy import BatchPolicy, keys_refusal
 from appliance.broker.storage.fetch_wait import FetchedPartition, FetchWait
 from appliance.broker.storage.partition import LEADER_EPOCH, PartitionLog
 from appliance.broker.storage.producer_ids import ProducerIdError
@@ -301,7 +301,7 @@ class Apis:
                     accepted.append((out, checked, policy))
             responses.append({"name": name, "partition_responses": parts})
         body = {"responses": responses, "throttle_time_ms": 0}
-        if any(policy.compression is not None for _, _, policy in accepted):
+        if any(policy.needs_worker for _, _, policy in accepted):
             result = self.slicer.run(self._produce_job(accepted, body))
         else:
             now = _now_ms()
@@ -370,13 +370,19 @@ class Apis:
 
     def _produce_job(self, accepted: list[tuple[dict, PartitionProduce, BatchPolicy]],
                      body: dict) -> Job:
-        """Rewrite the batches of topics with a compression.type (on the worker thread,
-        at most max_decompressed_bytes each), then append as ``produce`` does."""
+        """Rewrite the batches of topics with a compression.type, and check the keys of
+        compressed batches of compacted topics (on the worker thread, at most
+        max_decompressed_bytes each), then append as ``produce`` does."""
         limit = self.config.max_decompressed_bytes
         ready = []
         for out, checked, policy in accepted:
             batches, headers = [], []
             for batch, h in zip(checked.batches, checked.headers, strict=True):
+                if policy.keys_checked_later(h):
+                    refused = yield partial(keys_refusal, batch, limit)
+                    if refused is not None:
+                        out.update(error_code=refused.error, error_message=refused.message)
+                        break
                 codec = policy.recompress_to(h)
                 if codec is not None:
                     try:

@@ -201,3 +201,24 @@ def test_the_java_consumer_reads_a_compacted_topic_back(tmp_path, java_checks):
     for key, (offset, value) in want.items():
         shown = "NULL" if value is None else value[:3].decode()
         assert out[f"KEY.{key.decode()}"] == f"{offset},{shown},1"
+
+
+def test_a_compacted_topic_refuses_records_without_a_key(tmp_path):
+    """As Kafka: INVALID_RECORD for a keyless record, compressed or not; keyed ones go in."""
+    with EmbeddedBroker(data_dir=tmp_path / "data", log_path=tmp_path / "b.log") as b:
+        _create(b.bootstrap, "keyed", COMPACTED)
+        for codec in ("none", "gzip"):
+            p = ck.Producer({"bootstrap.servers": b.bootstrap, "compression.type": codec,
+                             "linger.ms": 0, "message.timeout.ms": 10000})
+            errors: list = []
+
+            def on(err, _msg, errors=errors):
+                errors.append(None if err is None else err.code())
+
+            p.produce("keyed", key=b"k", value=b"v", partition=0, on_delivery=on)
+            p.flush(15)
+            p.produce("keyed", key=None, value=b"v", partition=0, on_delivery=on)
+            p.flush(15)
+            assert errors == [None, ck.KafkaError.INVALID_RECORD], codec
+        got = _read_all(b.bootstrap, "keyed")
+        assert [(k, v) for _, k, v in got] == [(b"k", b"v"), (b"k", b"v")]

@@ -88,6 +88,20 @@ def records(section, count: int) -> list[Record]:
     return out
 
 
+def keyless(section, count: int) -> bool:
+    """Whether a records section holds a record without a key (a compacted topic refuses
+    it, as Kafka does); a section that does not walk counts as keyless too."""
+    try:
+        return any(r.key is None for r in records(section, count))
+    except CompactionError:
+        return True
+
+
+def batch_keyless(batch, limit: int) -> bool:
+    """``keyless`` of a whole batch, decompressing at most ``limit`` bytes."""
+    return keyless(records_section(batch, limit), read_header(batch).record_count)
+
+
 def batch_records(batch: bytes, limit: int) -> tuple[bytes | memoryview, list[Record]]:
     """(the records section, its records) of a stored batch; decompressing at most
     ``limit`` bytes (CompressionError past it)."""

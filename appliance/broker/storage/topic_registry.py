@@ -335,7 +335,8 @@ class TopicRegistry:
         limits = self.limits(topic)
         codec = CONFIG_NAMES.get(limits.compression)  # None for "producer"
         return BatchPolicy(limits.max_message_bytes, self.config.max_decompressed_bytes,
-                           codec, self.config.verify_produce_crc)
+                           codec, self.config.verify_produce_crc,
+                           keys_required=limits.compaction is not None)
 
     # -- retention and the budget ------------------------------------------------------
 
