@@ -17,6 +17,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from java_programs import run_java
 from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+from scrape import samples as scrape_samples
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.storage import cleaned_swap, cleaner
@@ -110,7 +111,8 @@ def _cleaned_events(log_path: Path) -> list[dict]:
 def test_a_compacted_topic_keeps_each_keys_newest_record_and_then_drops_tombstones(
         tmp_path):
     log_path = tmp_path / "broker.log"
-    with EmbeddedBroker(data_dir=tmp_path / "data", log_path=log_path) as b:
+    with EmbeddedBroker(data_dir=tmp_path / "data", log_path=log_path,
+                        extra_args=["--metrics-port", "0"]) as b:
         _create(b.bootstrap, "compacted", COMPACTED)
         records = _workload()
         offsets = _produce(b.bootstrap, "compacted", records)
@@ -133,6 +135,12 @@ def test_a_compacted_topic_keeps_each_keys_newest_record_and_then_drops_tombston
         _wait_compacted(b.bootstrap, "compacted", {
             k: v for k, v in _expected(records, offsets, True).items()
             if k.startswith(b"key-")})
+        scraped = scrape_samples(b.metrics_url)
+        assert scraped[("broker_log_cleaner_passes_total", ())] >= 2
+        assert scraped[("broker_log_cleaner_records_removed_total", ())] >= KEYS * (
+            VERSIONS - 1)
+        assert scraped[("broker_log_cleaner_read_bytes_total", ())] > scraped[
+            ("broker_log_cleaner_written_bytes_total", ())] > 0
     passes = _cleaned_events(log_path)
     assert passes and all(e["bytes_read"] > 0 and "mb_per_s" in e for e in passes)
     assert sum(e["records_removed"] for e in passes) >= KEYS * (VERSIONS - 1)
