@@ -3,17 +3,14 @@ broker does with the setting.
 
 kafka-configs, kafka-ui, AKHQ and the admin clients describe a topic's configs first and
 alter them by name; client libraries create topics with configs. A topic config here is
-either LIVE (stored with the topic, in force from the next request or retention sweep,
-and the same after a restart), FIXED (this broker has exactly one behaviour: one
-replica, the producer's timestamps; only that value is accepted) or INERT (any valid
-value is accepted and stored, with no effect here: the compaction settings, as Kafka's
-delete-policy topics ignore them, and every other Kafka 4.x topic config this broker has
-no use for, each saying why). Values are checked as Kafka's ConfigDef checks them, and
-refused in its words ("Invalid value x for configuration y: Not a number of type LONG").
-What this broker
-cannot do is refused with the reason, naming the missing feature (``cleanup.policy=
-compact``: log compaction), instead of being stored and silently ignored. A name that is
-not in the table is refused too, as Kafka refuses unknown topic configs.
+either LIVE (stored with the topic, in force from the next request, retention sweep or
+cleaner pass, and the same after a restart), FIXED (this broker has exactly one
+behaviour: one replica, the producer's timestamps, no tiered storage; only that value is
+accepted, anything else refused with the reason) or INERT (any valid value is accepted
+and stored, with no effect here: every Kafka 4.x topic config this broker has no use
+for, each saying why). Values are checked as Kafka's ConfigDef checks them, and refused
+in its words ("Invalid value x for configuration y: Not a number of type LONG"). A name
+that is not in the table is refused too, as Kafka refuses unknown topic configs.
 
 Broker configs are read-only: they come from ``appliance broker``'s flags.
 """
