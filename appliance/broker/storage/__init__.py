@@ -12,6 +12,7 @@ partition (``partition``) assigns offsets, checks batches against its topic's po
 through the few fsyncing file operations in ``durable_io``. ``timestamp_search`` answers
 ListOffsets by time without stalling. Compacted topics on disk are cleaned by
 ``log_cleaner`` (when and where), ``cleaner`` (one pass, on its own thread, records
-walked by ``compact_batch``) and ``cleaned_swap`` (its files put in place, crash-safely). Why a room: none of it knows a request, a
-connection or a consumer group; the handlers above call it.
+walked by ``compact_batch``) and ``cleaned_swap`` (its files put in place,
+crash-safely). Why a room: none of it knows a request, a connection or a consumer group;
+the handlers above call it.
 """
