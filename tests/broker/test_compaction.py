@@ -187,8 +187,8 @@ def test_a_kill_mid_clean_loses_nothing_at_either_point_of_a_pass(tmp_path):
         b.kill()
         result = cleaner.clean(_job(pdir))
         assert result is not None
-        for base, path in result.cleaned.items():  # step 1 of the swap, then the kill
-            path.rename(pdir / (f"{base:020d}" + cleaned_swap.SWAP_SUFFIX))
+        for base, cleaned in result.cleaned.items():  # step 1 of the swap, then the kill
+            cleaned.path.rename(pdir / (f"{base:020d}" + cleaned_swap.SWAP_SUFFIX))
         b.start()
         _wait_compacted(b.bootstrap, "crash", want, timeout=5)
         assert not list(pdir.glob("*" + cleaned_swap.SWAP_SUFFIX))

@@ -38,8 +38,8 @@ def read_clean_point(directory: Path) -> int:
 
 
 def discard(result: CleanResult) -> None:
-    for path in result.cleaned.values():
-        path.unlink(missing_ok=True)
+    for cleaned in result.cleaned.values():
+        cleaned.path.unlink(missing_ok=True)
 
 
 def recover_swaps(directory: Path) -> int:
@@ -73,19 +73,20 @@ def swap_in(segs, result: CleanResult) -> int | None:
         return None
     directory: Path = segs.dir
     swaps = {}
-    for base, path in result.cleaned.items():
+    for base, cleaned in result.cleaned.items():
         swap = directory / (segment_name(base, "") + SWAP_SUFFIX)
-        os.replace(path, swap)
+        os.replace(cleaned.path, swap)
         swaps[base] = swap
     fsync_dir(directory)  # decided: recovery finishes the swap from here
     freed = 0
     for base in sorted(result.cleaned):
         old = by_base[base]
+        cleaned = result.cleaned[base]
         i = segs.segments.index(old)
         old.delete()
         freed += old.size
         swap = swaps[base]
-        if not swap.stat().st_size:  # nothing of it was left
+        if not cleaned.size:  # nothing of it was left
             swap.unlink()
             del segs.segments[i]
             del segs.bases[i]
@@ -93,7 +94,10 @@ def swap_in(segs, result: CleanResult) -> int | None:
         os.replace(swap, old.path)
         new = Segment(directory, base)
         new.open_for_append()
-        segs.read_cleaned(new, old)
+        new.set_recovered(cleaned.size, cleaned.next_offset, cleaned.max_ts,
+                          cleaned.since_index, old.last_append_ms)
+        new.created_ms = old.created_ms
+        new.index.rewrite(list(cleaned.entries))
         new.close_index()
         segs.segments[i] = new
         freed -= new.size

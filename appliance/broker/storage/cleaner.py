@@ -28,7 +28,9 @@ from pathlib import Path
 from appliance.broker.storage import compact_batch
 from appliance.broker.storage.batch_scan import headers
 from appliance.broker.storage.compact_batch import CompactionError
+from appliance.broker.storage.offset_index import IndexEntry
 from appliance.broker.wire.compression import CompressionError
+from appliance.broker.wire.records import read_header
 
 CLEANED_SUFFIX = ".cleaned"
 # What one map entry costs in this process: a 16-byte digest as a bytes object (49 B),
@@ -61,13 +63,26 @@ class CleanJob:
     delete_retention_ms: int
     map_bytes: int  # the dedupe buffer
     max_batch_bytes: int  # decompression limit
+    index_interval_bytes: int = 4096  # the topic's index.interval.bytes
+
+
+@dataclass(frozen=True)
+class CleanedFile:
+    """A segment's cleaned copy and what its Segment needs to know of it (worked out
+    here, off the event loop, so the swap only renames and opens)."""
+
+    path: Path
+    size: int  # 0: every batch of the segment went
+    next_offset: int
+    max_ts: int
+    since_index: int  # log bytes after the last index entry
+    entries: tuple[IndexEntry, ...]
 
 
 @dataclass
 class CleanResult:
     end_offset: int  # the new clean point (the pass covered everything below it)
-    cleaned: dict[int, Path] = field(default_factory=dict)  # base -> its cleaned file
-    # (empty: every batch went)
+    cleaned: dict[int, CleanedFile] = field(default_factory=dict)  # by segment base
     bytes_read: int = 0
     bytes_written: int = 0
     keys: int = 0
@@ -169,10 +184,11 @@ def clean(job: CleanJob) -> CleanResult | None:
 def _clean_segment(job: CleanJob, seg: SegmentFile, keys: KeyMap, drop_tombstones: bool,
                    result: CleanResult) -> None:
     out_path = job.directory / (seg.path.stem + CLEANED_SUFFIX)
-    out = None
     changed = False
     written = 0
-    try:
+    entries: list[IndexEntry] = []
+    max_ts, since, next_offset = -1, 0, seg.base
+    with open(out_path, "wb") as out:
         for base, batch in _batches(seg):
             result.bytes_read += len(batch)
             try:
@@ -184,24 +200,27 @@ def _clean_segment(job: CleanJob, seg: SegmentFile, keys: KeyMap, drop_tombstone
             if section is not None and len(kept) != len(recs):
                 changed = True
                 result.records_removed += len(recs) - len(kept)
-                batch = compact_batch.rebuilt(batch, section, kept) if kept else b""
-            if out is None:
-                out = open(out_path, "wb")  # noqa: SIM115 (closed below)
-            if batch:
-                out.write(batch)
-                written += len(batch)
-        if out is not None:
-            out.flush()
-            os.fsync(out.fileno())
-    finally:
-        if out is not None:
-            out.close()
+                if not kept:
+                    continue
+                batch = compact_batch.rebuilt(batch, section, kept)
+            if not entries or since >= job.index_interval_bytes:
+                entries.append(IndexEntry(base, written, max_ts))
+                since = 0
+            header = read_header(batch)
+            out.write(batch)
+            written += len(batch)
+            since += len(batch)
+            max_ts = max(max_ts, header.max_timestamp)
+            next_offset = base + header.last_offset_delta + 1
+        out.flush()
+        os.fsync(out.fileno())
     if not changed:
         out_path.unlink(missing_ok=True)
         return
     result.bytes_written += written
     os.utime(out_path, ns=(seg.last_append_ms * 1_000_000,) * 2)
-    result.cleaned[seg.base] = out_path  # empty: every batch of it went
+    result.cleaned[seg.base] = CleanedFile(out_path, written, next_offset, max_ts, since,
+                                           tuple(entries))
 
 
 def _keep(r: compact_batch.Record, base: int, keys: KeyMap, drop_tombstones: bool) -> bool:

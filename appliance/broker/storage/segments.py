@@ -556,12 +556,6 @@ class PartitionSegments:
         seg.set_recovered(length, next_offset, max_ts, since, mtime_ns // 1_000_000)
         return len(found.batches)
 
-    def read_cleaned(self, new: Segment, old: Segment) -> None:
-        """A segment the log cleaner rewrote (``cleaned_swap``): read through once, for
-        its size, offsets and index; its age stays the old one's."""
-        self._read_through(new, None)
-        new.last_append_ms, new.created_ms = old.last_append_ms, old.created_ms
-
     def _index_for(self, found: Scan) -> tuple[list[IndexEntry], int, int]:
         entries: list[IndexEntry] = []
         max_ts, since = -1, 0
