@@ -184,6 +184,7 @@ def steady(args: argparse.Namespace) -> dict:
             data_dir=Path(tmp) / "data", log_path=Path(tmp) / "broker.log",
             topics={"steady": 1},
             extra_args=["--retention-total-bytes", str(args.retention_total_bytes),
+                        "--retention-total-policy", "keep-newest",  # no group commits
                         "--segment-bytes", str(args.segment_bytes)]) as broker:
         load = SteadyLoad(broker.bootstrap, "steady", args.rate, args.batch,
                           args.value_bytes).start()

@@ -48,10 +48,11 @@ and each sub-package under a contract of its own):
   ``model``), ``security/`` (authentication: ``listener``, ``sasl``, ``tls``,
   ``credentials``, ``password_pool``, ``scram``) and ``connections/`` (the per-IP and
   broker-wide ``cap``, the per-IP ``rate``, the ``preauth_queue``, the ``request_pool``);
-- ``storage/`` (the log: ``topic_registry``, ``fetch_wait``, ``timestamp_search``,
-  ``partition``, ``segments``, ``batch_policy``, ``topic_configs``, ``log_budget``,
-  ``segment_file``, ``framed_scan``, ``producer_state``, ``producer_ids``,
-  ``memory_log``, ``offset_index``, ``batch_scan``, ``durable_io``);
+- ``storage/`` (the log: ``log_cleaner``, ``topic_registry``, ``fetch_wait``,
+  ``timestamp_search``, ``partition``, ``segments``, ``batch_policy``, ``topic_configs``,
+  ``log_budget``, ``cleaned_swap``, ``segment_file``, ``framed_scan``,
+  ``producer_state``, ``producer_ids``, ``cleaner``, ``memory_log``, ``offset_index``,
+  ``batch_scan``, ``compact_batch``, ``durable_io``);
 - ``wire/`` (Kafka's wire format: ``client``, ``request_limits``, ``schemas``,
   ``codegen``, ``codec``, ``errors``, ``records``, ``compression``);
 - at the bottom, what every room may use: ``settings`` (``BrokerConfig``), ``caller``

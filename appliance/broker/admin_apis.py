@@ -86,8 +86,9 @@ class AdminApis:
             if own is not None:
                 synonyms.append({"name": spec.name, "value": own,
                                  "source": int(ConfigSource.DYNAMIC_TOPIC_CONFIG)})
-            synonyms.append({"name": spec.broker_synonym, "value": default,
-                             "source": int(default_source)})
+            if spec.broker_synonym:
+                synonyms.append({"name": spec.broker_synonym, "value": default,
+                                 "source": int(default_source)})
             if own is None:
                 value, source = default, default_source
             else:

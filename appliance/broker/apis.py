@@ -31,7 +31,7 @@ from appliance.broker.security.credentials import Users
 from appliance.broker.settings import BrokerConfig
 from appliance.broker.slices import Job, Slicer
 from appliance.broker.storage import timestamp_search
-from appliance.broker.storage.batch_policy import BatchPolicy
+from appliance.broker.storage.batch_policy import BatchPolicy, keys_refusal
 from appliance.broker.storage.fetch_wait import FetchedPartition, FetchWait
 from appliance.broker.storage.partition import LEADER_EPOCH, PartitionLog
 from appliance.broker.storage.producer_ids import ProducerIdError
@@ -103,6 +103,8 @@ class Apis:
         self.slicer = Slicer()
         self.offsets = OffsetStore(config.data_dir, fsync=config.flush != "write")
         self.coordinator = GroupCoordinator(config, self.offsets)
+        registry.read_through = self.offsets.read_through
+        self._refusing = False  # produces refused for a full log budget, until one fits
         # AclStoreError (a bad acls.json) stops the start: serving with fewer ACLs than
         # the operator wrote could refuse the wrong clients, with more, allow them.
         self.acl_store = AclStore(config.data_dir)
@@ -299,7 +301,7 @@ class Apis:
                     accepted.append((out, checked, policy))
             responses.append({"name": name, "partition_responses": parts})
         body = {"responses": responses, "throttle_time_ms": 0}
-        if any(policy.compression is not None for _, _, policy in accepted):
+        if any(policy.needs_worker for _, _, policy in accepted):
             result = self.slicer.run(self._produce_job(accepted, body))
         else:
             now = _now_ms()
@@ -332,9 +334,35 @@ class Apis:
         return PartitionProduce(partition, batches, headers)
 
     def _append(self, out: dict, checked: PartitionProduce, now_ms: int) -> None:
-        err, base, msg = checked.partition.append(checked.batches, checked.headers, now_ms)
+        part = checked.partition
+        if not self.registry.room_for(part.append_cost(checked.batches)):
+            self._budget_full(out, part)
+            return
+        if self._refusing:
+            self._refusing = False
+            log.info("broker.log_budget_room", refused_produces=self.registry.budget
+                     .refused_produces)
+        err, base, msg = part.append(checked.batches, checked.headers, now_ms)
         out.update(error_code=err, base_offset=base, error_message=msg,
                    log_start_offset=checked.partition.log_start_offset)
+
+    def _budget_full(self, out: dict, part: PartitionLog) -> None:
+        """The log budget is full of data consumer groups have not read: refuse with
+        Kafka's retriable storage error (the producer backs off and retries; nothing
+        acknowledged is lost). Logged once per episode."""
+        budget = self.registry.budget
+        if not self._refusing:
+            log.warning("broker.log_budget_full", topic=part.topic, partition=part.index,
+                        limit_bytes=budget.limit, used_bytes=budget.used,
+                        policy=self.config.retention_total_policy.value)
+        self._refusing = True
+        budget.refused_produces += 1
+        out.update(error_code=errors.KAFKA_STORAGE_ERROR, base_offset=-1,
+                   log_start_offset=part.log_start_offset,
+                   error_message=f"the log is at its budget ({budget.limit} bytes, "
+                                 f"--retention-total-bytes) and holds only data consumer "
+                                 f"groups have not read: retry once they read on or "
+                                 f"retention frees space")
 
     def _after_appends(self) -> None:
         if self.registry.budget.over:
@@ -342,13 +370,19 @@ class Apis:
 
     def _produce_job(self, accepted: list[tuple[dict, PartitionProduce, BatchPolicy]],
                      body: dict) -> Job:
-        """Rewrite the batches of topics with a compression.type (on the worker thread,
-        at most max_decompressed_bytes each), then append as ``produce`` does."""
+        """Rewrite the batches of topics with a compression.type, and check the keys of
+        compressed batches of compacted topics (on the worker thread, at most
+        max_decompressed_bytes each), then append as ``produce`` does."""
         limit = self.config.max_decompressed_bytes
         ready = []
         for out, checked, policy in accepted:
             batches, headers = [], []
             for batch, h in zip(checked.batches, checked.headers, strict=True):
+                if policy.keys_checked_later(h):
+                    refused = yield partial(keys_refusal, batch, limit)
+                    if refused is not None:
+                        out.update(error_code=refused.error, error_message=refused.message)
+                        break
                 codec = policy.recompress_to(h)
                 if codec is not None:
                     try:

@@ -160,6 +160,21 @@ class BrokerCollector:
             gauge = GaugeMetricFamily(name, text)
             gauge.add_metric([], float(value))
             yield gauge
+        evicted = CounterMetricFamily(
+            "broker_log_evicted_bytes",
+            "bytes the log budget evicted, by reason: read (every consumer group with a "
+            "committed offset had read them) or unread (--retention-total-policy "
+            "keep-newest took data not every group had read)", labels=["reason"])
+        for reason, nbytes in sorted(budget.evicted.copy().items()):
+            evicted.add_metric([reason], float(nbytes))
+        yield evicted
+        refused = CounterMetricFamily(
+            "broker_log_budget_refused_produces",
+            "partitions' produces refused (retriable KAFKA_STORAGE_ERROR): the log was at "
+            "its budget with only unread data left (--retention-total-policy protect-unread)")
+        refused.add_metric([], float(budget.refused_produces))
+        yield refused
+        yield from self._cleaner(self.server.cleaner.stats)
         names = self.server.config.metrics_names
         labels_of = ["topic", "partition"] if names else []
         end = GaugeMetricFamily("broker_log_end_offset", "next offset to be written",
@@ -251,6 +266,26 @@ class BrokerCollector:
             metric = family(name, text)
             metric.add_metric([], float(value))
             yield metric
+
+    @staticmethod
+    def _cleaner(stats):
+        """The log cleaner (compacted topics): what its passes read, wrote and took."""
+        for name, value, text in (
+                ("broker_log_cleaner_passes", stats.passes, "compaction passes put in place"),
+                ("broker_log_cleaner_read_bytes", stats.bytes_read,
+                 "bytes of segments the cleaner read (copied or dropped)"),
+                ("broker_log_cleaner_written_bytes", stats.bytes_written,
+                 "bytes of cleaned segments written"),
+                ("broker_log_cleaner_records_removed", stats.records_removed,
+                 "records compaction removed (superseded, or tombstones past "
+                 "delete.retention.ms)"),
+                ("broker_log_cleaner_seconds", stats.seconds,
+                 "time the passes took (read / seconds: MB/s cleaned)"),
+                ("broker_log_cleaner_failures", stats.failures,
+                 "passes that failed (an I/O error: retried at the next sweep)")):
+            counter = CounterMetricFamily(name, text)
+            counter.add_metric([], float(value))
+            yield counter
 
     @staticmethod
     def _storage(stats):

@@ -14,7 +14,9 @@ from appliance.broker.connections.rate import THROTTLED_CLOSE_S
 from appliance.broker.security.listener import PROTOCOLS, ListenerError
 from appliance.broker.settings import (
     AUTHORIZERS,
+    BUDGET_POLICIES,
     DEFAULT_CONNECTIONS_MAX_IDLE_MS,
+    DEFAULT_DEDUPE_BUFFER_BYTES,
     DEFAULT_FETCH_MAX_BYTES,
     DEFAULT_GROUP_MAX_METADATA_BYTES,
     DEFAULT_GROUP_MAX_SIZE,
@@ -33,6 +35,7 @@ from appliance.broker.settings import (
     FLUSH_POLICIES,
     AuthorizerKind,
     BrokerConfig,
+    BudgetPolicy,
     Flush,
     parse_topics,
 )
@@ -148,6 +151,16 @@ def add_broker_options(parser: argparse.ArgumentParser) -> None:
                      help="every partition together: past it the oldest data goes first "
                           "(default: with --data-dir 80%% of the space the log may use at "
                           "start, its own and the free; in memory 1/8 of RAM, at most 1 GiB)")
+    ret.add_argument("--retention-total-policy", choices=BUDGET_POLICIES,
+                     default="protect-unread",
+                     help="when --retention-total-bytes is reached: protect-unread (default) "
+                          "evicts only what every consumer group has read and else refuses "
+                          "produce (retriable KAFKA_STORAGE_ERROR); keep-newest evicts the "
+                          "oldest data, read or not")
+    ret.add_argument("--log-cleaner-dedupe-buffer-size", type=_non_negative,
+                     default=DEFAULT_DEDUPE_BUFFER_BYTES,
+                     help="compacted topics: bytes of keys one cleaning pass may hold "
+                          "(Kafka's log.cleaner.dedupe.buffer.size; default 32 MiB)")
     parser.add_argument("--max-message-bytes", type=_non_negative, default=None,
                         help="largest accepted record batch (default 1048588)")
     parser.add_argument("--flush", choices=FLUSH_POLICIES, default="write",
@@ -329,6 +342,8 @@ def run_from_args(args: argparse.Namespace) -> int:
                "retention_bytes": None if args.retention_bytes < 0 else args.retention_bytes,
                "retention_ms": None if args.retention_ms < 0 else args.retention_ms,
                "retention_total_bytes": args.retention_total_bytes,
+               "retention_total_policy": BudgetPolicy(args.retention_total_policy),
+               "log_cleaner_dedupe_buffer_bytes": args.log_cleaner_dedupe_buffer_size,
                "segment_ms": args.segment_ms, "full_recovery": args.full_recovery,
                "max_frame_bytes": args.max_request_bytes,
                "queued_max_request_bytes": args.queued_max_request_bytes,

@@ -106,6 +106,10 @@ def bound(config: BrokerConfig, load: Load) -> Bound:
         # in memory the log itself: the budget counts each batch's bookkeeping too
         # (memory_log.BATCH_OVERHEAD), and may run over by one produce before the oldest
         # goes
+        # with --data-dir, a compaction pass (storage/cleaner.py): its key map, one batch
+        # decompressed and the batch rebuilt from it
+        "log cleaner": (config.log_cleaner_dedupe_buffer_bytes + config.max_decompressed_bytes
+                        + config.max_message_bytes) if not in_memory else 0,
         "log (in memory)": (memory_default() if config.retention_total_bytes is None
                             else config.retention_total_bytes) + load.request_bytes
         if in_memory else 0,

@@ -4,10 +4,12 @@
 ``Admin.alterUserScramCredentials`` and confluent-kafka's
 ``AdminClient.alter_user_scram_credentials`` send a salted password the client derived
 (PBKDF2 of the password, the salt, the iterations); the broker keeps only the StoredKey
-and ServerKey it implies, in the users file (``--sasl-users``), written atomically (mode
-0600) and in force for the next login, as ``appliance broker-user add`` does offline. A
-broker without a users file (no SASL listener) has no users to manage: SECURITY_DISABLED,
-as Kafka answers ACL calls without an authorizer.
+and ServerKey it implies, in the users file (``--sasl-users``, else the data directory's
+``users.toml``), written atomically (mode 0600) and in force for the next login, as
+``appliance broker-user add`` does offline. A broker with a data directory keeps its users
+there even while it listens without SASL, for when it does. Only a broker with neither a
+users file nor a data directory has no users to manage: SECURITY_DISABLED, as Kafka
+answers ACL calls without an authorizer.
 
 Kafka's rules and errors: one change per user and mechanism per request
 (DUPLICATE_RESOURCE), 4096 to 16384 iterations (UNACCEPTABLE_CREDENTIAL), SCRAM-SHA-256
@@ -33,8 +35,8 @@ log = get_logger("appliance.broker")
 MAX_ITERATIONS = 16384  # Kafka refuses more
 MECHANISM_CODES = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}  # Kafka's ScramMechanism
 CODE_OF = {name: code for code, name in MECHANISM_CODES.items()}
-NO_USERS_FILE = ("this broker has no users file: start it with a SASL listener and "
-                 "--sasl-users to manage SCRAM users")
+NO_USERS_FILE = ("this broker keeps no users: start it with --data-dir (or a SASL "
+                 "listener and --sasl-users) to manage SCRAM users")
 
 
 class ScramApis:
@@ -113,8 +115,8 @@ class ScramApis:
                 else:
                     users.scram.pop(name, None)
             try:
-                assert self.config.sasl_users_file is not None
-                save_users(self.config.sasl_users_file, users)
+                assert self.config.users_path is not None
+                save_users(self.config.users_path, users)
             except OSError as exc:
                 for name, old in before.items():  # not written: not in force either
                     if old is None:
@@ -137,7 +139,7 @@ class ScramApis:
                                       CLUSTER_NAME):
             return errors.CLUSTER_AUTHORIZATION_FAILED, (
                 f"{caller.principal} may not ALTER the cluster")
-        if self.users is None or self.config.sasl_users_file is None:
+        if self.users is None or self.config.users_path is None:
             return errors.SECURITY_DISABLED, NO_USERS_FILE
         return None
 

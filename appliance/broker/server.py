@@ -44,6 +44,7 @@ from appliance.broker.memory_bound import STREAM_RUN, WRITE_HIGH, WRITE_LOW
 from appliance.broker.security import listener, sasl
 from appliance.broker.security.password_pool import PasswordWorkers
 from appliance.broker.settings import BrokerConfig
+from appliance.broker.storage.log_cleaner import LogCleaner
 from appliance.broker.storage.segment_file import FileRange
 from appliance.broker.storage.segments import Storage
 from appliance.broker.storage.topic_registry import TopicRegistry
@@ -86,11 +87,12 @@ class BrokerServer:
         self.storage = Storage(config) if config.data_dir else None
         self.registry = TopicRegistry(config, self.storage)
         self.registry.recover()
+        self.cleaner = LogCleaner(self.registry)
         for name, count in config.initial_topics.items():
             if name not in self.registry.topics:
                 self.registry.create(name, count)
         self.apis = Apis(config, self.registry, self.storage,
-                         self.security.sasl.users if self.security.sasl else None)
+                         listener.managed_users(config, self.security))
         self._server: asyncio.base_events.Server | None = None  # plain listeners
         self._tls_listener: socket.socket | None = None  # TLS listeners accept themselves
         self._accept_task: asyncio.Task | None = None
@@ -196,6 +198,7 @@ class BrokerServer:
             freed = self.registry.enforce_retention()
             if freed:
                 log.info("broker.retention", freed_bytes=freed)
+            self.cleaner.tick(asyncio.get_running_loop())
             now = time.monotonic()
             if now >= self._next_group_expiry:
                 self.apis.coordinator.expire_groups()
@@ -251,6 +254,7 @@ class BrokerServer:
                 conn.close("broker stopping")
         if self._server is not None:
             await self._server.wait_closed()
+        self.cleaner.shutdown()
         if self.storage is not None:
             self.storage.close(self.registry.producer_snapshots())
         self.apis.offsets.close()

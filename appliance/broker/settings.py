@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+DATA_DIR_USERS = "users.toml"  # the users file of a broker started without --sasl-users
 DEFAULT_MAX_MESSAGE_BYTES = 1_048_588  # Kafka's default max.message.bytes
+DEFAULT_DEDUPE_BUFFER_BYTES = 32 * 1024 * 1024
 DEFAULT_MAX_FRAME_BYTES = 104_857_600  # Kafka's socket.request.max.bytes
 DAY_MS = 86_400_000
 DEFAULT_RETENTION_MS = 7 * DAY_MS  # Kafka's log.retention.hours=168
@@ -67,6 +70,20 @@ class AuthorizerKind(StrEnum):
 AUTHORIZERS = tuple(k.value for k in AuthorizerKind)
 
 
+class BudgetPolicy(StrEnum):
+    """What the log budget (``--retention-total-bytes``) may take when it is full
+    (docs/broker.md, "Retention")."""
+
+    # only what every consumer group with a committed offset on the partition has read;
+    # when nothing such is left, produce is refused (KAFKA_STORAGE_ERROR, retriable)
+    PROTECT_UNREAD = "protect-unread"
+    # the oldest data, read or not (read data first): producers are never refused
+    KEEP_NEWEST = "keep-newest"
+
+
+BUDGET_POLICIES = tuple(p.value for p in BudgetPolicy)
+
+
 @dataclass
 class BrokerConfig:
     host: str = "127.0.0.1"
@@ -83,6 +100,10 @@ class BrokerConfig:
     # Every partition together (storage/log_budget.py): None sizes it at start, to the
     # disk with data_dir, else to the host's memory.
     retention_total_bytes: int | None = None
+    retention_total_policy: BudgetPolicy = BudgetPolicy.PROTECT_UNREAD
+    # The log cleaner's key map (Kafka's log.cleaner.dedupe.buffer.size): what one
+    # compaction pass may hold of keys (storage/cleaner.py).
+    log_cleaner_dedupe_buffer_bytes: int = DEFAULT_DEDUPE_BUFFER_BYTES
     retention_check_ms: int = 1000
     # Read every segment through at start (as before indexes), quarantining bad bytes:
     # for an operator who suspects damage below the recovery point.
@@ -144,6 +165,14 @@ class BrokerConfig:
     # The metrics endpoint (--metrics-port): label topics and groups by name, or only
     # count them (a scrape anyone on its network can read then names nothing).
     metrics_names: bool = True
+
+    @property
+    def users_path(self) -> str | None:
+        """The SCRAM users file: --sasl-users, else the data directory's
+        (``DATA_DIR/users.toml``, which the admin API creates); None: neither."""
+        if self.sasl_users_file is not None:
+            return self.sasl_users_file
+        return os.path.join(self.data_dir, DATA_DIR_USERS) if self.data_dir else None
 
     @property
     def retention_ms_set(self) -> bool:

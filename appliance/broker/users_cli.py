@@ -19,6 +19,7 @@ import sys
 from appliance.broker.acl import cli as acl_cli
 from appliance.broker.security.credentials import CredentialsError, add_user
 from appliance.broker.security.scram import DEFAULT_ITERATIONS, MECHANISMS, MIN_ITERATIONS
+from appliance.broker.settings import DATA_DIR_USERS
 
 PASSWORD_ENV = "APPLIANCE_BROKER_USER_PASSWORD"
 
@@ -44,6 +45,8 @@ def _mechanisms(value: str) -> tuple[str, ...]:
 
 
 def _add(args: argparse.Namespace) -> int:
+    if args.file is None:
+        args.file = os.path.join(args.data_dir, DATA_DIR_USERS)
     try:
         password = _read_password(args)
         written = add_user(args.file, args.user, password, args.mechanisms, args.iterations,
@@ -86,7 +89,10 @@ def build(parser: argparse.ArgumentParser) -> None:
         epilog="examples:\n  appliance broker-user add --file users.toml --user alice\n"
                "  appliance broker-user add --file users.toml --user alice "
                "--mechanisms SCRAM-SHA-512 --password-stdin < password.txt")
-    add.add_argument("--file", required=True, help="users file (created with mode 0600)")
+    where = add.add_mutually_exclusive_group(required=True)
+    where.add_argument("--file", help="users file (created with mode 0600): --sasl-users")
+    where.add_argument("--data-dir", help="the broker's data directory: its users.toml, "
+                                          "for a broker started without --sasl-users")
     add.add_argument("--user", required=True, help="the user name clients log in with")
     add.add_argument("--mechanisms", type=_mechanisms, default=tuple(MECHANISMS),
                      help="comma-separated (default: both SCRAM mechanisms)")

@@ -119,7 +119,7 @@ def test_confluent_admin_client_groups_and_topic_configs(group_broker, tmp_path)
     assert entries["retention.bytes"].value == "123456"
     assert entries["cleanup.policy"].value == "delete"
     bad = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
-        ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.SET)])
+        ConfigEntry("cleanup.policy", "shrink", incremental_operation=AlterConfigOpType.SET)])
     with pytest.raises(ck.KafkaException, match="INVALID_CONFIG"):
         admin.incremental_alter_configs([bad])[bad].result(timeout=30)
     cluster = admin.describe_cluster().result(timeout=30)
@@ -133,8 +133,8 @@ def test_java_admin_client_and_a_transactional_producer(group_broker, java_check
     assert out["CLUSTER"] == "appliance-embedded,1,0"
     assert out["TOPIC_RETENTION_MS"] == "7200000,DYNAMIC_TOPIC_CONFIG"
     assert out["TOPIC_MAX_MESSAGE_BYTES"] == "500000"
-    assert out["TOPIC_CLEANUP_POLICY"] == "delete,true"
-    assert out["COMPACT_REFUSED"] == "InvalidConfigurationException"
+    assert out["TOPIC_CLEANUP_POLICY"] == "delete,false"
+    assert out["BAD_POLICY_REFUSED"] == "InvalidConfigurationException"
     assert out["BROKER_NUM_PARTITIONS"] == "1,true"
     assert out["DELETE_RECORDS"] == "8,8"
     assert int(out["CONSUMED"]) >= 12

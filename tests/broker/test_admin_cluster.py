@@ -25,6 +25,8 @@ from java_programs import run_java
 from kafka import KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient
 from kafka.admin import OffsetSpec as KpOffsetSpec
+from kafka.admin import ScramMechanism as KpScramMechanism
+from kafka.admin import UserScramCredentialUpsertion as ScramUpsertion
 from kafka.errors import InvalidReplicationAssignmentError
 from secure_helpers import USER, make_users, new_password
 
@@ -133,13 +135,15 @@ def _scram_config(user: str, password: str, mechanism: str = "SCRAM-SHA-512") ->
             "sasl.username": user, "sasl.password": password}
 
 
-def _logs_in(bootstrap: str, user: str, password: str) -> bool:
+def _logs_in(bootstrap: str, user: str, password: str,
+             mechanism: str = "SCRAM-SHA-512") -> bool:
     producer = ck.Producer({"bootstrap.servers": bootstrap, "message.timeout.ms": 8000,
-                            **_scram_config(user, password)})
+                            **_scram_config(user, password, mechanism)})
     delivered: list = []
     producer.produce("s", b"hello", on_delivery=lambda err, _m: delivered.append(err))
     producer.flush(15)
-    return delivered == [None]
+    # not `delivered == [None]`: comparing a KafkaError with None raises TypeError
+    return len(delivered) == 1 and delivered[0] is None
 
 
 def test_scram_users_are_managed_through_the_admin_api(sasl_broker):
@@ -177,10 +181,50 @@ def test_scram_users_are_managed_through_the_admin_api(sasl_broker):
             future.result(timeout=30)
 
 
-def test_scram_alterations_are_refused_without_a_users_file(cluster):
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+def test_scram_alterations_are_refused_with_nowhere_to_keep_users(broker):
+    """An in-memory broker without --sasl-users has no file to keep users in."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     upsert = UserScramCredentialUpsertion(
         "dave", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"pw")
     with pytest.raises(ck.KafkaException, match="SECURITY_DISABLED"):
         for future in admin.alter_user_scram_credentials([upsert]).values():
             future.result(timeout=30)
+
+
+def test_a_broker_with_a_data_dir_keeps_scram_users_its_sasl_listener_uses(tmp_path):
+    """Issue 53, item 3: no --sasl-users, only a data directory. Users created through the
+    admin API (librdkafka) on the plaintext broker are kept in DATA_DIR/users.toml (0600,
+    no password); started with a SASL listener on the same directory it logs them in, and
+    a user one of them creates (kafka-python) logs in at once, without a restart."""
+    data = tmp_path / "data"
+    first = new_password()
+    with EmbeddedBroker(data_dir=data, topics={"s": 1},
+                        log_path=tmp_path / "plain.log") as b:
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        upsert = UserScramCredentialUpsertion(
+            "erin", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), first.encode())
+        for future in admin.alter_user_scram_credentials([upsert]).values():
+            future.result(timeout=30)
+        described = admin.describe_user_scram_credentials(["erin"])["erin"].result(timeout=30)
+        assert [i.iterations for i in described.scram_credential_infos] == [8192]
+    users_file = data / "users.toml"
+    assert stat.S_IMODE(users_file.stat().st_mode) == 0o600
+    assert "[users.erin.SCRAM-SHA-512]" in users_file.read_text()
+    assert first not in users_file.read_text()
+    second = new_password()
+    with EmbeddedBroker(data_dir=data, log_path=tmp_path / "sasl.log", extra_args=[
+            "--security-protocol", "SASL_PLAINTEXT",
+            "--sasl-mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512"]) as b:
+        assert _logs_in(b.bootstrap, "erin", first)
+        kp = KafkaAdminClient(bootstrap_servers=b.bootstrap,
+                              security_protocol="SASL_PLAINTEXT",
+                              sasl_mechanism="SCRAM-SHA-512", sasl_plain_username="erin",
+                              sasl_plain_password=first)
+        try:
+            kp.alter_user_scram_credentials([ScramUpsertion(
+                "frank", KpScramMechanism.SCRAM_SHA_256, second, iterations=4096)])
+            assert {"erin", "frank"} <= set(kp.describe_user_scram_credentials())
+        finally:
+            kp.close()
+        assert _logs_in(b.bootstrap, "frank", second, "SCRAM-SHA-256")
+        assert not _logs_in(b.bootstrap, "frank", first, "SCRAM-SHA-256")

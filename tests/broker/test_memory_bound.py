@@ -32,7 +32,7 @@ def _pump(bootstrap: str, topic: str, total: int) -> int:
 def test_a_gigabyte_through_a_durable_broker_in_bounded_memory(tmp_path):
     budget = 256 * MIB
     args = ["--topics", "soak:1", "--retention-total-bytes", str(budget),
-            "--segment-bytes", str(32 * MIB)]
+            "--retention-total-policy", "keep-newest", "--segment-bytes", str(32 * MIB)]
     with EmbeddedBroker(data_dir=tmp_path / "data", extra_args=args,
                         log_path=tmp_path / "b.log") as b:
         started = time.monotonic()
@@ -58,7 +58,8 @@ def test_a_gigabyte_through_a_durable_broker_in_bounded_memory(tmp_path):
 
 def test_a_gigabyte_through_an_in_memory_broker_keeps_to_its_budget(tmp_path):
     budget = 128 * MIB
-    args = ["--topics", "soak:1", "--retention-total-bytes", str(budget)]
+    args = ["--topics", "soak:1", "--retention-total-bytes", str(budget),
+            "--retention-total-policy", "keep-newest"]
     with EmbeddedBroker(extra_args=args, log_path=tmp_path / "b.log") as b:
         sent = _pump(b.bootstrap, "soak", GIB)
         back = read_back(b.bootstrap, "soak")
@@ -93,6 +94,7 @@ def test_the_docs_state_the_bound_the_code_computes():
     assert f"committed offsets × {mb.COMMITTED_OFFSET} B" in formula
     terms = set(bound(config, Load(1, 1, 1, 1, groups=1, committed_offsets=1)).terms)
     mentioned = {"fixed", "request", "decompression", "request pool", "connections",
-                 "partitions", "segments", "groups", "committed offsets", "log (in memory)"}
+                 "partitions", "segments", "groups", "committed offsets", "log cleaner",
+                 "log (in memory)"}
     assert terms == mentioned
     assert re.search(r"3 × the request being handled", formula)

@@ -168,7 +168,7 @@ def test_promtool_check_config_and_rules():
     done = subprocess.run([PROMTOOL, "check", "rules", "rules.yml"],
                           cwd=catalog.PROMETHEUS_DIR, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "SUCCESS: 24 rules found" in done.stdout
+    assert "SUCCESS: 26 rules found" in done.stdout
 
 
 @needs_promtool
@@ -183,7 +183,8 @@ def test_promtool_unit_tests_fire_each_alert_on_bad_series_and_not_on_healthy():
     assert alerts == {"ApplianceAlertLatencyHigh", "ApplianceLatencyBudgetBurn",
                       "ApplianceEventsWaiting", "ApplianceQueryDown", "ApplianceQueryStalled",
                       "ApplianceDeadLettersArriving", "ApplianceRulesReloadRejected",
-                      "BrokerDown", "SparkWorkerLost", "NodeFilesystemAlmostFull",
+                      "BrokerDown", "BrokerLogEvictedUnread", "BrokerLogBudgetFull",
+                      "SparkWorkerLost", "NodeFilesystemAlmostFull",
                       "NodeMemoryLow", "NodeClockSkew", "Watchdog"}
     # every alert fires, and stays quiet (but the Watchdog, which always fires)
     assert fired[0] == alerts and silent[1] == alerts - {"Watchdog"}

@@ -110,6 +110,7 @@ def test_hours_of_the_appliance_keep_the_broker_flat(tmp_path):
     broker = EmbeddedBroker(data_dir=tmp_path / "broker", log_path=tmp_path / "broker.log",
                             topics={"events": 2, "alerts": 1, "events.dlq": 1},
                             extra_args=["--retention-total-bytes", str(log_budget),
+                                        "--retention-total-policy", "keep-newest",
                                         "--segment-bytes", str(segment),
                                         "--metrics-port", "0"]).start()
     rules = tmp_path / "rules.yml"

@@ -91,6 +91,13 @@ class OffsetStore:
             out.setdefault(key.topic, []).append(key.partition)
         return out
 
+    def read_through(self, topic: str, partition: int) -> int | None:
+        """The lowest offset any group committed on the partition: every group that
+        commits there has read what lies below it. None: no group commits there."""
+        key = OffsetKey(topic, partition)
+        found = [o[key].offset for o in self._offsets.values() if key in o]
+        return min(found) if found else None
+
     def has_offsets(self, group: str) -> bool:
         return bool(self._offsets.get(group))
 

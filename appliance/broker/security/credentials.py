@@ -99,8 +99,10 @@ def _credential(path: Path, where: str, entry) -> ScramCredential:
                            server_key=_b64(path, where, "server_key", entry["server_key"]))
 
 
-def load_users(path: str | os.PathLike) -> Users:
-    """Read and check the users file; raises CredentialsError with one operator line."""
+def load_users(path: str | os.PathLike, allow_empty: bool = False) -> Users:
+    """Read and check the users file; raises CredentialsError with one operator line.
+    ``allow_empty``: a file without users is fine (the data directory's, whose users the
+    admin API adds and deletes)."""
     path = Path(path)
     check_mode(path)
     data = read_toml(path, CredentialsError)
@@ -108,7 +110,7 @@ def load_users(path: str | os.PathLike) -> Users:
     if unknown:
         raise CredentialsError(f"{path}: {unknown[0]}: unknown key (only [users.NAME])")
     table = data.get("users", {})
-    if not isinstance(table, dict) or not table:
+    if not isinstance(table, dict) or (not table and not allow_empty):
         raise CredentialsError(f"{path}: users: no users defined")
     users = Users()
     for name, entry in table.items():
@@ -131,6 +133,11 @@ def load_users(path: str | os.PathLike) -> Users:
                     f"{', '.join(MECHANISMS)})")
         users.scram[name] = creds
     return users
+
+
+def load_if_present(path: str | os.PathLike) -> Users:
+    """The data directory's users file: its users, or none before the first is added."""
+    return load_users(path, allow_empty=True) if Path(path).exists() else Users()
 
 
 # -- writing ------------------------------------------------------------------------------
@@ -186,7 +193,7 @@ def add_user(path: str | os.PathLike, name: str, password: str,
             raise CredentialsError(f"unknown mechanism {mech!r} (want one of "
                                    f"{', '.join(MECHANISMS)})")
     path = Path(path)
-    users = load_users(path) if path.exists() else Users()
+    users = load_users(path, allow_empty=True) if path.exists() else Users()
     if only_if_changed and holds(users, name, password, mechanisms, iterations):
         return False
     users.scram[name] = {m: ScramCredential.derive(MECHANISMS[m], password,

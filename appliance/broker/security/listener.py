@@ -15,7 +15,12 @@ from __future__ import annotations
 import ssl
 from dataclasses import dataclass
 
-from appliance.broker.security.credentials import CredentialsError, load_users
+from appliance.broker.security.credentials import (
+    CredentialsError,
+    Users,
+    load_if_present,
+    load_users,
+)
 from appliance.broker.security.sasl import ALL_MECHANISMS, PLAIN, SaslSession, SaslSettings
 from appliance.broker.security.tls import TlsError, server_context
 
@@ -58,7 +63,8 @@ def build(protocol: str, certfile: str | None = None, keyfile: str | None = None
         raise ListenerError(f"--ssl-certfile/--ssl-keyfile/--ssl-client-ca: only for SSL "
                             f"and SASL_SSL (security protocol is {protocol})")
     if with_sasl and not users_file:
-        raise ListenerError(f"--sasl-users: required for {protocol}")
+        raise ListenerError(f"--sasl-users: required for {protocol} (or --data-dir, whose "
+                            f"users.toml the admin API and `appliance broker-user` write)")
     if not with_sasl and (users_file or mechanisms):
         raise ListenerError(f"--sasl-users/--sasl-mechanisms: only for SASL_PLAINTEXT and "
                             f"SASL_SSL (security protocol is {protocol})")
@@ -86,6 +92,25 @@ def build(protocol: str, certfile: str | None = None, keyfile: str | None = None
 
 
 def from_config(config) -> ListenerSecurity:
-    """The listener of a ``BrokerConfig``."""
+    """The listener of a ``BrokerConfig``: a SASL listener's users come from
+    ``--sasl-users``, else from the data directory's users file."""
+    users_file = config.sasl_users_file
+    if users_file is None and config.security_protocol.startswith("SASL_"):
+        users_file = config.users_path
     return build(config.security_protocol, config.ssl_certfile, config.ssl_keyfile,
-                 config.ssl_client_ca, config.sasl_users_file, config.sasl_mechanisms)
+                 config.ssl_client_ca, users_file, config.sasl_mechanisms)
+
+
+def managed_users(config, security: ListenerSecurity) -> Users | None:
+    """The users the admin API manages (Describe/AlterUserScramCredentials): the SASL
+    listener's own (a change is in force for its next login), else the data directory's
+    users file, kept for when the broker listens with SASL; None: no file to keep them."""
+    if security.sasl is not None:
+        return security.sasl.users
+    path = config.users_path
+    if path is None:
+        return None
+    try:
+        return load_if_present(path)
+    except CredentialsError as exc:
+        raise ListenerError(f"--data-dir: {exc}") from None

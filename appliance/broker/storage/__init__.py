@@ -10,6 +10,9 @@ partition (``partition``) assigns offsets, checks batches against its topic's po
 (``segment_file``, Kafka's layout, each with a sparse ``offset_index``), read back by
 ``batch_scan`` (an older broker's framed files by ``framed_scan``, once), made durable
 through the few fsyncing file operations in ``durable_io``. ``timestamp_search`` answers
-ListOffsets by time without stalling. Why a room: none of it knows a request, a
-connection or a consumer group; the handlers above call it.
+ListOffsets by time without stalling. Compacted topics on disk are cleaned by
+``log_cleaner`` (when and where), ``cleaner`` (one pass, on its own thread, records
+walked by ``compact_batch``) and ``cleaned_swap`` (its files put in place,
+crash-safely). Why a room: none of it knows a request, a connection or a consumer group;
+the handlers above call it.
 """

@@ -65,6 +65,13 @@ class MemoryLog:
     def oldest_append_ms(self) -> int | None:
         return self._appended_ms[self._head] if self._head < len(self._batches) else None
 
+    def oldest_end(self) -> int | None:
+        """The offset after the oldest live batch (what evicting it would free up to)."""
+        h = self._head
+        if h == len(self._batches):
+            return None
+        return self._bases[h + 1] if h + 1 < len(self._batches) else self.next_offset
+
     # -- writing ----------------------------------------------------------------------------
 
     def append(self, batches: list[StoredBatch], now_ms: int) -> int:
@@ -127,17 +134,22 @@ class MemoryLog:
     # -- retention --------------------------------------------------------------------------
 
     def drop_head(self, keep_from: int | None = None, older_than_ms: int | None = None,
-                  over_bytes: int | None = None, free_bytes: int = 0) -> int:
+                  over_bytes: int | None = None, free_bytes: int = 0,
+                  below: int | None = None) -> int:
         """Drop batches from the head while any reason holds; returns the cost freed.
 
         ``keep_from``: batches wholly below this offset go (DeleteRecords); ``older_than_ms``:
         batches appended before it go; ``over_bytes``: go while the log is larger;
-        ``free_bytes``: go until this much cost was freed (the memory budget)."""
+        ``free_bytes``: go until this much cost was freed (the memory budget). ``below``:
+        whatever the reason, never a batch that reaches this offset (what consumer groups
+        have not read)."""
         freed = 0
         n = len(self._batches)
         while self._head < n:
             h = self._head
             following = self._bases[h + 1] if h + 1 < n else self.next_offset
+            if below is not None and following > below:
+                break
             reason = (
                 (keep_from is not None and following <= keep_from)
                 or (older_than_ms is not None and self._appended_ms[h] < older_than_ms)

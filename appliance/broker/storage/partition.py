@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from appliance.broker.storage.durable_io import StorageError
 from appliance.broker.storage.log_budget import LogBudget
-from appliance.broker.storage.memory_log import MemoryLog, StoredBatch
+from appliance.broker.storage.memory_log import BATCH_OVERHEAD, MemoryLog, StoredBatch
 from appliance.broker.storage.producer_state import ProducerStates, last_sequence
 from appliance.broker.storage.segments import PartitionSegments
 from appliance.broker.wire import errors
@@ -184,15 +184,31 @@ class PartitionLog:
             self._moved(freed)
         return freed
 
-    def evict(self, nbytes: int) -> int:
+    def oldest_end(self) -> int | None:
+        """The offset after the oldest unit the budget would evict (on disk a segment, in
+        memory a batch); None: nothing stored."""
+        return self.store.oldest_end()
+
+    def append_cost(self, batches: list[bytes | memoryview]) -> int:
+        """What appending these batches adds to the log budget (about)."""
+        n = sum(len(b) for b in batches)
+        return n if isinstance(self.store, PartitionSegments) else (
+            n + len(batches) * BATCH_OVERHEAD)
+
+    def evict(self, nbytes: int, below: int | None = None) -> int:
         """The log budget: free about ``nbytes`` of the oldest data (on disk a whole
-        segment). Returns what was freed."""
+        segment), never data at or past ``below``. Returns what was freed."""
         store = self.store
-        freed = (store.evict_oldest() if isinstance(store, PartitionSegments)
-                 else store.drop_head(free_bytes=nbytes))
+        freed = (store.evict_oldest(below) if isinstance(store, PartitionSegments)
+                 else store.drop_head(free_bytes=nbytes, below=below))
         if freed:
             self._moved(freed)
         return freed
+
+    def compacted(self, freed: int) -> None:
+        """The log cleaner removed ``freed`` bytes of superseded records (offsets and the
+        log start stay)."""
+        self.budget.sub(freed)
 
     def delete_records(self, offset: int) -> int:
         """DeleteRecords: records below ``offset`` are gone; returns the new log start.

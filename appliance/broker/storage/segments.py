@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from appliance.broker.settings import BrokerConfig, Flush
-from appliance.broker.storage import framed_scan
+from appliance.broker.storage import cleaned_swap, framed_scan
 from appliance.broker.storage.batch_scan import BadRegion, Batch, Scan, batch_at, scan
 from appliance.broker.storage.durable_io import (
     TMP_SUFFIX,
@@ -387,9 +387,18 @@ class PartitionSegments:
             freed += self._drop_first()
         return freed
 
-    def evict_oldest(self) -> int:
-        """The broker's disk budget: delete this partition's oldest segment."""
-        return self._drop_first() if self.segments and self.segments[0].size else 0
+    def oldest_end(self) -> int | None:
+        """The offset after the oldest segment holding data (what evicting it frees)."""
+        return self.segments[0].next_offset if self.segments and self.segments[0].size else (
+            None)
+
+    def evict_oldest(self, below: int | None = None) -> int:
+        """The broker's disk budget: delete this partition's oldest segment, unless it
+        reaches ``below`` (data consumer groups have not read)."""
+        end = self.oldest_end()
+        if end is None or (below is not None and end > below):
+            return 0
+        return self._drop_first()
 
     def delete_below(self, offset: int) -> None:
         """DeleteRecords/retention moved the log start: checkpoint it, delete the whole
@@ -416,6 +425,7 @@ class PartitionSegments:
         below the recovery point; never with ``full``), else by reading it through."""
         for leftover in self.dir.glob("*" + TMP_SUFFIX):  # a crash mid-replace_file
             leftover.unlink(missing_ok=True)
+        cleaned_swap.recover_swaps(self.dir)  # a crash mid-compaction
         bases = sorted(int(p.name[:-len(SUFFIX)]) for p in self.dir.glob("*" + SUFFIX))
         recovery_point = self._read_checkpoint(RECOVERY_POINT) or 0
         expected: int | None = None

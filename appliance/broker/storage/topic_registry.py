@@ -10,10 +10,10 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from appliance.broker.settings import BrokerConfig
+from appliance.broker.settings import BrokerConfig, BudgetPolicy
 from appliance.broker.storage import log_budget, topic_configs
 from appliance.broker.storage.batch_policy import BatchPolicy
-from appliance.broker.storage.log_budget import LogBudget
+from appliance.broker.storage.log_budget import EvictReason, LogBudget
 from appliance.broker.storage.memory_log import MemoryLog
 from appliance.broker.storage.partition import PartitionLog
 from appliance.broker.storage.producer_ids import ProducerIds
@@ -28,6 +28,10 @@ log = get_logger("appliance.broker")
 
 # Kafka's legal topic names; fullmatch, so nothing may follow (not even a newline)
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+# A full budget with nothing the policy may evict is looked at again after this long (or
+# once the log shrank): not on every refused produce, each of which would scan every
+# partition and group.
+FULL_RECHECK_S = 0.1
 
 
 class TopicError(Exception):
@@ -45,6 +49,15 @@ class Topic:
     configs: dict[str, str] = field(default_factory=dict)
 
 
+class Compaction(NamedTuple):
+    """A compacted topic's cleaner settings (Kafka's names, in ms and a ratio)."""
+
+    delete_retention_ms: int
+    min_lag_ms: int
+    max_lag_ms: int
+    min_dirty_ratio: float
+
+
 class TopicLimits(NamedTuple):
     """A topic's configs in force (its own over the broker's defaults)."""
 
@@ -53,6 +66,8 @@ class TopicLimits(NamedTuple):
     max_message_bytes: int
     segment: SegmentSettings
     compression: str  # compression.type
+    delete: bool  # cleanup.policy has delete: retention applies
+    compaction: Compaction | None  # cleanup.policy has compact
 
 
 def validate_name(name: str) -> None:
@@ -75,6 +90,12 @@ class TopicRegistry:
         self.topics: dict[str, Topic] = {}
         self.producer_ids = ProducerIds(config.data_dir, int(time.time() * 1000))
         self.budget = LogBudget(0, "")  # sized in recover(), once the log's size is known
+        # (topic, partition) -> the offset every consumer group with a committed offset
+        # there has read up to; None: no group commits there (its data is unread). Set by
+        # whoever holds the groups' offsets (Apis).
+        self.read_through: Callable[[str, int], int | None] = lambda _t, _p: None
+        self._full_until = 0.0  # room_for found nothing to evict: until then (monotonic)
+        self._full_used = 0  # ... unless the log shrank below this
 
     def _producers(self) -> ProducerStates:
         return ProducerStates(self.config.max_producers_per_partition,
@@ -290,16 +311,32 @@ class TopicRegistry:
                                       topic_configs.DEFAULT_INDEX_INTERVAL_BYTES),
             segment_index_bytes=_get("segment.index.bytes",
                                      topic_configs.DEFAULT_SEGMENT_INDEX_BYTES))
+        policy = {p.strip().lower()
+                  for p in (topic.configs.get("cleanup.policy") or "delete").split(",")}
+        compaction = None
+        if "compact" in policy:
+            defaults = topic_configs.BY_NAME
+            compaction = Compaction(
+                int(_get("delete.retention.ms",
+                         int(defaults["delete.retention.ms"].default(c)))),
+                int(_get("min.compaction.lag.ms",
+                         int(defaults["min.compaction.lag.ms"].default(c)))),
+                int(_get("max.compaction.lag.ms",
+                         int(defaults["max.compaction.lag.ms"].default(c)))),
+                float(topic.configs.get("min.cleanable.dirty.ratio")
+                      or defaults["min.cleanable.dirty.ratio"].default(c)))
         return TopicLimits(_get("retention.bytes", c.retention_bytes),
                            _get("retention.ms", c.retention_ms),
                            _get("max.message.bytes", c.max_message_bytes), segment,
-                           (topic.configs.get("compression.type") or "producer").lower())
+                           (topic.configs.get("compression.type") or "producer").lower(),
+                           "delete" in policy, compaction)
 
     def batch_policy(self, topic: Topic) -> BatchPolicy:
         limits = self.limits(topic)
         codec = CONFIG_NAMES.get(limits.compression)  # None for "producer"
         return BatchPolicy(limits.max_message_bytes, self.config.max_decompressed_bytes,
-                           codec, self.config.verify_produce_crc)
+                           codec, self.config.verify_produce_crc,
+                           keys_required=limits.compaction is not None)
 
     # -- retention and the budget ------------------------------------------------------
 
@@ -309,29 +346,74 @@ class TopicRegistry:
         freed = 0
         for topic in self.topics.values():
             limits = self.limits(topic)
+            keep_all = not limits.delete  # compact only: retention deletes nothing
             for p in topic.partitions:
-                freed += p.enforce_retention(now, limits.retention_bytes, limits.retention_ms)
+                freed += p.enforce_retention(now, None if keep_all else limits.retention_bytes,
+                                             None if keep_all else limits.retention_ms)
         return freed + self.enforce_budget()
 
-    def enforce_budget(self) -> int:
-        """While the log is over its budget, free the oldest data: from the partition
-        whose oldest data is oldest, a slice at a time. Returns the bytes freed."""
+    def enforce_budget(self, incoming: int = 0) -> int:
+        """While the log (with ``incoming`` bytes more) is over its budget, free the
+        oldest data the policy lets it take, a slice at a time: what every consumer group
+        has read first, oldest first; then, under keep-newest only, the oldest of the
+        rest. Each eviction is logged at WARN and counted by reason. Returns the bytes
+        freed."""
         budget = self.budget
         freed = 0
         step = max(budget.limit // 64, 1)
-        while budget.over:
-            oldest = None
-            for p in self.all_partitions():
-                t = p.oldest_append_ms()
-                if t is not None and (oldest is None or t < oldest[0]):
-                    oldest = (t, p)
-            if oldest is None:
+        while budget.used + incoming > budget.limit:
+            victim = self._victim()
+            if victim is None:
                 break
-            got = oldest[1].evict(budget.over + step)
+            part, below, reason = victim
+            start = part.log_start_offset
+            got = part.evict(budget.used + incoming - budget.limit + step, below)
             if not got:
                 break
             freed += got
-        if freed:
-            log.info("broker.log_budget_evicted", freed_bytes=freed, limit_bytes=budget.limit,
-                     used_bytes=budget.used)
+            budget.evicted[reason] += got
+            log.warning("broker.log_evicted", topic=part.topic, partition=part.index,
+                        reason=reason, freed_bytes=got, from_offset=start,
+                        log_start=part.log_start_offset, limit_bytes=budget.limit,
+                        used_bytes=budget.used, policy=self.config.retention_total_policy.value)
         return freed
+
+    def _victim(self) -> tuple[PartitionLog, int | None, str] | None:
+        """(partition, the offset eviction must stay below, reason) of the oldest data
+        the policy lets the budget take; None: nothing."""
+        read: tuple[int, PartitionLog, int] | None = None
+        unread: tuple[int, PartitionLog] | None = None
+        keep_newest = self.config.retention_total_policy is BudgetPolicy.KEEP_NEWEST
+        for p in self.all_partitions():
+            end = p.oldest_end()
+            appended = p.oldest_append_ms()
+            if end is None or appended is None:
+                continue
+            bound = self.read_through(p.topic, p.index)
+            if bound is not None and end <= bound:
+                if read is None or appended < read[0]:
+                    read = (appended, p, bound)
+            elif keep_newest and (unread is None or appended < unread[0]):
+                unread = (appended, p)
+        if read is not None:
+            return read[1], read[2], EvictReason.READ
+        if unread is not None:
+            return unread[1], None, EvictReason.UNREAD
+        return None
+
+    def room_for(self, nbytes: int) -> bool:
+        """Whether an append of ``nbytes`` fits the budget, evicting what the policy
+        allows first. keep-newest always makes room (it evicts the rest after)."""
+        budget = self.budget
+        if budget.used + nbytes <= budget.limit:
+            return True
+        now = time.monotonic()
+        if now < self._full_until and budget.used >= self._full_used:
+            return False  # nothing was evictable a moment ago: no rescan per produce
+        self.enforce_budget(nbytes)
+        if self.config.retention_total_policy is BudgetPolicy.KEEP_NEWEST:
+            return True
+        if budget.used + nbytes <= budget.limit:
+            return True
+        self._full_until, self._full_used = now + FULL_RECHECK_S, budget.used
+        return False

@@ -43,11 +43,11 @@ public class AdminCheck {
             String badAlter = "none";
             try {
                 get(admin.incrementalAlterConfigs(Map.of(tr, List.of(new AlterConfigOp(
-                        new ConfigEntry("cleanup.policy", "compact"), AlterConfigOp.OpType.SET)))).all());
+                        new ConfigEntry("cleanup.policy", "shrink"), AlterConfigOp.OpType.SET)))).all());
             } catch (Exception e) {
                 badAlter = cause(e);
             }
-            System.out.println("COMPACT_REFUSED=" + badAlter);
+            System.out.println("BAD_POLICY_REFUSED=" + badAlter);
             ConfigResource br = new ConfigResource(ConfigResource.Type.BROKER, "0");
             Config bc = get(admin.describeConfigs(List.of(br)).all()).get(br);
             System.out.println("BROKER_NUM_PARTITIONS=" + bc.get("num.partitions").value() + "," + bc.get("num.partitions").isReadOnly());
