@@ -529,6 +529,11 @@ BROKER_SETTINGS: tuple[BrokerSetting, ...] = (
 )
 
 
+def _default_of(topic_config: TopicConfig) -> Callable[[BrokerFacts], str | None]:
+    """The broker-wide default of ``topic_config``, read from the running broker."""
+    return lambda facts: topic_config.default(facts.config)
+
+
 def _topic_defaults() -> tuple[BrokerSetting, ...]:
     """The broker-level synonym of every topic config not listed above: its default."""
     listed = {b.name for b in BROKER_SETTINGS}
@@ -536,8 +541,7 @@ def _topic_defaults() -> tuple[BrokerSetting, ...]:
     for t in TOPIC_CONFIGS:
         if t.broker_synonym and t.broker_synonym not in listed:
             listed.add(t.broker_synonym)
-            out.append(BrokerSetting(t.broker_synonym, t.type,
-                                     lambda f, t=t: t.default(f.config),
+            out.append(BrokerSetting(t.broker_synonym, t.type, _default_of(t),
                                      f"The default of topic config {t.name}. {t.doc}"))
     return tuple(out)
 
