@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from appliance import logs
 from appliance.config import Config, ConfigError
+from appliance.ha.instance import instance_config
 from appliance.process.class_archive import resolve as resolve_class_archive
 from appliance.process.cpu_affinity import ReadyCpus, allowed_problem
 from appliance.process.embedded_kafka import EmbeddedPortInUse, start_embedded
@@ -61,6 +62,7 @@ if TYPE_CHECKING:  # imported for real by the methods that start these parts (do
     from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
     from appliance.broker import EmbeddedBroker
+    from appliance.ha.election import Election
     from appliance.observability.alert_latency import AlertObserver
     from appliance.observability.metrics import ApplianceCollector, MetricsPoller
     from appliance.observability.rules_metrics import RulesCollector
@@ -70,6 +72,10 @@ if TYPE_CHECKING:  # imported for real by the methods that start these parts (do
 
 class PreflightError(Exception):
     """The query could not run as configured (one line, exit 2)."""
+
+
+class StoppedAsStandby(Exception):
+    """SIGTERM/SIGINT came while this instance waited as a pair's standby (exit 0)."""
 
 
 log = logs.get_logger("appliance")
@@ -122,6 +128,7 @@ class Appliance:
 
     def __init__(self, config: Config, spark: SparkSession | None = None):
         """``spark``: an existing session to run in (tests, demo); it is not stopped."""
+        config = instance_config(config)  # [ha]: this instance's own checkpoint folder
         self.config = config
         self.mode = config.query.mode
         self._own_spark = spark is None
@@ -144,6 +151,8 @@ class Appliance:
         self.compiled: CompiledRules | None = None  # the rules compiled at start-up
         self.rules_metrics: RulesCollector | None = None  # once serving
         self._cpus: ReadyCpus | None = None  # once ready, with [cpus] after_ready
+        self.ha: Election | None = None  # [ha]: this instance's election, once joined
+        self.starting_offsets: str | None = None  # [ha]: the pair's offsets in Kafka
 
     @property
     def query(self) -> StreamingQuery | None:
@@ -300,7 +309,8 @@ class Appliance:
         spec = StreamSpec(
             name="appliance",
             reader_options={"subscribe": cfg.topics.events,
-                            "startingOffsets": cfg.query.starting_offsets, **source},
+                            "startingOffsets": self.starting_offsets
+                            or cfg.query.starting_offsets, **source},
             writer_options={**sink, **tuning.query_options},
             checkpoint=cfg.query.checkpoint_dir, output_mode=self.mode.output_mode,
             trigger=self.mode.trigger_kwargs(cfg.query.trigger_interval),
@@ -349,6 +359,10 @@ class Appliance:
             last_progress=self.probes.last_progress_time)
         poller.start()
         collectors: list[Collector] = [collector, rules_metrics]
+        if self.ha is not None:
+            from appliance.ha.ha_metrics import HaCollector
+
+            collectors.append(HaCollector(self.ha))
         if self.config.metrics.alert_latency:
             histogram = LatencyHistogram()
             observer = self._observer = AlertObserver(histogram, self.client_config(),
@@ -364,8 +378,10 @@ class Appliance:
         return self.probes.active()
 
     # -- whole lifecycle ---------------------------------------------------------------
-    def start(self) -> None:
-        """Everything up to a running query; raises Config/Rules/Topic/PreflightError."""
+    def start(self, stop: threading.Event | None = None) -> None:
+        """Everything up to a running query; raises Config/Rules/Topic/PreflightError.
+        With ``[ha]``, the query starts only once this instance is its pair's active one;
+        ``stop`` set while it waits as standby raises ``StoppedAsStandby``."""
         cfg = self.config
         self.check_cpus()
         self.load_rules()
@@ -383,8 +399,13 @@ class Appliance:
         if cfg.query.warmup:
             self.warm_up()
         self._classes_before_query = self.generated_classes()
-        self.start_query()
-        self.start_metrics()
+        if cfg.ha.enabled:
+            self.start_metrics()  # a standby shows its role too
+            self.await_turn(stop or threading.Event())
+            self.start_query()
+        else:
+            self.start_query()
+            self.start_metrics()
         # ``ready`` means "able to meet the latency targets", not "Spark accepted the
         # query": a continuous query's tasks start seconds after start() returns, and events
         # sent before that waited for them (a 60 s run counted from the old ``ready`` had a
@@ -393,12 +414,36 @@ class Appliance:
             raise RuntimeError("query did not start processing within "
                                f"{READY_TIMEOUT_S:.0f} s: {self.failure() or 'timeout'}")
         self.keep_cpus()
+        if self.ha is not None:
+            self.ha_serving()
         log.info("appliance.ready", bootstrap=self.bootstrap, trigger=self.mode.name,
                  rules=len(self.rules), rules_version=self.running_rules().version,
                  metrics_port=self.metrics_port,
                  topics=cfg.topics.model_dump(), startup_s=round(time.monotonic() - started, 2),
                  warmup_s=self.warmup.seconds if self.warmup else 0.0,
                  query_new_classes=self.query_new_classes())
+
+    def await_turn(self, stop: threading.Event) -> None:
+        """[ha]: join the pair (``appliance.ha``), wait warm as standby until Kafka makes
+        this instance the active one, then start where the pair's offsets in Kafka say."""
+        from appliance.ha.takeover import join, start_from_kafka
+
+        election = self.ha = join(self.config, self.client_config())
+        if not election.wait_active(stop):
+            raise StoppedAsStandby()
+        self.starting_offsets = start_from_kafka(self.config, self.client_config(),
+                                                 self.probes.partitions)
+
+    def ha_serving(self) -> None:
+        """``ha.active``: the query serves, this long after Kafka made this instance active."""
+        election = self.ha
+        if election is None or election.active_at is None:
+            return
+        took = time.monotonic() - election.active_at
+        election.served(took)
+        log.info("ha.active", group=self.config.ha.group, instance=election.settings.instance,
+                 takeover_s=round(took, 2), takeovers=election.takeovers,
+                 starting_offsets=self.starting_offsets)
 
     def check_cpus(self) -> None:
         """``[cpus] after_ready`` must leave this process some CPU it may use to others."""
@@ -461,6 +506,15 @@ class Appliance:
                 watch = self.epoch_watch()
             self.probes.log_processing()
             self.probes.log_progress()
+            fenced = self.ha.fenced() if self.ha is not None else None
+            if fenced is not None:
+                # The partner may serve already: stop writing now, and let the supervisor
+                # start this instance again, as a standby.
+                log.error("query.failed", cause=f"fenced from the pair's active role: {fenced}")
+                query = self.query
+                if query is not None:
+                    query.stop()
+                return 1
             stuck = watch.stalled() if watch is not None else None
             if stuck is not None:
                 log.error("query.failed", cause=stuck)
@@ -535,6 +589,7 @@ class Appliance:
         broker, self.broker = self.broker, None
         book, self.book = self.book, None
         cpus, self._cpus = self._cpus, None
+        ha, self.ha = self.ha, None
 
         def close_metrics_server() -> None:
             if server is not None:
@@ -542,6 +597,9 @@ class Appliance:
                 server.server_close()
 
         steps = [
+            # [ha] first: the last offsets to Kafka and out of the group at once, so the
+            # standby starts while this query still runs (an overlap, never a gap).
+            ("ha", ha.close if ha is not None else None),
             ("cpus", cpus.release if cpus is not None else None),
             ("query", query.stop if query is not None else None),
             ("metrics", poller.stop if poller is not None else None),
@@ -588,13 +646,15 @@ def run(config: Config, on_ready=None) -> int:
     code = 0
     try:
         starting.set()
-        appliance.start()
+        appliance.start(stop)
         starting.clear()
         if on_ready is not None:
             on_ready(appliance)
         code = appliance.serve(stop)
     except KeyboardInterrupt:
         code = 130  # interrupted during the start-up
+    except StoppedAsStandby:
+        code = 0
     except (ConfigError, RulesError, TopicError, PreflightError, EmbeddedPortInUse) as exc:
         for line in str(exc).splitlines():
             print(line, file=sys.stderr, flush=True)

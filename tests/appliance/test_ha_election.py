@@ -1,0 +1,162 @@
+"""The pair's election through Kafka's group protocol (``appliance.ha``), against the
+embedded broker with kafka-python, no Spark: which member serves, how the role moves on
+a leave, a kill -9 and a SIGSTOP, and the processed offsets the active commits."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from child_env import child_env
+
+from appliance.ha.election import Election, ElectionSettings, Role
+from appliance.ha.kafka_offsets import group_offsets, reset_checkpoint, starting_offsets
+from appliance.process.logwatch import wait_for_event
+
+SESSION_MS = 6000
+MEMBER = Path(__file__).with_name("ha_member.py")
+
+
+@pytest.fixture
+def pair(broker):
+    """``(group, events_topic)``, fresh, with the control topic created."""
+    group = f"pair-{uuid.uuid4().hex[:8]}"
+    events = f"ha-events-{uuid.uuid4().hex[:8]}"
+    broker.create_topics({f"{group}.ha": 1, events: 2})
+    return group, events
+
+
+def election(broker, group: str, events: str, name: str, checkpoint: Path) -> Election:
+    e = Election(ElectionSettings(group, name, SESSION_MS, events, checkpoint),
+                 {"bootstrap_servers": broker.bootstrap.split(",")})
+    e.start()
+    return e
+
+
+def active_within(e: Election, seconds: float) -> float:
+    started = time.monotonic()
+    stop = threading.Event()
+    threading.Timer(seconds, stop.set).start()
+    assert e.wait_active(stop), f"{e.settings.instance} not active within {seconds} s"
+    stop.set()
+    return time.monotonic() - started
+
+
+class Member:
+    """``ha_member.py`` as a child process, its JSON log in a file."""
+
+    def __init__(self, broker, group: str, name: str, tmp_path: Path):
+        self.log = tmp_path / f"{name}.log"
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, str(MEMBER), broker.bootstrap, group, name,
+                 str(tmp_path / name)], stderr=out, stdout=out, env=child_env())
+
+    def wait_for(self, event: str, timeout: float = 60) -> dict:
+        return wait_for_event(self.log, event, self.proc, timeout)
+
+    def cleanup(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def fake_checkpoint(root: Path, topic: str, offsets: dict[int, int]) -> None:
+    """Batch 0 committed, with ``offsets`` as Spark's offset log writes them."""
+    (root / "commits").mkdir(parents=True)
+    (root / "offsets").mkdir()
+    (root / "commits" / "0").write_text('v1\n{"nextBatchWatermarkMs":0}\n')
+    (root / "offsets" / "0").write_text(
+        "v1\n{}\n" + json.dumps({topic: {str(p): o for p, o in offsets.items()}}) + "\n")
+
+
+def test_one_member_serves_a_newcomer_waits_and_a_leave_hands_over_at_once(
+        broker, pair, tmp_path):
+    group, events = pair
+    first = election(broker, group, events, "a", tmp_path / "a")
+    second = None
+    try:
+        active_within(first, 30)
+        second = election(broker, group, events, "b", tmp_path / "b")
+        time.sleep(SESSION_MS / 1000)  # the newcomer's rebalance is over
+        assert (first.role, second.role) == (Role.ACTIVE, Role.STANDBY)  # sticky
+        assert first.fenced() is None
+        first.close()  # SIGTERM's path: leave the group
+        took = active_within(second, SESSION_MS / 1000)
+        assert took < SESSION_MS / 1000 - 1, took  # not a session timeout's wait
+        assert second.takeovers == 1
+    finally:
+        for e in (first, second):
+            if e is not None:
+                e.close()
+
+
+def test_kill_9_of_the_active_hands_over_within_the_session_timeout(broker, pair, tmp_path):
+    group, events = pair
+    member = Member(broker, group, "a", tmp_path)
+    standby = None
+    try:
+        member.wait_for("ha.elected")
+        standby = election(broker, group, events, "b", tmp_path / "b")
+        time.sleep(3)
+        assert standby.role is Role.STANDBY
+        member.proc.kill()
+        took = active_within(standby, SESSION_MS / 1000 + 10)
+        assert took <= SESSION_MS / 1000 + 3, took
+    finally:
+        member.cleanup()
+        if standby is not None:
+            standby.close()
+
+
+def test_an_active_stopped_past_its_session_is_fenced_when_it_resumes(broker, pair, tmp_path):
+    group, events = pair
+    member = Member(broker, group, "a", tmp_path)
+    standby = None
+    try:
+        member.wait_for("ha.elected")
+        standby = election(broker, group, events, "b", tmp_path / "b")
+        time.sleep(3)
+        member.proc.send_signal(signal.SIGSTOP)
+        active_within(standby, SESSION_MS / 1000 + 10)
+        member.proc.send_signal(signal.SIGCONT)
+        fenced = member.wait_for("ha.fenced", timeout=SESSION_MS / 1000 + 10)
+        assert "lapsed" in fenced["cause"] or "another instance" in fenced["cause"], fenced
+        assert member.proc.wait(timeout=30) == 0  # ha_member closes once fenced
+        assert standby.role is Role.ACTIVE and standby.fenced() is None
+    finally:
+        member.cleanup()
+        if standby is not None:
+            standby.close()
+
+
+def test_the_active_commits_its_checkpoints_processed_offsets_to_the_group(
+        broker, pair, tmp_path):
+    group, events = pair
+    config = {"bootstrap_servers": broker.bootstrap.split(",")}
+    own = tmp_path / "a"
+    fake_checkpoint(own, events, {0: 42, 1: 7})
+    e = election(broker, group, events, "a", own)
+    try:
+        assert group_offsets(config, group, events, 2) == {}  # only once active
+        active_within(e, 30)
+        deadline = time.monotonic() + 10
+        while group_offsets(config, group, events, 2) != {0: 42, 1: 7}:
+            assert time.monotonic() < deadline, group_offsets(config, group, events, 2)
+            time.sleep(0.3)
+    finally:
+        e.close()
+    # A new active starts there, naming every partition (earliest where none was
+    # committed), from a fresh checkpoint.
+    assert json.loads(starting_offsets(events, {0: 42}, 3)) == {
+        events: {"0": 42, "1": -2, "2": -2}}
+    aside = reset_checkpoint(own)
+    assert aside is not None and (aside / "offsets" / "0").exists() and not own.exists()
+    assert reset_checkpoint(own) is None
