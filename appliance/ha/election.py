@@ -35,6 +35,7 @@ from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssi
 from kafka.structs import MemberState, OffsetAndMetadata
 
 from appliance import logs
+from appliance.ha.control import HANDOVER, Announcement
 from appliance.ha.instance import control_topic
 from appliance.observability.metrics import committed_offsets
 
@@ -100,6 +101,7 @@ class Election:
         self._role = Role.STANDBY
         self._became_active = threading.Event()
         self._fence_cause: str | None = None
+        self._handover = threading.Event()
         self._closing = threading.Event()
         self._thread: threading.Thread | None = None
         self._consumer: KafkaConsumer | None = None
@@ -120,7 +122,17 @@ class Election:
             return self._role
 
     def start(self) -> None:
+        """Join the group as a standby (again, after ``close``: a step down)."""
         s = self.settings
+        with self._lock:
+            self._role = Role.STANDBY
+            self._fence_cause = None
+        self._became_active.clear()
+        self._handover.clear()
+        self._closing.clear()
+        self._standby_logged = False
+        self._committed = {}
+        self.active_at = None
         heartbeat_ms = max(500, s.session_timeout_ms // 4)
         self._consumer = KafkaConsumer(**{
             **self.client_config, "group_id": s.group,
@@ -151,6 +163,10 @@ class Election:
         with self._lock:
             return self._fence_cause
 
+    def handover_requested(self) -> bool:
+        """An ``appliance ha handover`` came while this instance is the active one."""
+        return self._handover.is_set()
+
     def served(self, seconds: float) -> None:
         """The query serves, ``seconds`` after the partition came (the takeover's time)."""
         self.takeover_s = seconds
@@ -170,7 +186,7 @@ class Election:
         try:
             while not self._closing.is_set():
                 try:
-                    consumer.poll(timeout_ms=POLL_MS)
+                    self._read(consumer.poll(timeout_ms=POLL_MS))
                 except Exception as exc:  # noqa: BLE001 - Kafka away: retry, the lease decides
                     log.warning("ha.poll_failed", error=" ".join(str(exc).split())[:300],
                                 kind=type(exc).__name__)
@@ -182,8 +198,21 @@ class Election:
         except Exception as exc:  # noqa: BLE001 - said by wait_active and in the log
             self.failure = f"{type(exc).__name__}: {exc}"
             log.error("ha.failed", error=" ".join(self.failure.split())[:500])
+            self._fence(f"the election thread failed: {self.failure}")  # no lease any more
         finally:
             self._leave(consumer)
+
+    def _read(self, batches: dict) -> None:
+        """The control partition's records (the active's only): a handover request."""
+        for records in batches.values():
+            for record in records:
+                found = Announcement.decode(record.value)
+                if found is None or found.kind != HANDOVER or self.role is not Role.ACTIVE:
+                    continue
+                if not self._handover.is_set():
+                    self._handover.set()
+                    log.info("ha.handover_requested", group=self.settings.group,
+                             instance=self.settings.instance, by=found.instance)
 
     def _assigned(self, assigned: set[TopicPartition]) -> None:
         if self._closing.is_set():

@@ -1,4 +1,4 @@
-"""The steps around the wait: join the pair, and where to start once active.
+"""The steps around the wait: join the pair, where to start once active, stepping down.
 
 ``join`` makes sure the control topic exists (one partition; created if missing, on the
 embedded broker and on a site's cluster alike: it is the pair's own) and starts this
@@ -10,16 +10,23 @@ resume from it instead.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from appliance import logs
 from appliance.config import Config
+from appliance.ha.control import SERVING, announce, end_offset, wait_for
 from appliance.ha.election import Election, ElectionSettings
 from appliance.ha.instance import control_topic, instance_name
 from appliance.ha.kafka_offsets import group_offsets, reset_checkpoint, starting_offsets
 from appliance.topics import ensure_topics
 
 log = logs.get_logger("appliance.ha")
+
+#: How long an instance that hands over keeps its query running at most, waiting for its
+#: partner to say it serves (elected at its next heartbeat, then its query's start).
+HANDOVER_WAIT_S = 120.0
 
 
 def join(config: Config, client_config: dict) -> Election:
@@ -55,3 +62,41 @@ def start_from_kafka(config: Config, client_config: dict, partitions: int) -> st
              offsets={str(p): o for p, o in sorted(committed.items())},
              stale_checkpoint=str(moved) if moved else None)
     return starting_offsets(topic, committed, partitions)
+
+
+def announce_serving(election: Election, client_config: dict) -> None:
+    """Tell the control topic this instance serves (an instance that handed over waits
+    for it before stopping its own query)."""
+    try:
+        announce(client_config, election.settings.control_topic, SERVING,
+                 election.settings.instance)
+    except Exception as exc:  # noqa: BLE001 - the partner then stops after its bound
+        log.warning("ha.announce_failed", error=" ".join(str(exc).split())[:300])
+
+
+def step_down(election: Election, client_config: dict, stop_query: Callable[[], None],
+              wait_s: float = HANDOVER_WAIT_S) -> None:
+    """Stop serving, to wait as a standby again (``Election.start`` next).
+
+    Fenced: the partner may serve already, so the query stops first, then the membership
+    ends. A handover: the membership ends first (the partner is elected at its next
+    heartbeat), and the query stops once the partner says it serves (``ha.handed_over``)
+    or after ``wait_s``: an overlap of the two, never a gap.
+    """
+    fenced = election.fenced()
+    if fenced is not None:
+        log.warning("ha.stepping_down", reason="fenced", instance=election.settings.instance)
+        stop_query()
+        election.close()
+        return
+    topic = election.settings.control_topic
+    log.info("ha.stepping_down", reason="handover", instance=election.settings.instance)
+    started = time.monotonic()
+    since = end_offset(client_config, topic)
+    election.close()
+    partner = wait_for(client_config, topic, SERVING, since, wait_s,
+                       not_from=election.settings.instance)
+    stop_query()
+    log.info("ha.handed_over", instance=election.settings.instance,
+             to=partner.instance if partner is not None else None,
+             seconds=round(time.monotonic() - started, 2))

@@ -10,7 +10,9 @@ rule book (``appliance.query.rule_book``), which the query's plan asks per event
 runs the same plan over its own book. Two jobs live next door: what the runner knows of its
 started query (processing yet, committed, failed) is ``appliance.process.query_probes``;
 changing the rules without a restart (SIGHUP, ``appliance rules reload``) is
-``appliance.process.rules_swap``.
+``appliance.process.rules_swap``. With ``[ha]``, ``appliance.ha`` decides when the query
+starts (once Kafka elects this instance of its pair) and from where, and when it steps
+down to wait as the standby again.
 
 The modules that pull in pyspark or prometheus_client (session, warmup, pipeline, metrics,
 alert_latency) are imported by the methods that start those parts, not above: there is no
@@ -428,7 +430,11 @@ class Appliance:
         this instance the active one, then start where the pair's offsets in Kafka say."""
         from appliance.ha.takeover import join, start_from_kafka
 
-        election = self.ha = join(self.config, self.client_config())
+        election = self.ha
+        if election is None:
+            election = self.ha = join(self.config, self.client_config())
+        else:
+            election.start()  # after a step down
         if not election.wait_active(stop):
             raise StoppedAsStandby()
         self.starting_offsets = start_from_kafka(self.config, self.client_config(),
@@ -436,14 +442,42 @@ class Appliance:
 
     def ha_serving(self) -> None:
         """``ha.active``: the query serves, this long after Kafka made this instance active."""
+        from appliance.ha.takeover import announce_serving
+
         election = self.ha
         if election is None or election.active_at is None:
             return
         took = time.monotonic() - election.active_at
         election.served(took)
+        announce_serving(election, self.client_config())
         log.info("ha.active", group=self.config.ha.group, instance=election.settings.instance,
                  takeover_s=round(took, 2), takeovers=election.takeovers,
                  starting_offsets=self.starting_offsets)
+
+    def serve_again(self, stop: threading.Event) -> bool:
+        """[ha], fenced or asked to hand over: step down (``appliance.ha.takeover``), wait
+        warm as the standby, and serve again once elected; False if the query then does
+        not process (exit 1), ``StoppedAsStandby`` if ``stop`` came while waiting."""
+        from appliance.ha.takeover import step_down
+
+        election = self.ha
+        if election is None:
+            raise RuntimeError("no pair to step down in: await_turn() comes first")
+
+        def stop_query() -> None:
+            query = self.query
+            if query is not None:
+                query.stop()
+
+        step_down(election, self.client_config(), stop_query)
+        self.await_turn(stop)
+        self.start_query()
+        if not self.wait_until_processing(READY_TIMEOUT_S):
+            log.error("query.failed", cause=f"query did not process after a takeover: "
+                                            f"{self.failure() or 'timeout'}")
+            return False
+        self.ha_serving()
+        return True
 
     def check_cpus(self) -> None:
         """``[cpus] after_ready`` must leave this process some CPU it may use to others."""
@@ -506,15 +540,14 @@ class Appliance:
                 watch = self.epoch_watch()
             self.probes.log_processing()
             self.probes.log_progress()
-            fenced = self.ha.fenced() if self.ha is not None else None
-            if fenced is not None:
-                # The partner may serve already: stop writing now, and let the supervisor
-                # start this instance again, as a standby.
-                log.error("query.failed", cause=f"fenced from the pair's active role: {fenced}")
-                query = self.query
-                if query is not None:
-                    query.stop()
-                return 1
+            if self.ha is not None and (self.ha.fenced() or self.ha.handover_requested()):
+                try:
+                    if not self.serve_again(stop):
+                        return 1
+                except StoppedAsStandby:
+                    return 0
+                watch = self.epoch_watch()
+                continue
             stuck = watch.stalled() if watch is not None else None
             if stuck is not None:
                 log.error("query.failed", cause=stuck)

@@ -1,6 +1,7 @@
 """The pair's election through Kafka's group protocol (``appliance.ha``), against the
 embedded broker with kafka-python, no Spark: which member serves, how the role moves on
-a leave, a kill -9 and a SIGSTOP, and the processed offsets the active commits."""
+a leave, a kill -9, a SIGSTOP and a handover request, and the processed offsets the
+active commits."""
 
 from __future__ import annotations
 
@@ -16,8 +17,11 @@ from pathlib import Path
 import pytest
 from child_env import child_env
 
+from appliance.config import Config
 from appliance.ha.election import Election, ElectionSettings, Role
+from appliance.ha.handover import HandoverError, hand_over
 from appliance.ha.kafka_offsets import group_offsets, reset_checkpoint, starting_offsets
+from appliance.ha.takeover import announce_serving, step_down
 from appliance.process.logwatch import wait_for_event
 
 SESSION_MS = 6000
@@ -160,3 +164,47 @@ def test_the_active_commits_its_checkpoints_processed_offsets_to_the_group(
     aside = reset_checkpoint(own)
     assert aside is not None and (aside / "offsets" / "0").exists() and not own.exists()
     assert reset_checkpoint(own) is None
+
+
+def test_a_handover_request_moves_the_role_and_the_old_active_waits_as_standby(
+        broker, pair, tmp_path):
+    group, events = pair
+    config = Config.model_validate({"kafka": {"bootstrap_servers": broker.bootstrap},
+                                    "ha": {"group": group}})
+    client = {"bootstrap_servers": broker.bootstrap.split(",")}
+    first = election(broker, group, events, "a", tmp_path / "a")
+    second = None
+    stopped: list[float] = []
+    try:
+        active_within(first, 30)
+        with pytest.raises(HandoverError, match="1 member"):  # nobody to hand over to
+            hand_over(config, group, timeout_s=5)
+        second = election(broker, group, events, "b", tmp_path / "b")
+        time.sleep(3)
+
+        def runner_of_first() -> None:  # what the runner's serve loop does, without Spark
+            while not first.handover_requested():
+                time.sleep(0.1)
+            step_down(first, client, lambda: stopped.append(time.monotonic()))
+            first.start()
+
+        def runner_of_second() -> None:
+            if second.wait_active(threading.Event()):
+                announce_serving(second, client)
+
+        threads = [threading.Thread(target=f, daemon=True)
+                   for f in (runner_of_first, runner_of_second)]
+        for t in threads:
+            t.start()
+        done = hand_over(config, group, timeout_s=60)
+        assert done.to == "b" and done.group == group
+        for t in threads:
+            t.join(timeout=60)
+        assert stopped, "the old active's query was not stopped"
+        assert second.active_at is not None and second.active_at < stopped[0]  # overlap
+        time.sleep(3)
+        assert (first.role, second.role) == (Role.STANDBY, Role.ACTIVE)
+    finally:
+        for e in (first, second):
+            if e is not None:
+                e.close()

@@ -4,13 +4,16 @@ accounting by ``alert_id``.
 
 kill -9 of the active: the warm standby takes over within the session timeout plus its
 query's start, and every alerting event still gets its alert. Then the killed instance
-comes back as the standby (its checkpoint now stale: it must start from the offsets the
-pair committed to Kafka, not from there), and SIGTERM of the active hands over at once,
-without waiting out a session timeout.
+comes back as the standby and ``appliance ha handover`` makes it the active one (its
+checkpoint is stale: it must start from the offsets the pair committed to Kafka), while
+the old active steps down and waits warm; and SIGTERM of the active hands over at once,
+without waiting out a session timeout. Every phase under load, nothing lost.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 import uuid
 from datetime import datetime
@@ -18,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from appliance_process import ApplianceProcess
+from child_env import ROOT, child_env
 from fault_accounting import account_alerts
 from fault_kafka import wait_for_records
 from fault_process import INTERVALS
@@ -49,6 +53,19 @@ def pair_config(tmp_path: Path, name: str, bootstrap: str, topics: dict[str, str
     }), tmp_path / f"appliance-{name}.toml")
 
 
+def wait_count(proc: ApplianceProcess, event: str, count: int,
+               timeout: float = 300) -> dict:
+    """The ``count``-th ``event`` of the process's log, once it is there."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = [e for e in proc.events() if e.get("event") == event]
+        if len(found) >= count:
+            return found[count - 1]
+        assert proc.proc.poll() is None, f"exited before its {count}. {event}"
+        time.sleep(0.2)
+    raise AssertionError(f"no {count}. {event} within {timeout} s")
+
+
 def group_committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
                              enable_auto_commit=False)
@@ -59,7 +76,7 @@ def group_committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
         consumer.close(autocommit=False)
 
 
-def test_pair_kill_9_then_sigterm_hand_over(broker, fault_topics, tmp_path):
+def test_pair_kill_9_handover_and_sigterm_lose_nothing(broker, fault_topics, tmp_path):
     topics = fault_topics()
     group = f"pair-{uuid.uuid4().hex[:8]}"
     rules = tmp_path / "rules.yml"
@@ -98,28 +115,51 @@ def test_pair_kill_9_then_sigterm_hand_over(broker, fault_topics, tmp_path):
         print(result.line(f"pair kill -9 at {RATE:g}/s") + f"; standby serving after {took:.1f} s")
         assert result.lost == [], result.lost[:20]
 
-        # The killed instance returns as the standby; SIGTERM of the active hands over.
+        # The killed instance returns as the standby, and `appliance ha handover` makes
+        # it the active one: its checkpoint is stale, it starts from Kafka's offsets; the
+        # old active stops once the new one serves and waits warm as the standby.
         a2 = start("a", 1)
         a2.wait_for("ha.standby")
         load = LoadThread(broker.bootstrap, topics, RATE, duration=15.0).start()
         time.sleep(5.0)
+        asked = time.time()
+        handover = subprocess.run(
+            [sys.executable, "-m", "appliance", "ha", "handover", "--config",
+             str(configs["a"]), "--timeout", "3m"],
+            capture_output=True, text=True, env=child_env(), cwd=ROOT, timeout=240)
+        assert handover.returncode == 0, handover.stderr
+        assert f"serves group {group}" in handover.stdout, handover.stdout
+        moved = a2.wait_for("ha.offsets_from_kafka")
+        assert moved["stale_checkpoint"], moved  # not its own old state
+        handed = wait_count(b, "ha.handed_over", 1)
+        assert handed["to"] == a2.wait_for("ha.active")["instance"], handed
+        wait_count(b, "ha.standby", 2)  # b waits again, warm, in the same process
+        report = load.join(timeout=600)
+        assert report.send_failed == 0
+        result = account_alerts(broker.bootstrap, topics["alerts"], load.factory,
+                                report.sent, {"handover": asked})
+        print(result.line(f"pair handover at {RATE:g}/s") +
+              f"; old active stopped {handed['seconds']} s after stepping down")
+        assert result.lost == [], result.lost[:20]
+
+        # SIGTERM of the active: it leaves the group at once, b takes over again.
+        load = LoadThread(broker.bootstrap, topics, RATE, duration=15.0).start()
+        time.sleep(5.0)
         stopped = time.time()
-        assert b.terminate() == 0
-        elected = a2.wait_for("ha.elected")
-        handover = datetime.fromisoformat(elected["timestamp"]).timestamp() - stopped
-        assert handover < SESSION_S, handover  # it left the group: no session timeout
-        a2.wait_for("appliance.ready")
-        moved = a2.find("ha.offsets_from_kafka")
-        assert moved is not None and moved["stale_checkpoint"], moved  # not its own state
+        assert a2.terminate() == 0
+        elected = wait_count(b, "ha.elected", 2)
+        handover_s = datetime.fromisoformat(elected["timestamp"]).timestamp() - stopped
+        assert handover_s < SESSION_S, handover_s  # it left the group: no session timeout
+        wait_count(b, "ha.active", 2)
         report = load.join(timeout=600)
         assert report.send_failed == 0
         result = account_alerts(broker.bootstrap, topics["alerts"], load.factory,
                                 report.sent, {"SIGTERM": stopped})
         print(result.line(f"pair SIGTERM at {RATE:g}/s") +
-              f"; standby elected {handover:.1f} s after the SIGTERM")
+              f"; standby elected {handover_s:.1f} s after the SIGTERM")
         assert result.lost == [], result.lost[:20]
-        assert b.text().count('"ha.left"') == 1
-        assert a2.terminate() == 0
+        assert a2.text().count('"ha.left"') == 1
+        assert b.terminate() == 0
     finally:
         for proc in procs:
             proc.cleanup()
