@@ -5,17 +5,18 @@ The control topic's one partition is what the group assigns to the active instan
 the active reads it as any consumer reads its partition (``election``): a ``handover``
 record written after it became active is addressed to it. ``serving`` records tell the
 instance that handed over (and the command that asked) that the partner's query runs, so
-the old query can stop without a gap. Records are small JSON objects; unknown kinds are
-ignored (a newer partner's).
+the old query can stop without a gap, and carry what the pair's instances must agree on
+(``partner``). Records are small JSON objects; unknown kinds are ignored (a newer
+partner's).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 
 from appliance.topics import offsets_consumer
 
@@ -28,29 +29,43 @@ class Announcement:
     kind: str  # HANDOVER | SERVING
     instance: str  # who wrote it: the serving instance, or "cli" for a handover request
     at: float  # unix time it was written
+    facts: dict[str, str] = field(default_factory=dict)  # serving: see ``partner``
 
     def encode(self) -> bytes:
-        return json.dumps({"kind": self.kind, "instance": self.instance,
-                           "at": self.at}).encode()
+        return json.dumps({"kind": self.kind, "instance": self.instance, "at": self.at,
+                           "facts": self.facts}).encode()
 
     @classmethod
     def decode(cls, value: bytes | None) -> Announcement | None:
         """None for anything that is not an announcement (never an exception)."""
         try:
             data = json.loads(value or b"")
-            return cls(str(data["kind"]), str(data["instance"]), float(data["at"]))
-        except (ValueError, KeyError, TypeError):
+            facts = data.get("facts") or {}
+            return cls(str(data["kind"]), str(data["instance"]), float(data["at"]),
+                       {str(k): str(v) for k, v in facts.items()})
+        except (ValueError, KeyError, TypeError, AttributeError):
             return None
 
 
-def announce(client_config: dict, topic: str, kind: str, instance: str) -> None:
+def announce(client_config: dict, topic: str, kind: str, instance: str,
+             facts: dict[str, str] | None = None) -> None:
     """Write one announcement to the control topic and wait for Kafka's acknowledgement."""
     producer = KafkaProducer(**client_config)
     try:
-        producer.send(topic, Announcement(kind, instance, time.time()).encode(),
+        producer.send(topic, Announcement(kind, instance, time.time(), facts or {}).encode(),
                       partition=0).get(timeout=15)
     finally:
         producer.close(timeout=5)
+
+
+def group_members(client_config: dict, group: str) -> int:
+    """How many instances the pair's group has now (0: none live, or no such group)."""
+    admin = KafkaAdminClient(**client_config)
+    try:
+        info = admin.describe_groups([group]).get(group) or {}
+    finally:
+        admin.close()
+    return len(info.get("members") or ())
 
 
 def end_offset(client_config: dict, topic: str) -> int:
@@ -82,5 +97,31 @@ def wait_for(client_config: dict, topic: str, kind: str, since: int, timeout_s: 
                             and found.instance != not_from:
                         return found
         return None
+    finally:
+        consumer.close()
+
+
+#: How far back ``latest`` looks: a few records per takeover, handover or reload.
+LATEST_WINDOW = 1000
+
+
+def latest(client_config: dict, topic: str, kind: str) -> Announcement | None:
+    """The newest ``kind`` announcement on the control topic (None: none yet)."""
+    consumer = KafkaConsumer(**{**client_config, "group_id": None,
+                                "enable_auto_commit": False})
+    try:
+        part = TopicPartition(topic, 0)
+        consumer.assign([part])
+        end = int(consumer.end_offsets([part])[part])
+        consumer.seek(part, max(0, end - LATEST_WINDOW))
+        found = None
+        deadline = time.monotonic() + 15
+        while consumer.position(part) < end and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=200).values():
+                for record in records:
+                    announcement = Announcement.decode(record.value)
+                    if announcement is not None and announcement.kind == kind:
+                        found = announcement
+        return found
     finally:
         consumer.close()

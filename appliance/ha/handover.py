@@ -11,10 +11,15 @@ from __future__ import annotations
 import time
 from typing import NamedTuple
 
-from kafka import KafkaAdminClient
-
 from appliance.config import Config
-from appliance.ha.control import HANDOVER, SERVING, announce, end_offset, wait_for
+from appliance.ha.control import (
+    HANDOVER,
+    SERVING,
+    announce,
+    end_offset,
+    group_members,
+    wait_for,
+)
 from appliance.ha.instance import control_topic
 from appliance.topics import client_config
 
@@ -35,21 +40,11 @@ def bootstrap_of(config: Config) -> str:
     return config.kafka.bootstrap_servers or f"127.0.0.1:{config.kafka.embedded_port}"
 
 
-def members(kafka: dict, group: str) -> int:
-    admin = KafkaAdminClient(**kafka)
-    try:
-        described = admin.describe_groups([group])
-    finally:
-        admin.close()
-    info = described.get(group) or {}
-    return len(info.get("members") or ())
-
-
 def hand_over(config: Config, group: str, timeout_s: float) -> Handover:
     """Ask, and wait up to ``timeout_s`` for the new active's ``serving`` record."""
     kafka = client_config(config.kafka, bootstrap_of(config))
     try:
-        count = members(kafka, group)
+        count = group_members(kafka, group)
     except Exception as exc:  # noqa: BLE001 - said in one line
         raise HandoverError(f"cannot describe group {group}: "
                             f"{' '.join(str(exc).split())[:300]}") from None

@@ -64,12 +64,14 @@ def start_from_kafka(config: Config, client_config: dict, partitions: int) -> st
     return starting_offsets(topic, committed, partitions)
 
 
-def announce_serving(election: Election, client_config: dict) -> None:
-    """Tell the control topic this instance serves (an instance that handed over waits
-    for it before stopping its own query)."""
+def announce_serving(election: Election, client_config: dict,
+                     facts: dict[str, str] | None = None) -> None:
+    """Tell the control topic this instance serves, and with which ``facts``
+    (``partner``): an instance that handed over waits for it before stopping its own
+    query, one that joins later compares its own facts with them."""
     try:
         announce(client_config, election.settings.control_topic, SERVING,
-                 election.settings.instance)
+                 election.settings.instance, facts)
     except Exception as exc:  # noqa: BLE001 - the partner then stops after its bound
         log.warning("ha.announce_failed", error=" ".join(str(exc).split())[:300])
 

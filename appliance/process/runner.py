@@ -390,6 +390,8 @@ class Appliance:
         started = time.monotonic()
         counts = self.start_kafka()
         partitions = self.probes.partitions = counts[cfg.topics.events]
+        if cfg.ha.enabled:
+            self.check_partner()
         master = spark_master(self.spark) if self.spark is not None else cfg.spark.master
         slots = local_slots(master)
         if slots is not None:
@@ -442,17 +444,37 @@ class Appliance:
 
     def ha_serving(self) -> None:
         """``ha.active``: the query serves, this long after Kafka made this instance active."""
-        from appliance.ha.takeover import announce_serving
-
         election = self.ha
         if election is None or election.active_at is None:
             return
         took = time.monotonic() - election.active_at
         election.served(took)
-        announce_serving(election, self.client_config())
+        self.announce_serving()
         log.info("ha.active", group=self.config.ha.group, instance=election.settings.instance,
                  takeover_s=round(took, 2), takeovers=election.takeovers,
                  starting_offsets=self.starting_offsets)
+
+    def pair_facts(self) -> dict[str, str]:
+        from appliance.ha.partner import pair_facts
+
+        return pair_facts(self.config, self.running_rules().version)
+
+    def check_partner(self) -> None:
+        """[ha]: refuse to start (exit 2, before Spark) when the pair's active instance
+        runs another query: trigger, rules or topics (``appliance.ha.partner``)."""
+        from appliance.ha.partner import PartnerMismatch, check_partner
+
+        try:
+            check_partner(self.config, self.client_config(), self.pair_facts())
+        except PartnerMismatch as exc:
+            raise PreflightError(str(exc)) from None
+
+    def announce_serving(self) -> None:
+        """[ha]: this instance serves, with what its partner must agree on."""
+        from appliance.ha.takeover import announce_serving
+
+        if self.ha is not None:
+            announce_serving(self.ha, self.client_config(), self.pair_facts())
 
     def serve_again(self, stop: threading.Event) -> bool:
         """[ha], fenced or asked to hand over: step down (``appliance.ha.takeover``), wait
@@ -537,6 +559,8 @@ class Appliance:
                 if outcome.result is ReloadResult.FAILED and not self.query_active():
                     log.error("query.failed", cause=f"rules swap failed: {outcome.error}")
                     return 1
+                if outcome.result is ReloadResult.APPLIED:
+                    self.announce_serving()  # [ha]: the partner must now agree on these
                 watch = self.epoch_watch()
             self.probes.log_processing()
             self.probes.log_progress()

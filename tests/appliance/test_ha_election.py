@@ -1,7 +1,7 @@
 """The pair's election through Kafka's group protocol (``appliance.ha``), against the
 embedded broker with kafka-python, no Spark: which member serves, how the role moves on
-a leave, a kill -9, a SIGSTOP and a handover request, and the processed offsets the
-active commits."""
+a leave, a kill -9, a SIGSTOP and a handover request, the processed offsets the active
+commits, and an instance refused for running another query than its pair's active one."""
 
 from __future__ import annotations
 
@@ -18,9 +18,11 @@ import pytest
 from child_env import child_env
 
 from appliance.config import Config
+from appliance.ha.control import Announcement
 from appliance.ha.election import Election, ElectionSettings, Role
 from appliance.ha.handover import HandoverError, hand_over
 from appliance.ha.kafka_offsets import group_offsets, reset_checkpoint, starting_offsets
+from appliance.ha.partner import PartnerMismatch, check_partner, pair_facts
 from appliance.ha.takeover import announce_serving, step_down
 from appliance.process.logwatch import wait_for_event
 
@@ -208,3 +210,33 @@ def test_a_handover_request_moves_the_role_and_the_old_active_waits_as_standby(
         for e in (first, second):
             if e is not None:
                 e.close()
+
+
+def test_an_instance_that_runs_another_query_than_the_live_active_is_refused(
+        broker, pair, tmp_path):
+    group, events = pair
+    client = {"bootstrap_servers": broker.bootstrap.split(",")}
+
+    def config(trigger: str) -> Config:
+        return Config.model_validate({
+            "kafka": {"bootstrap_servers": broker.bootstrap},
+            "query": {"trigger": trigger}, "ha": {"group": group, "instance": "c"}})
+
+    active = election(broker, group, events, "a", tmp_path / "a")
+    try:
+        active_within(active, 30)
+        announce_serving(active, client, pair_facts(config("continuous"), "v1"))
+        check_partner(config("continuous"), client, pair_facts(config("continuous"), "v1"))
+        with pytest.raises(PartnerMismatch) as refused:
+            check_partner(config("microbatch"), client, pair_facts(config("microbatch"), "v1"))
+        assert str(refused.value) == (
+            f"ha.group {group}: query.trigger is 'microbatch' here but 'continuous' on the "
+            f"pair's active instance a: both instances of a pair run one query (make them "
+            f"agree, or stop both to change it)")
+        with pytest.raises(PartnerMismatch, match="rules.version is 'v2' here but 'v1'"):
+            check_partner(config("continuous"), client, pair_facts(config("continuous"), "v2"))
+    finally:
+        active.close()
+    # Nobody live: this instance's settings become the pair's.
+    check_partner(config("microbatch"), client, pair_facts(config("microbatch"), "v2"))
+    assert Announcement.decode(b"not json") is None and Announcement.decode(b"[]") is None

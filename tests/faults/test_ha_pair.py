@@ -7,7 +7,8 @@ query's start, and every alerting event still gets its alert. Then the killed in
 comes back as the standby and ``appliance ha handover`` makes it the active one (its
 checkpoint is stale: it must start from the offsets the pair committed to Kafka), while
 the old active steps down and waits warm; and SIGTERM of the active hands over at once,
-without waiting out a session timeout. Every phase under load, nothing lost.
+without waiting out a session timeout. Every phase under load, nothing lost. An instance
+with another trigger than the pair's active one is refused (exit 2) before Spark starts.
 """
 
 from __future__ import annotations
@@ -39,12 +40,12 @@ TRIGGER = "continuous"
 
 
 def pair_config(tmp_path: Path, name: str, bootstrap: str, topics: dict[str, str],
-                group: str, rules: Path) -> Path:
+                group: str, rules: Path, trigger: str = TRIGGER) -> Path:
     """One instance's config: the pair's configs differ only in the metrics port."""
     return write_config(Config.model_validate({
         "kafka": {"bootstrap_servers": bootstrap},
         "topics": topics,
-        "query": {"trigger": TRIGGER, "interval": INTERVALS[TRIGGER],
+        "query": {"trigger": trigger, "interval": INTERVALS[trigger],
                   "checkpoint_dir": str(tmp_path / "checkpoints")},
         "rules": {"path": str(rules)},
         "spark": {"master": "local[2]", "spark.ui.enabled": "false"},
@@ -114,6 +115,19 @@ def test_pair_kill_9_handover_and_sigterm_lose_nothing(broker, fault_topics, tmp
                                 report.sent, {"kill -9": killed})
         print(result.line(f"pair kill -9 at {RATE:g}/s") + f"; standby serving after {took:.1f} s")
         assert result.lost == [], result.lost[:20]
+
+        # An instance that would run another query than the pair's active one is refused,
+        # before its Spark starts, naming the difference.
+        other = ApplianceProcess(
+            pair_config(tmp_path, "c", broker.bootstrap, topics, group, rules, "microbatch"),
+            tmp_path / "c-0.log")
+        procs.append(other)
+        assert other.wait_exit(timeout=120) == 2
+        refusal = [line for line in other.text().splitlines() if line.startswith("ha.group")]
+        assert len(refusal) == 1 and refusal[0].startswith(
+            f"ha.group {group}: query.trigger is 'microbatch' here but 'continuous' on the "
+            f"pair's active instance"), other.text()[-2000:]
+        assert other.find("spark.ready") is None
 
         # The killed instance returns as the standby, and `appliance ha handover` makes
         # it the active one: its checkpoint is stale, it starts from Kafka's offsets; the
