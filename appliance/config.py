@@ -425,6 +425,9 @@ class HaConfig(_Section):
     # This instance's name in the pair and its checkpoint folder beneath
     # [query] checkpoint_dir; None: "<host name>-<metrics port>".
     instance: str | None = None
+    # A waiting standby runs the warm-up again this often, so the query's code stays
+    # compiled and the sink's producer connected; 0: only the warm-up before it joins.
+    rewarm_every: str = "10 minutes"
 
     @field_validator("group", "instance")
     @classmethod
@@ -433,10 +436,24 @@ class HaConfig(_Section):
             raise ValueError(f"must be 1-200 characters of [A-Za-z0-9._-] (got {value!r})")
         return value
 
-    @field_validator("session_timeout", mode="before")
+    @field_validator("session_timeout", "rewarm_every", mode="before")
     @classmethod
     def _number_is_seconds(cls, value: object) -> object:
         return _duration_text(value)
+
+    @field_validator("rewarm_every")
+    @classmethod
+    def _rewarm(cls, value: str) -> str:
+        ms = interval_ms(value)
+        if ms != 0 and not 10_000 <= ms <= 86_400_000:
+            raise ValueError(f"must be 10 seconds .. 24 hours, 0 = off (got {value!r})")
+        return value
+
+    @property
+    def rewarm_s(self) -> float | None:
+        """Seconds between a standby's warm-ups; None: off."""
+        ms = interval_ms(self.rewarm_every)
+        return ms / 1000.0 if ms else None
 
     @field_validator("session_timeout")
     @classmethod

@@ -46,6 +46,7 @@ log = logs.get_logger("appliance.ha")
 POLL_MS = 200
 #: How often the active commits its processed offsets (and so renews its lease).
 COMMIT_PERIOD_S = 1.0
+METADATA_MAX_AGE_MS = 10_000
 
 
 class Role(enum.IntEnum):
@@ -79,8 +80,9 @@ class _Listener(ConsumerRebalanceListener):
         self.election._assigned(set(assigned))
 
     def on_partitions_revoked(self, revoked) -> None:
-        self.election._lost(set(revoked), "Kafka's group rebalance moved the control "
-                                          "partition to another instance")
+        self.election._lost(set(revoked), "Kafka's group rebalance took the control "
+                                          "partition away (to another instance, or the "
+                                          "control topic was deleted)")
 
     def on_partitions_lost(self, lost) -> None:
         self.election._lost(set(lost), "this instance's group membership lapsed (no "
@@ -109,6 +111,7 @@ class Election:
         self._next_commit = 0.0
         self._lease_at = 0.0  # when Kafka last accepted this active's commit
         self._committed: dict[int, int] = {}
+        self._failing: set[str] = set()  # steps failing now (``_trouble``)
         self.joined_at = 0.0
         self.active_at: float | None = None  # monotonic, when the partition came
         self.takeovers = 0  # times this process became active
@@ -140,6 +143,11 @@ class Election:
             "auto_offset_reset": "latest", "session_timeout_ms": s.session_timeout_ms,
             "heartbeat_interval_ms": heartbeat_ms,
             "max_poll_interval_ms": max(10_000, 2 * s.session_timeout_ms),
+            # A re-created control topic is found within this (Kafka's default: 5 min);
+            # a deleted one is re-created by the runner, with one partition, not by this
+            # consumer's metadata requests (a broker's default partitions, racing the
+            # rebalance the deletion starts).
+            "metadata_max_age_ms": METADATA_MAX_AGE_MS, "allow_auto_create_topics": False,
             "partition_assignment_strategy": (CooperativeStickyAssignor,)})
         self._consumer.subscribe([s.control_topic], listener=_Listener(self))
         self.joined_at = self.clock()
@@ -148,10 +156,11 @@ class Election:
         self._thread = threading.Thread(target=self._run, name="ha-election", daemon=True)
         self._thread.start()
 
-    def wait_active(self, stop: threading.Event) -> bool:
-        """Block while standby: True once active, False if ``stop`` was set first.
-        RuntimeError if the election itself failed."""
-        while not stop.is_set():
+    def wait_active(self, stop: threading.Event, timeout_s: float | None = None) -> bool:
+        """Block while standby: True once active, False if ``stop`` was set or
+        ``timeout_s`` passed first. RuntimeError if the election itself failed."""
+        deadline = None if timeout_s is None else self.clock() + timeout_s
+        while not stop.is_set() and (deadline is None or self.clock() < deadline):
             if self._became_active.wait(0.2):
                 return True
             if self.failure is not None:
@@ -187,9 +196,9 @@ class Election:
             while not self._closing.is_set():
                 try:
                     self._read(consumer.poll(timeout_ms=POLL_MS))
+                    self._trouble("poll", None)
                 except Exception as exc:  # noqa: BLE001 - Kafka away: retry, the lease decides
-                    log.warning("ha.poll_failed", error=" ".join(str(exc).split())[:300],
-                                kind=type(exc).__name__)
+                    self._trouble("poll", exc)
                     self._closing.wait(1.0)
                 if self.role is Role.ACTIVE:
                     self._renew()
@@ -282,13 +291,26 @@ class Election:
                              for p, o in offsets.items()},
                             timeout_ms=max(1000, self.settings.session_timeout_ms // 3))
         except Exception as exc:  # noqa: BLE001 - refused or unreachable: the lease decides
-            log.warning("ha.commit_failed", error=" ".join(str(exc).split())[:300],
-                        kind=type(exc).__name__)
+            self._trouble("commit", exc)
             return False
+        self._trouble("commit", None)
         if offsets != self._committed:
             self._committed = dict(offsets)
             log.debug("ha.offsets_committed", topic=topic, offsets=offsets)
         return True
+
+    def _trouble(self, step: str, exc: Exception | None) -> None:
+        """One line when a step starts failing (``ha.poll_failed``, ``ha.commit_failed``)
+        and one when it works again (``ha.poll_ok``, ``ha.commit_ok``): Kafka down for an
+        hour is two lines, not one a second."""
+        failing = step in self._failing
+        if exc is not None and not failing:
+            self._failing.add(step)
+            log.warning(f"ha.{step}_failed", error=" ".join(str(exc).split())[:300],
+                        kind=type(exc).__name__)
+        elif exc is None and failing:
+            self._failing.discard(step)
+            log.info(f"ha.{step}_ok")
 
     def _leave(self, consumer: KafkaConsumer) -> None:
         if self.role is Role.ACTIVE:

@@ -20,7 +20,7 @@ from appliance.ha.control import SERVING, announce, end_offset, wait_for
 from appliance.ha.election import Election, ElectionSettings
 from appliance.ha.instance import control_topic, instance_name
 from appliance.ha.kafka_offsets import group_offsets, reset_checkpoint, starting_offsets
-from appliance.topics import ensure_topics
+from appliance.topics import ensure_topics, partition_counts
 
 log = logs.get_logger("appliance.ha")
 
@@ -35,13 +35,23 @@ def join(config: Config, client_config: dict) -> Election:
     group = config.ha.group
     if group is None:
         raise RuntimeError("[ha] group is not set: no pair to join")
-    ensure_topics(client_config, {control_topic(group): 1}, create=True)
+    ensure_control_topic(client_config, group)
     election = Election(ElectionSettings(
         group=group, instance=instance_name(config),
         session_timeout_ms=config.ha.session_timeout_ms, events_topic=config.topics.events,
         checkpoint_dir=Path(config.query.checkpoint_dir)), client_config)
     election.start()
     return election
+
+
+def ensure_control_topic(client_config: dict, group: str) -> None:
+    """The control topic exists (created with one partition if missing, or deleted since:
+    ``ha.control_topic_created``)."""
+    topic = control_topic(group)
+    if partition_counts(client_config, [topic])[topic]:
+        return
+    ensure_topics(client_config, {topic: 1}, create=True)
+    log.warning("ha.control_topic_created", group=group, topic=topic)
 
 
 def start_from_kafka(config: Config, client_config: dict, partitions: int) -> str | None:

@@ -76,6 +76,10 @@ class PreflightError(Exception):
     """The query could not run as configured (one line, exit 2)."""
 
 
+#: How often a waiting standby checks its control topic and whether a re-warm is due.
+STANDBY_CHECK_S = 10.0
+
+
 class StoppedAsStandby(Exception):
     """SIGTERM/SIGINT came while this instance waited as a pair's standby (exit 0)."""
 
@@ -430,15 +434,30 @@ class Appliance:
     def await_turn(self, stop: threading.Event) -> None:
         """[ha]: join the pair (``appliance.ha``), wait warm as standby until Kafka makes
         this instance the active one, then start where the pair's offsets in Kafka say."""
-        from appliance.ha.takeover import join, start_from_kafka
+        from appliance.ha.takeover import ensure_control_topic, join, start_from_kafka
 
         election = self.ha
+        group = self.config.ha.group or ""
         if election is None:
             election = self.ha = join(self.config, self.client_config())
         else:
+            ensure_control_topic(self.client_config(), group)
             election.start()  # after a step down
-        if not election.wait_active(stop):
-            raise StoppedAsStandby()
+        rewarm_s = self.config.ha.rewarm_s
+        next_warmup = time.monotonic() + (rewarm_s or 0.0)
+        while not election.wait_active(stop, timeout_s=STANDBY_CHECK_S):
+            if stop.is_set():
+                raise StoppedAsStandby()
+            ensure_control_topic(self.client_config(), group)  # deleted: nobody is elected
+            if rewarm_s is not None and time.monotonic() >= next_warmup \
+                    and self.config.query.warmup:
+                next_warmup = time.monotonic() + rewarm_s
+                try:  # the query's code stays compiled, the sink's producer connected
+                    self.warm_up()
+                except Exception as exc:  # noqa: BLE001 - a colder standby, not a dead one
+                    log.warning("ha.rewarm_failed", error=" ".join(str(exc).split())[:500])
+                    continue
+                log.info("ha.rewarmed", seconds=self.warmup.seconds if self.warmup else 0.0)
         self.starting_offsets = start_from_kafka(self.config, self.client_config(),
                                                  self.probes.partitions)
 

@@ -170,6 +170,8 @@ def test_stall_timeout_is_continuous_only_and_unset_by_default(tmp_path, monkeyp
      "appliance.toml: ha.session_timeout: must be 6 to 60 seconds (got '3')"),
     ('[ha]\ngroup = "a pair"\n', "appliance.toml: ha.group: must be 1-200 characters"),
     ('[ha]\ngruop = "pair"\n', "appliance.toml: ha.gruop: unknown key"),
+    ('[ha]\ngroup = "pair"\nrewarm_every = "5 seconds"\n',
+     "appliance.toml: ha.rewarm_every: must be 10 seconds .. 24 hours, 0 = off"),
 ])
 def test_bad_field_is_one_line_naming_file_and_field(tmp_path, monkeypatch, text, expected):
     monkeypatch.chdir(tmp_path)
@@ -223,6 +225,9 @@ def test_ha_is_off_without_a_group_and_each_instance_keeps_its_own_checkpoint(tm
     paired = load_config(tmp_path / "appliance.toml",
                          environ={"APPLIANCE_HA_SESSION_TIMEOUT": "10"})
     assert paired.ha.enabled and paired.ha.session_timeout_ms == 10_000
+    assert paired.ha.rewarm_s == 600.0  # a standby re-warms every 10 minutes...
+    assert load_config(tmp_path / "appliance.toml",
+                       environ={"APPLIANCE_HA_REWARM_EVERY": "0"}).ha.rewarm_s is None  # or not
     own = Path(instance_config(paired).query.checkpoint_dir)
     assert own.parent == tmp_path / "cp"
     assert own.name == instance_name(paired) and own.name.endswith("-9470")

@@ -16,15 +16,17 @@ from pathlib import Path
 
 import pytest
 from child_env import child_env
+from kafka import KafkaAdminClient
 
+from appliance.broker import EmbeddedBroker
 from appliance.config import Config
 from appliance.ha.control import Announcement
 from appliance.ha.election import Election, ElectionSettings, Role
 from appliance.ha.handover import HandoverError, hand_over
 from appliance.ha.kafka_offsets import group_offsets, reset_checkpoint, starting_offsets
 from appliance.ha.partner import PartnerMismatch, check_partner, pair_facts
-from appliance.ha.takeover import announce_serving, step_down
-from appliance.process.logwatch import wait_for_event
+from appliance.ha.takeover import announce_serving, ensure_control_topic, step_down
+from appliance.process.logwatch import log_events, wait_for_event
 
 SESSION_MS = 6000
 MEMBER = Path(__file__).with_name("ha_member.py")
@@ -240,3 +242,59 @@ def test_an_instance_that_runs_another_query_than_the_live_active_is_refused(
     # Nobody live: this instance's settings become the pair's.
     check_partner(config("microbatch"), client, pair_facts(config("microbatch"), "v2"))
     assert Announcement.decode(b"not json") is None and Announcement.decode(b"[]") is None
+
+
+def test_a_deleted_control_topic_fences_the_active_and_once_recreated_one_serves(
+        broker, pair, tmp_path):
+    group, events = pair
+    client = {"bootstrap_servers": broker.bootstrap.split(",")}
+    first = election(broker, group, events, "a", tmp_path / "a")
+    second = None
+    try:
+        active_within(first, 30)
+        second = election(broker, group, events, "b", tmp_path / "b")
+        time.sleep(3)
+        admin = KafkaAdminClient(**client)
+        try:
+            admin.delete_topics([f"{group}.ha"])
+        finally:
+            admin.close()
+        deadline = time.monotonic() + 20
+        while first.fenced() is None:
+            assert time.monotonic() < deadline, "the active kept its role on a deleted topic"
+            time.sleep(0.2)
+        ensure_control_topic(client, group)  # what a waiting instance does every 10 s
+        first.close()
+        first.start()  # the fenced one rejoins, as the runner's step down does
+        deadline = time.monotonic() + 30
+        while Role.ACTIVE not in (first.role, second.role):
+            assert time.monotonic() < deadline, "nobody serves after the topic came back"
+            time.sleep(0.2)
+    finally:
+        for e in (first, second):
+            if e is not None:
+                e.close()
+
+
+def test_kafka_down_the_active_fences_itself_after_a_session_with_one_line(tmp_path):
+    own = EmbeddedBroker(log_path=tmp_path / "broker.log").start()
+    group = "pair-down"
+    member = None
+    try:
+        own.create_topics({f"{group}.ha": 1, "events": 2})
+        fake_checkpoint(tmp_path / "a", "events", {0: 5, 1: 6})
+        member = Member(own, group, "a", tmp_path)
+        try:
+            member.wait_for("ha.elected")
+            time.sleep(2)  # a commit or two accepted: the lease is running
+        finally:
+            own.stop()
+        fenced = member.wait_for("ha.fenced", timeout=SESSION_MS / 1000 + 20)
+        assert "accepted no offset commit" in fenced["cause"], fenced
+        events = [e["event"] for e in log_events(member.log)]
+        assert events.count("ha.commit_failed") == 1, events  # not one a second
+        member.proc.wait(timeout=60)
+    finally:
+        if member is not None:
+            member.cleanup()
+        own.stop()

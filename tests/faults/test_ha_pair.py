@@ -50,7 +50,8 @@ def pair_config(tmp_path: Path, name: str, bootstrap: str, topics: dict[str, str
         "rules": {"path": str(rules)},
         "spark": {"master": "local[2]", "spark.ui.enabled": "false"},
         "metrics": {"port": free_port()},
-        "ha": {"group": group, "session_timeout": f"{SESSION_S:g} seconds"},
+        "ha": {"group": group, "session_timeout": f"{SESSION_S:g} seconds",
+               "rewarm_every": "10 seconds"},
     }), tmp_path / f"appliance-{name}.toml")
 
 
@@ -173,6 +174,7 @@ def test_pair_kill_9_handover_and_sigterm_lose_nothing(broker, fault_topics, tmp
               f"; standby elected {handover_s:.1f} s after the SIGTERM")
         assert result.lost == [], result.lost[:20]
         assert a2.text().count('"ha.left"') == 1
+        assert b.find("ha.rewarmed") is not None  # it waited warm, and kept warm
         assert b.terminate() == 0
     finally:
         for proc in procs:
