@@ -6,13 +6,16 @@ kill -9 of the active: the warm standby takes over within the session timeout pl
 query's start, and every alerting event still gets its alert. Then the killed instance
 comes back as the standby and ``appliance ha handover`` makes it the active one (its
 checkpoint is stale: it must start from the offsets the pair committed to Kafka), while
-the old active steps down and waits warm; and SIGTERM of the active hands over at once,
-without waiting out a session timeout. Every phase under load, nothing lost. An instance
-with another trigger than the pair's active one is refused (exit 2) before Spark starts.
+the old active steps down and waits warm; SIGSTOP of the active's process group (a frozen
+host) lets the standby take over after the session timeout, and the frozen one, once it
+runs again, is fenced and steps down; SIGTERM of the active hands over at once, without
+waiting out a session timeout. Every phase under load, nothing lost. An instance with
+another trigger than the pair's active one is refused (exit 2) before Spark starts.
 """
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -31,6 +34,7 @@ from loadrun import LoadThread, rules_yaml
 from ports import free_port
 
 from appliance.config import Config, write_config
+from appliance.process import process_group
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(1200)]
 
@@ -78,7 +82,7 @@ def group_committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
         consumer.close(autocommit=False)
 
 
-def test_pair_kill_9_handover_and_sigterm_lose_nothing(broker, fault_topics, tmp_path):
+def test_pair_kill_9_handover_sigstop_and_sigterm_lose_nothing(broker, fault_topics, tmp_path):
     topics = fault_topics()
     group = f"pair-{uuid.uuid4().hex[:8]}"
     rules = tmp_path / "rules.yml"
@@ -157,15 +161,39 @@ def test_pair_kill_9_handover_and_sigterm_lose_nothing(broker, fault_topics, tmp
               f"; old active stopped {handed['seconds']} s after stepping down")
         assert result.lost == [], result.lost[:20]
 
-        # SIGTERM of the active: it leaves the group at once, b takes over again.
+        # SIGSTOP of the active's whole process group (a frozen host): its membership
+        # lapses, b takes over; once it runs again it learns it was fenced, stops its
+        # query and waits as the standby, in the same process.
+        load = LoadThread(broker.bootstrap, topics, RATE, duration=20.0).start()
+        time.sleep(5.0)
+        frozen = time.time()
+        assert process_group.signal_group(a2.proc.pid, signal.SIGSTOP)
+        try:
+            elected = wait_count(b, "ha.elected", 2, timeout=SESSION_S + 60)
+        finally:
+            process_group.signal_group(a2.proc.pid, signal.SIGCONT)
+        took_s = datetime.fromisoformat(elected["timestamp"]).timestamp() - frozen
+        fenced = wait_count(a2, "ha.fenced", 1, timeout=60)
+        assert wait_count(a2, "ha.stepping_down", 1)["reason"] == "fenced"
+        wait_count(a2, "ha.standby", 2)
+        wait_count(b, "ha.active", 2)
+        report = load.join(timeout=600)
+        assert report.send_failed == 0
+        result = account_alerts(broker.bootstrap, topics["alerts"], load.factory,
+                                report.sent, {"SIGSTOP": frozen})
+        print(result.line(f"pair SIGSTOP at {RATE:g}/s") +
+              f"; standby elected {took_s:.1f} s after the SIGSTOP; fenced: {fenced['cause']}")
+        assert result.lost == [], result.lost[:20]
+
+        # SIGTERM of the active: it leaves the group at once, a2 takes over again.
         load = LoadThread(broker.bootstrap, topics, RATE, duration=15.0).start()
         time.sleep(5.0)
         stopped = time.time()
-        assert a2.terminate() == 0
-        elected = wait_count(b, "ha.elected", 2)
+        assert b.terminate() == 0
+        elected = wait_count(a2, "ha.elected", 2)
         handover_s = datetime.fromisoformat(elected["timestamp"]).timestamp() - stopped
         assert handover_s < SESSION_S, handover_s  # it left the group: no session timeout
-        wait_count(b, "ha.active", 2)
+        wait_count(a2, "ha.active", 2)
         report = load.join(timeout=600)
         assert report.send_failed == 0
         result = account_alerts(broker.bootstrap, topics["alerts"], load.factory,
@@ -173,9 +201,9 @@ def test_pair_kill_9_handover_and_sigterm_lose_nothing(broker, fault_topics, tmp
         print(result.line(f"pair SIGTERM at {RATE:g}/s") +
               f"; standby elected {handover_s:.1f} s after the SIGTERM")
         assert result.lost == [], result.lost[:20]
-        assert a2.text().count('"ha.left"') == 1
+        assert b.text().count('"ha.left"') == 2  # its step down, then the SIGTERM
         assert b.find("ha.rewarmed") is not None  # it waited warm, and kept warm
-        assert b.terminate() == 0
+        assert a2.terminate() == 0
     finally:
         for proc in procs:
             proc.cleanup()
