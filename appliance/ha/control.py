@@ -13,6 +13,7 @@ partner's).
 from __future__ import annotations
 
 import json
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -79,9 +80,10 @@ def end_offset(client_config: dict, topic: str) -> int:
 
 
 def wait_for(client_config: dict, topic: str, kind: str, since: int, timeout_s: float,
-             not_from: str | None = None) -> Announcement | None:
+             not_from: str | None = None,
+             stop: threading.Event | None = None) -> Announcement | None:
     """The first ``kind`` announcement at or after offset ``since`` (not written by
-    ``not_from``), or None after ``timeout_s``."""
+    ``not_from``), or None after ``timeout_s`` or once ``stop`` is set."""
     consumer = KafkaConsumer(**{**client_config, "group_id": None,
                                 "enable_auto_commit": False})
     try:
@@ -89,7 +91,7 @@ def wait_for(client_config: dict, topic: str, kind: str, since: int, timeout_s: 
         consumer.assign([part])
         consumer.seek(part, since)
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not (stop is not None and stop.is_set()):
             for records in consumer.poll(timeout_ms=200).values():
                 for record in records:
                     found = Announcement.decode(record.value)

@@ -2,12 +2,13 @@
 
 Every instance joins the consumer group ``[ha] group`` subscribed to the one-partition
 control topic ``<group>.ha``; the member the group's assignment gives that partition is
-the active one, the others are standby. The assignor is cooperative-sticky (KIP-429): a
-standby that joins never moves the partition away from a live active, and the active is
-never asked to give it up unless it really lost it. Kafka's coordinator removes a member
-whose heartbeats stop for ``[ha] session_timeout`` (kill -9, SIGSTOP, a host or network
-lost), or at once when it leaves (SIGTERM: ``close``), and the rebalance that follows
-assigns the partition to a standby.
+the active one, the others are standby. The assignor (``assignor``) is cooperative
+(KIP-429) and keeps the partition with its newest owner: a standby that joins never moves
+it away from a live active, the active is never asked to give it up unless it really lost
+it, and an active that resumes after a freeze cannot win it back with a stale claim.
+Kafka's coordinator removes a member whose heartbeats stop for ``[ha] session_timeout``
+(kill -9, SIGSTOP, a host or network lost), or at once when it leaves (SIGTERM:
+``close``), and the rebalance that follows assigns the partition to a standby.
 
 The active also commits the events topic's processed offsets to the group
 (``kafka_offsets``), once a second from its checkpoint's newest committed epoch or batch.
@@ -31,10 +32,10 @@ from pathlib import Path
 
 from kafka import KafkaConsumer, TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
-from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
 from kafka.structs import MemberState, OffsetAndMetadata
 
 from appliance import logs
+from appliance.ha.assignor import NewestOwnerAssignor
 from appliance.ha.control import HANDOVER, Announcement
 from appliance.ha.instance import control_topic
 from appliance.observability.metrics import committed_offsets
@@ -148,7 +149,7 @@ class Election:
             # consumer's metadata requests (a broker's default partitions, racing the
             # rebalance the deletion starts).
             "metadata_max_age_ms": METADATA_MAX_AGE_MS, "allow_auto_create_topics": False,
-            "partition_assignment_strategy": (CooperativeStickyAssignor,)})
+            "partition_assignment_strategy": (NewestOwnerAssignor,)})
         self._consumer.subscribe([s.control_topic], listener=_Listener(self))
         self.joined_at = self.clock()
         log.info("ha.joining", group=s.group, instance=s.instance, topic=s.control_topic,

@@ -10,6 +10,7 @@ resume from it instead.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -87,13 +88,14 @@ def announce_serving(election: Election, client_config: dict,
 
 
 def step_down(election: Election, client_config: dict, stop_query: Callable[[], None],
-              wait_s: float = HANDOVER_WAIT_S) -> None:
+              wait_s: float = HANDOVER_WAIT_S, stop: threading.Event | None = None) -> None:
     """Stop serving, to wait as a standby again (``Election.start`` next).
 
     Fenced: the partner may serve already, so the query stops first, then the membership
     ends. A handover: the membership ends first (the partner is elected at its next
     heartbeat), and the query stops once the partner says it serves (``ha.handed_over``)
-    or after ``wait_s``: an overlap of the two, never a gap.
+    or after ``wait_s`` (or at once when ``stop`` is set: SIGTERM meanwhile): an overlap
+    of the two, never a gap.
     """
     fenced = election.fenced()
     if fenced is not None:
@@ -107,7 +109,7 @@ def step_down(election: Election, client_config: dict, stop_query: Callable[[], 
     since = end_offset(client_config, topic)
     election.close()
     partner = wait_for(client_config, topic, SERVING, since, wait_s,
-                       not_from=election.settings.instance)
+                       not_from=election.settings.instance, stop=stop)
     stop_query()
     log.info("ha.handed_over", instance=election.settings.instance,
              to=partner.instance if partner is not None else None,

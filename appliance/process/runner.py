@@ -411,6 +411,8 @@ class Appliance:
             self.start_metrics()  # a standby shows its role too
             self.await_turn(stop or threading.Event())
             self.start_query()
+            if self.recovered and self._collector is not None:
+                self._collector.recoveries += 1  # its metrics started before the query
         else:
             self.start_query()
             self.start_metrics()
@@ -510,7 +512,7 @@ class Appliance:
             if query is not None:
                 query.stop()
 
-        step_down(election, self.client_config(), stop_query)
+        step_down(election, self.client_config(), stop_query, stop=stop)
         self.await_turn(stop)
         self.start_query()
         if not self.wait_until_processing(READY_TIMEOUT_S):

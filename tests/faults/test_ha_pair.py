@@ -40,11 +40,12 @@ pytestmark = [pytest.mark.spark, pytest.mark.timeout(1200)]
 
 RATE = 150.0
 SESSION_S = 6.0
-TRIGGER = "continuous"
+# The trigger an instance that must be refused runs instead of the pair's.
+OTHER = {"continuous": "microbatch", "microbatch": "continuous", "realtime": "continuous"}
 
 
 def pair_config(tmp_path: Path, name: str, bootstrap: str, topics: dict[str, str],
-                group: str, rules: Path, trigger: str = TRIGGER) -> Path:
+                group: str, rules: Path, trigger: str) -> Path:
     """One instance's config: the pair's configs differ only in the metrics port."""
     return write_config(Config.model_validate({
         "kafka": {"bootstrap_servers": bootstrap},
@@ -82,12 +83,18 @@ def group_committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
         consumer.close(autocommit=False)
 
 
-def test_pair_kill_9_handover_sigstop_and_sigterm_lose_nothing(broker, fault_topics, tmp_path):
+@pytest.mark.parametrize("trigger", [
+    "continuous",
+    pytest.param("microbatch", marks=pytest.mark.faults_long),
+    pytest.param("realtime", marks=pytest.mark.faults_long),
+])
+def test_pair_kill_9_handover_sigstop_and_sigterm_lose_nothing(trigger, broker, fault_topics,
+                                                                 tmp_path):
     topics = fault_topics()
     group = f"pair-{uuid.uuid4().hex[:8]}"
     rules = tmp_path / "rules.yml"
     rules.write_text(rules_yaml())
-    configs = {n: pair_config(tmp_path, n, broker.bootstrap, topics, group, rules)
+    configs = {n: pair_config(tmp_path, n, broker.bootstrap, topics, group, rules, trigger)
                for n in ("a", "b")}
     procs: list[ApplianceProcess] = []
 
@@ -118,19 +125,20 @@ def test_pair_kill_9_handover_sigstop_and_sigterm_lose_nothing(broker, fault_top
         assert report.send_failed == 0
         result = account_alerts(broker.bootstrap, topics["alerts"], load.factory,
                                 report.sent, {"kill -9": killed})
-        print(result.line(f"pair kill -9 at {RATE:g}/s") + f"; standby serving after {took:.1f} s")
+        print(result.line(f"pair {trigger} kill -9 at {RATE:g}/s") +
+              f"; standby serving after {took:.1f} s")
         assert result.lost == [], result.lost[:20]
 
         # An instance that would run another query than the pair's active one is refused,
         # before its Spark starts, naming the difference.
         other = ApplianceProcess(
-            pair_config(tmp_path, "c", broker.bootstrap, topics, group, rules, "microbatch"),
+            pair_config(tmp_path, "c", broker.bootstrap, topics, group, rules, OTHER[trigger]),
             tmp_path / "c-0.log")
         procs.append(other)
         assert other.wait_exit(timeout=120) == 2
         refusal = [line for line in other.text().splitlines() if line.startswith("ha.group")]
         assert len(refusal) == 1 and refusal[0].startswith(
-            f"ha.group {group}: query.trigger is 'microbatch' here but 'continuous' on the "
+            f"ha.group {group}: query.trigger is '{OTHER[trigger]}' here but '{trigger}' on the "
             f"pair's active instance"), other.text()[-2000:]
         assert other.find("spark.ready") is None
 
@@ -157,7 +165,7 @@ def test_pair_kill_9_handover_sigstop_and_sigterm_lose_nothing(broker, fault_top
         assert report.send_failed == 0
         result = account_alerts(broker.bootstrap, topics["alerts"], load.factory,
                                 report.sent, {"handover": asked})
-        print(result.line(f"pair handover at {RATE:g}/s") +
+        print(result.line(f"pair {trigger} handover at {RATE:g}/s") +
               f"; old active stopped {handed['seconds']} s after stepping down")
         assert result.lost == [], result.lost[:20]
 
@@ -181,7 +189,7 @@ def test_pair_kill_9_handover_sigstop_and_sigterm_lose_nothing(broker, fault_top
         assert report.send_failed == 0
         result = account_alerts(broker.bootstrap, topics["alerts"], load.factory,
                                 report.sent, {"SIGSTOP": frozen})
-        print(result.line(f"pair SIGSTOP at {RATE:g}/s") +
+        print(result.line(f"pair {trigger} SIGSTOP at {RATE:g}/s") +
               f"; standby elected {took_s:.1f} s after the SIGSTOP; fenced: {fenced['cause']}")
         assert result.lost == [], result.lost[:20]
 
@@ -198,7 +206,7 @@ def test_pair_kill_9_handover_sigstop_and_sigterm_lose_nothing(broker, fault_top
         assert report.send_failed == 0
         result = account_alerts(broker.bootstrap, topics["alerts"], load.factory,
                                 report.sent, {"SIGTERM": stopped})
-        print(result.line(f"pair SIGTERM at {RATE:g}/s") +
+        print(result.line(f"pair {trigger} SIGTERM at {RATE:g}/s") +
               f"; standby elected {handover_s:.1f} s after the SIGTERM")
         assert result.lost == [], result.lost[:20]
         assert b.text().count('"ha.left"') == 2  # its step down, then the SIGTERM
