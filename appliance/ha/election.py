@@ -38,7 +38,7 @@ from appliance import logs
 from appliance.ha.assignor import NewestOwnerAssignor
 from appliance.ha.control import HANDOVER, Announcement
 from appliance.ha.instance import control_topic
-from appliance.observability.metrics import committed_offsets
+from appliance.query.checkpoint import committed_offsets
 
 log = logs.get_logger("appliance.ha")
 

@@ -4,19 +4,24 @@ counts the standbys of each group."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from appliance.ha.election import Election
 
 
 class HaCollector:
-    """prometheus-client collector over an ``Election``."""
+    """prometheus-client collector over this instance's ``Election`` (nothing before it
+    joined its pair: the metrics endpoint starts before that)."""
 
-    def __init__(self, election: Election) -> None:
+    def __init__(self, election: Callable[[], Election | None]) -> None:
         self.election = election
 
     def collect(self):
-        e = self.election
+        e = self.election()
+        if e is None:
+            return
         labels = [e.settings.group, e.settings.instance]
         role = GaugeMetricFamily(
             "appliance_ha_role", "this instance's role in its pair: 1 active, 0 standby, "

@@ -10,9 +10,9 @@ rule book (``appliance.query.rule_book``), which the query's plan asks per event
 runs the same plan over its own book. Two jobs live next door: what the runner knows of its
 started query (processing yet, committed, failed) is ``appliance.process.query_probes``;
 changing the rules without a restart (SIGHUP, ``appliance rules reload``) is
-``appliance.process.rules_swap``. With ``[ha]``, ``appliance.ha`` decides when the query
-starts (once Kafka elects this instance of its pair) and from where, and when it steps
-down to wait as the standby again.
+``appliance.process.rules_swap``; with ``[ha]``, when the query starts (once Kafka elects
+this instance of its pair), from where, and when it steps down to wait as the standby
+again is ``appliance.process.pair_turns`` (over ``appliance.ha``).
 
 The modules that pull in pyspark or prometheus_client (session, warmup, pipeline, metrics,
 alert_latency) are imported by the methods that start those parts, not above: there is no
@@ -38,6 +38,7 @@ from appliance.ha.instance import instance_config
 from appliance.process.class_archive import resolve as resolve_class_archive
 from appliance.process.cpu_affinity import ReadyCpus, allowed_problem
 from appliance.process.embedded_kafka import EmbeddedPortInUse, start_embedded
+from appliance.process.pair_turns import PairTurns, StoppedAsStandby
 from appliance.process.query_probes import READY_TIMEOUT_S, QueryProbes
 from appliance.process.reload_status import ReloadOutcome, ReloadResult
 from appliance.process.restarts import RestartBudget, in_place_cause
@@ -64,7 +65,6 @@ if TYPE_CHECKING:  # imported for real by the methods that start these parts (do
     from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
     from appliance.broker import EmbeddedBroker
-    from appliance.ha.election import Election
     from appliance.observability.alert_latency import AlertObserver
     from appliance.observability.metrics import ApplianceCollector, MetricsPoller
     from appliance.observability.rules_metrics import RulesCollector
@@ -74,14 +74,6 @@ if TYPE_CHECKING:  # imported for real by the methods that start these parts (do
 
 class PreflightError(Exception):
     """The query could not run as configured (one line, exit 2)."""
-
-
-#: How often a waiting standby checks its control topic and whether a re-warm is due.
-STANDBY_CHECK_S = 10.0
-
-
-class StoppedAsStandby(Exception):
-    """SIGTERM/SIGINT came while this instance waited as a pair's standby (exit 0)."""
 
 
 log = logs.get_logger("appliance")
@@ -157,7 +149,7 @@ class Appliance:
         self.compiled: CompiledRules | None = None  # the rules compiled at start-up
         self.rules_metrics: RulesCollector | None = None  # once serving
         self._cpus: ReadyCpus | None = None  # once ready, with [cpus] after_ready
-        self.ha: Election | None = None  # [ha]: this instance's election, once joined
+        self.pair: PairTurns | None = None  # [ha]: this instance's turns in its pair
         self.starting_offsets: str | None = None  # [ha]: the pair's offsets in Kafka
 
     @property
@@ -365,10 +357,11 @@ class Appliance:
             last_progress=self.probes.last_progress_time)
         poller.start()
         collectors: list[Collector] = [collector, rules_metrics]
-        if self.ha is not None:
+        pair = self.pair
+        if pair is not None:
             from appliance.ha.ha_metrics import HaCollector
 
-            collectors.append(HaCollector(self.ha))
+            collectors.append(HaCollector(lambda: pair.election))
         if self.config.metrics.alert_latency:
             histogram = LatencyHistogram()
             observer = self._observer = AlertObserver(histogram, self.client_config(),
@@ -395,7 +388,10 @@ class Appliance:
         counts = self.start_kafka()
         partitions = self.probes.partitions = counts[cfg.topics.events]
         if cfg.ha.enabled:
-            self.check_partner()
+            pair = self.pair = PairTurns(self, cfg, partitions)
+            refusal = pair.check_partner()
+            if refusal is not None:
+                raise PreflightError(refusal)
         master = spark_master(self.spark) if self.spark is not None else cfg.spark.master
         slots = local_slots(master)
         if slots is not None:
@@ -407,9 +403,9 @@ class Appliance:
         if cfg.query.warmup:
             self.warm_up()
         self._classes_before_query = self.generated_classes()
-        if cfg.ha.enabled:
+        if self.pair is not None:
             self.start_metrics()  # a standby shows its role too
-            self.await_turn(stop or threading.Event())
+            self.pair.await_turn(stop or threading.Event())
             self.start_query()
             if self.recovered and self._collector is not None:
                 self._collector.recoveries += 1  # its metrics started before the query
@@ -424,103 +420,14 @@ class Appliance:
             raise RuntimeError("query did not start processing within "
                                f"{READY_TIMEOUT_S:.0f} s: {self.failure() or 'timeout'}")
         self.keep_cpus()
-        if self.ha is not None:
-            self.ha_serving()
+        if self.pair is not None:
+            self.pair.serving()
         log.info("appliance.ready", bootstrap=self.bootstrap, trigger=self.mode.name,
                  rules=len(self.rules), rules_version=self.running_rules().version,
                  metrics_port=self.metrics_port,
                  topics=cfg.topics.model_dump(), startup_s=round(time.monotonic() - started, 2),
                  warmup_s=self.warmup.seconds if self.warmup else 0.0,
                  query_new_classes=self.query_new_classes())
-
-    def await_turn(self, stop: threading.Event) -> None:
-        """[ha]: join the pair (``appliance.ha``), wait warm as standby until Kafka makes
-        this instance the active one, then start where the pair's offsets in Kafka say."""
-        from appliance.ha.takeover import ensure_control_topic, join, start_from_kafka
-
-        election = self.ha
-        group = self.config.ha.group or ""
-        if election is None:
-            election = self.ha = join(self.config, self.client_config())
-        else:
-            ensure_control_topic(self.client_config(), group)
-            election.start()  # after a step down
-        rewarm_s = self.config.ha.rewarm_s
-        next_warmup = time.monotonic() + (rewarm_s or 0.0)
-        while not election.wait_active(stop, timeout_s=STANDBY_CHECK_S):
-            if stop.is_set():
-                raise StoppedAsStandby()
-            ensure_control_topic(self.client_config(), group)  # deleted: nobody is elected
-            if rewarm_s is not None and time.monotonic() >= next_warmup \
-                    and self.config.query.warmup:
-                next_warmup = time.monotonic() + rewarm_s
-                try:  # the query's code stays compiled, the sink's producer connected
-                    self.warm_up()
-                except Exception as exc:  # noqa: BLE001 - a colder standby, not a dead one
-                    log.warning("ha.rewarm_failed", error=" ".join(str(exc).split())[:500])
-                    continue
-                log.info("ha.rewarmed", seconds=self.warmup.seconds if self.warmup else 0.0)
-        self.starting_offsets = start_from_kafka(self.config, self.client_config(),
-                                                 self.probes.partitions)
-
-    def ha_serving(self) -> None:
-        """``ha.active``: the query serves, this long after Kafka made this instance active."""
-        election = self.ha
-        if election is None or election.active_at is None:
-            return
-        took = time.monotonic() - election.active_at
-        election.served(took)
-        self.announce_serving()
-        log.info("ha.active", group=self.config.ha.group, instance=election.settings.instance,
-                 takeover_s=round(took, 2), takeovers=election.takeovers,
-                 starting_offsets=self.starting_offsets)
-
-    def pair_facts(self) -> dict[str, str]:
-        from appliance.ha.partner import pair_facts
-
-        return pair_facts(self.config, self.running_rules().version)
-
-    def check_partner(self) -> None:
-        """[ha]: refuse to start (exit 2, before Spark) when the pair's active instance
-        runs another query: trigger, rules or topics (``appliance.ha.partner``)."""
-        from appliance.ha.partner import PartnerMismatch, check_partner
-
-        try:
-            check_partner(self.config, self.client_config(), self.pair_facts())
-        except PartnerMismatch as exc:
-            raise PreflightError(str(exc)) from None
-
-    def announce_serving(self) -> None:
-        """[ha]: this instance serves, with what its partner must agree on."""
-        from appliance.ha.takeover import announce_serving
-
-        if self.ha is not None:
-            announce_serving(self.ha, self.client_config(), self.pair_facts())
-
-    def serve_again(self, stop: threading.Event) -> bool:
-        """[ha], fenced or asked to hand over: step down (``appliance.ha.takeover``), wait
-        warm as the standby, and serve again once elected; False if the query then does
-        not process (exit 1), ``StoppedAsStandby`` if ``stop`` came while waiting."""
-        from appliance.ha.takeover import step_down
-
-        election = self.ha
-        if election is None:
-            raise RuntimeError("no pair to step down in: await_turn() comes first")
-
-        def stop_query() -> None:
-            query = self.query
-            if query is not None:
-                query.stop()
-
-        step_down(election, self.client_config(), stop_query, stop=stop)
-        self.await_turn(stop)
-        self.start_query()
-        if not self.wait_until_processing(READY_TIMEOUT_S):
-            log.error("query.failed", cause=f"query did not process after a takeover: "
-                                            f"{self.failure() or 'timeout'}")
-            return False
-        self.ha_serving()
-        return True
 
     def check_cpus(self) -> None:
         """``[cpus] after_ready`` must leave this process some CPU it may use to others."""
@@ -541,6 +448,9 @@ class Appliance:
     def _broker_pids(self) -> list[int]:
         proc = self.broker.proc if self.broker is not None else None
         return [proc.pid] if proc is not None else []
+
+    def warmup_seconds(self) -> float:
+        return self.warmup.seconds if self.warmup else 0.0
 
     def generated_classes(self) -> int:
         from appliance.process.session import generated_classes
@@ -580,14 +490,14 @@ class Appliance:
                 if outcome.result is ReloadResult.FAILED and not self.query_active():
                     log.error("query.failed", cause=f"rules swap failed: {outcome.error}")
                     return 1
-                if outcome.result is ReloadResult.APPLIED:
-                    self.announce_serving()  # [ha]: the partner must now agree on these
+                if outcome.result is ReloadResult.APPLIED and self.pair is not None:
+                    self.pair.announce()  # the partner must now agree on these
                 watch = self.epoch_watch()
             self.probes.log_processing()
             self.probes.log_progress()
-            if self.ha is not None and (self.ha.fenced() or self.ha.handover_requested()):
+            if self.pair is not None and self.pair.must_step_down():
                 try:
-                    if not self.serve_again(stop):
+                    if not self.pair.serve_again(stop):
                         return 1
                 except StoppedAsStandby:
                     return 0
@@ -667,7 +577,7 @@ class Appliance:
         broker, self.broker = self.broker, None
         book, self.book = self.book, None
         cpus, self._cpus = self._cpus, None
-        ha, self.ha = self.ha, None
+        pair, self.pair = self.pair, None
 
         def close_metrics_server() -> None:
             if server is not None:
@@ -677,7 +587,7 @@ class Appliance:
         steps = [
             # [ha] first: the last offsets to Kafka and out of the group at once, so the
             # standby starts while this query still runs (an overlap, never a gap).
-            ("ha", ha.close if ha is not None else None),
+            ("ha", pair.close if pair is not None else None),
             ("cpus", cpus.release if cpus is not None else None),
             ("query", query.stop if query is not None else None),
             ("metrics", poller.stop if poller is not None else None),

@@ -32,8 +32,9 @@ from fault_process import INTERVALS
 from kafka import KafkaConsumer, TopicPartition
 from loadrun import LoadThread, rules_yaml
 from ports import free_port
+from scrape import metric_sum
 
-from appliance.config import Config, write_config
+from appliance.config import Config, load_config, write_config
 from appliance.process import process_group
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(1200)]
@@ -58,6 +59,10 @@ def pair_config(tmp_path: Path, name: str, bootstrap: str, topics: dict[str, str
         "ha": {"group": group, "session_timeout": f"{SESSION_S:g} seconds",
                "rewarm_every": "10 seconds"},
     }), tmp_path / f"appliance-{name}.toml")
+
+
+def metrics_url(config: Path) -> str:
+    return f"http://127.0.0.1:{load_config(config, environ={}).metrics.port}/metrics"
 
 
 def wait_count(proc: ApplianceProcess, event: str, count: int,
@@ -109,6 +114,8 @@ def test_pair_kill_9_handover_sigstop_and_sigterm_lose_nothing(trigger, broker, 
         b = start("b", 0)
         b.wait_for("ha.standby")
         assert b.find("appliance.ready") is None  # warm, waiting: no query
+        assert {n: metric_sum(metrics_url(configs[n]), "appliance_ha_role")
+                for n in configs} == {"a": 1.0, "b": 0.0}  # what AppliancePairNoStandby counts
 
         # kill -9 of the active under load: the standby takes over, nothing is lost.
         load = LoadThread(broker.bootstrap, topics, RATE, duration=25.0).start()
@@ -121,6 +128,7 @@ def test_pair_kill_9_handover_sigstop_and_sigterm_lose_nothing(trigger, broker, 
         took = time.time() - killed
         active = b.find("ha.active")
         assert active is not None and active["starting_offsets"], active
+        assert metric_sum(metrics_url(configs["b"]), "appliance_ha_takeovers_total") == 1.0
         report = load.join(timeout=600)
         assert report.send_failed == 0
         result = account_alerts(broker.bootstrap, topics["alerts"], load.factory,
