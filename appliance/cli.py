@@ -486,6 +486,56 @@ def _build_class_archive(archive: argparse.ArgumentParser) -> None:
     prune_cmd.set_defaults(func=_cmd_class_archive_prune)
 
 
+# --- ha -----------------------------------------------------------------------------------
+HANDOVER_TIMEOUT_S = 180.0
+
+
+def _cmd_ha_handover(args: argparse.Namespace) -> int:
+    from appliance.config import ConfigError, load_config
+    from appliance.ha.handover import HandoverError, hand_over
+
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        return _fail(str(exc))
+    if config.ha.group is None:
+        return _fail(f"{args.config or 'appliance.toml'}: ha.group: not set: the config "
+                     f"names no pair to hand over")
+    try:
+        done = hand_over(config, config.ha.group, args.timeout)
+    except HandoverError as exc:
+        print(f"ha handover: {exc}", file=sys.stderr)
+        return 1
+    print(f"ha handover: {done.to} serves group {done.group} ({done.seconds:g} s after "
+          f"the request)")
+    return 0
+
+
+def _build_ha(ha: argparse.ArgumentParser) -> None:
+    ha.description = ("An active/standby pair ([ha] group): ask its active instance to hand "
+                      "over to the standby (docs/operations.md).")
+    ha.epilog = examples("appliance ha handover --config /etc/appliance/appliance.toml")
+    sub = ha.add_subparsers(dest="ha_command", required=True, metavar="COMMAND")
+    handover = sub.add_parser(
+        "handover", help="the pair's active instance hands over to its standby and becomes "
+                         "the standby (exit 0 handed over, 1 not, 2 bad config)",
+        description=(
+            "Ask the active instance of the config's pair ([ha] group) to hand over: the "
+            "standby is elected and starts its query, the old active stops its own once "
+            "the new one serves and waits warm as the standby. Refused (exit 1) when the "
+            "group has no standby. Waits until the new active says it serves."),
+        epilog=examples("appliance ha handover --config /etc/appliance/appliance.toml",
+                        "appliance ha handover --config appliance.toml --timeout 1m"))
+    handover.add_argument("--config", default=None, metavar="FILE",
+                          help="an instance's TOML config: its [ha] group and [kafka] "
+                               "cluster (default: ./appliance.toml)")
+    handover.add_argument("--timeout", type=duration_arg(allow_zero=False),
+                          default=HANDOVER_TIMEOUT_S, metavar="DURATION",
+                          help=f"how long to wait for the new active to serve (default "
+                               f"{format_seconds(HANDOVER_TIMEOUT_S)})")
+    handover.set_defaults(func=_cmd_ha_handover)
+
+
 # --- the tree ---------------------------------------------------------------------------
 
 COMMANDS = (
@@ -500,6 +550,7 @@ COMMANDS = (
             _build_rules),
     Command("class-archive", "the driver JVM's class-data-sharing archive (faster starts)",
             _build_class_archive),
+    Command("ha", "an active/standby pair: hand over to the standby", _build_ha),
 )
 
 

@@ -429,6 +429,73 @@ class CpusConfig(_Section):
         return interval_ms(self.after_ready_for) / 1000.0
 
 
+# ``[ha]``: the smallest session timeout Kafka brokers accept by default
+# (group.min.session.timeout.ms) and the largest that still means "seconds".
+HA_SESSION_MIN_MS = 6_000
+HA_SESSION_MAX_MS = 60_000
+_HA_NAME = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
+
+
+class HaConfig(_Section):
+    """An active/standby pair (appliance.ha): on when ``group`` is set. The instances of
+    one pair share the group; the one Kafka assigns the control topic serves."""
+
+    # The Kafka consumer group the pair elects its active instance in, and commits the
+    # events topic's processed offsets to; None: a single instance, as without [ha].
+    group: str | None = None
+    # How long an instance that stopped heartbeating (kill -9, SIGSTOP, host or network
+    # lost) stays the active one before its partner takes over.
+    session_timeout: str = "6 seconds"
+    # This instance's name in the pair and its checkpoint folder beneath
+    # [query] checkpoint_dir; None: "<host name>-<metrics port>".
+    instance: str | None = None
+    # A waiting standby runs the warm-up again this often, so the query's code stays
+    # compiled and the sink's producer connected; 0: only the warm-up before it joins.
+    rewarm_every: str = "10 minutes"
+
+    @field_validator("group", "instance")
+    @classmethod
+    def _name(cls, value: str | None) -> str | None:
+        if value is not None and not _HA_NAME.match(value):
+            raise ValueError(f"must be 1-200 characters of [A-Za-z0-9._-] (got {value!r})")
+        return value
+
+    @field_validator("session_timeout", "rewarm_every", mode="before")
+    @classmethod
+    def _number_is_seconds(cls, value: object) -> object:
+        return _duration_text(value)
+
+    @field_validator("rewarm_every")
+    @classmethod
+    def _rewarm(cls, value: str) -> str:
+        ms = interval_ms(value)
+        if ms != 0 and not 10_000 <= ms <= 86_400_000:
+            raise ValueError(f"must be 10 seconds .. 24 hours, 0 = off (got {value!r})")
+        return value
+
+    @property
+    def rewarm_s(self) -> float | None:
+        """Seconds between a standby's warm-ups; None: off."""
+        ms = interval_ms(self.rewarm_every)
+        return ms / 1000.0 if ms else None
+
+    @field_validator("session_timeout")
+    @classmethod
+    def _session(cls, value: str) -> str:
+        if not HA_SESSION_MIN_MS <= interval_ms(value) <= HA_SESSION_MAX_MS:
+            raise ValueError(f"must be {HA_SESSION_MIN_MS // 1000} to "
+                             f"{HA_SESSION_MAX_MS // 1000} seconds (got {value!r})")
+        return value
+
+    @property
+    def enabled(self) -> bool:
+        return self.group is not None
+
+    @property
+    def session_timeout_ms(self) -> int:
+        return int(interval_ms(self.session_timeout))
+
+
 class Config(_Section):
     kafka: KafkaConfig = KafkaConfig()
     topics: TopicsConfig = TopicsConfig()
@@ -439,6 +506,7 @@ class Config(_Section):
     sink: ConnectorOptions = ConnectorOptions()
     metrics: MetricsConfig = MetricsConfig()
     cpus: CpusConfig = CpusConfig()
+    ha: HaConfig = HaConfig()
 
     @field_validator("spark")
     @classmethod

@@ -9,7 +9,6 @@ alert and dead-letter topics. Counters are "since this process started". The lag
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from kafka import KafkaConsumer
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from appliance.observability.lag_age import NextRecordTimes, PartitionKey, lag_ages
-from appliance.query.checkpoint import batch_ids
+from appliance.query.checkpoint import committed_offsets
 from appliance.topics import end_offsets, offsets_consumer
 
 
@@ -34,35 +33,6 @@ def last_commit_time(checkpoint_dir: str | Path) -> float | None:
                 continue
             newest = mtime if newest is None else max(newest, mtime)
     return newest
-
-
-def committed_offsets(checkpoint_dir: str | Path) -> dict[str, dict[int, int]]:
-    """Offsets (next to read) per topic/partition of the newest COMMITTED batch or epoch.
-
-    Spark writes ``offsets/<id>`` (``v1``, metadata JSON, then one JSON line per source:
-    ``{"topic": {"0": 42}}``) before running batch ``<id>`` and ``commits/<id>`` after it
-    finished; only a committed id is safe to call processed.
-    """
-    root = Path(checkpoint_dir)
-    for batch in reversed(batch_ids(root / "commits")):
-        offsets_file = root / "offsets" / str(batch)
-        try:
-            lines = offsets_file.read_text(encoding="utf-8").splitlines()
-        except OSError:
-            continue
-        out: dict[str, dict[int, int]] = {}
-        for line in lines[2:]:
-            try:
-                source = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(source, dict):
-                for topic, parts in source.items():
-                    if isinstance(parts, dict):
-                        out.setdefault(topic, {}).update(
-                            {int(p): int(o) for p, o in parts.items()})
-        return out
-    return {}
 
 
 @dataclass

@@ -10,7 +10,9 @@ rule book (``appliance.query.rule_book``), which the query's plan asks per event
 runs the same plan over its own book. Two jobs live next door: what the runner knows of its
 started query (processing yet, committed, failed) is ``appliance.process.query_probes``;
 changing the rules without a restart (SIGHUP, ``appliance rules reload``) is
-``appliance.process.rules_swap``.
+``appliance.process.rules_swap``; with ``[ha]``, when the query starts (once Kafka elects
+this instance of its pair), from where, and when it steps down to wait as the standby
+again is ``appliance.process.pair_turns`` (over ``appliance.ha``).
 
 The modules that pull in pyspark or prometheus_client (session, warmup, pipeline, metrics,
 alert_latency) are imported by the methods that start those parts, not above: there is no
@@ -32,9 +34,11 @@ from typing import TYPE_CHECKING
 
 from appliance import logs
 from appliance.config import Config, ConfigError
+from appliance.ha.instance import instance_config
 from appliance.process.class_archive import resolve as resolve_class_archive
 from appliance.process.cpu_affinity import ReadyCpus, allowed_problem
 from appliance.process.embedded_kafka import EmbeddedPortInUse, start_embedded
+from appliance.process.pair_turns import PairTurns, StoppedAsStandby
 from appliance.process.query_probes import READY_TIMEOUT_S, QueryProbes
 from appliance.process.reload_status import ReloadOutcome, ReloadResult
 from appliance.process.restarts import RestartBudget, in_place_cause
@@ -122,6 +126,7 @@ class Appliance:
 
     def __init__(self, config: Config, spark: SparkSession | None = None):
         """``spark``: an existing session to run in (tests, demo); it is not stopped."""
+        config = instance_config(config)  # [ha]: this instance's own checkpoint folder
         self.config = config
         self.mode = config.query.mode
         self._own_spark = spark is None
@@ -144,6 +149,8 @@ class Appliance:
         self.compiled: CompiledRules | None = None  # the rules compiled at start-up
         self.rules_metrics: RulesCollector | None = None  # once serving
         self._cpus: ReadyCpus | None = None  # once ready, with [cpus] after_ready
+        self.pair: PairTurns | None = None  # [ha]: this instance's turns in its pair
+        self.starting_offsets: str | None = None  # [ha]: the pair's offsets in Kafka
 
     @property
     def query(self) -> StreamingQuery | None:
@@ -300,7 +307,8 @@ class Appliance:
         spec = StreamSpec(
             name="appliance",
             reader_options={"subscribe": cfg.topics.events,
-                            "startingOffsets": cfg.query.starting_offsets, **source},
+                            "startingOffsets": self.starting_offsets
+                            or cfg.query.starting_offsets, **source},
             writer_options={**sink, **tuning.query_options},
             checkpoint=cfg.query.checkpoint_dir, output_mode=self.mode.output_mode,
             trigger=self.mode.trigger_kwargs(cfg.query.trigger_interval),
@@ -349,6 +357,11 @@ class Appliance:
             last_progress=self.probes.last_progress_time)
         poller.start()
         collectors: list[Collector] = [collector, rules_metrics]
+        pair = self.pair
+        if pair is not None:
+            from appliance.ha.ha_metrics import HaCollector
+
+            collectors.append(HaCollector(lambda: pair.election))
         if self.config.metrics.alert_latency:
             histogram = LatencyHistogram()
             observer = self._observer = AlertObserver(histogram, self.client_config(),
@@ -364,14 +377,21 @@ class Appliance:
         return self.probes.active()
 
     # -- whole lifecycle ---------------------------------------------------------------
-    def start(self) -> None:
-        """Everything up to a running query; raises Config/Rules/Topic/PreflightError."""
+    def start(self, stop: threading.Event | None = None) -> None:
+        """Everything up to a running query; raises Config/Rules/Topic/PreflightError.
+        With ``[ha]``, the query starts only once this instance is its pair's active one;
+        ``stop`` set while it waits as standby raises ``StoppedAsStandby``."""
         cfg = self.config
         self.check_cpus()
         self.load_rules()
         started = time.monotonic()
         counts = self.start_kafka()
         partitions = self.probes.partitions = counts[cfg.topics.events]
+        if cfg.ha.enabled:
+            pair = self.pair = PairTurns(self, cfg, partitions)
+            refusal = pair.check_partner()
+            if refusal is not None:
+                raise PreflightError(refusal)
         master = spark_master(self.spark) if self.spark is not None else cfg.spark.master
         slots = local_slots(master)
         if slots is not None:
@@ -383,8 +403,15 @@ class Appliance:
         if cfg.query.warmup:
             self.warm_up()
         self._classes_before_query = self.generated_classes()
-        self.start_query()
-        self.start_metrics()
+        if self.pair is not None:
+            self.start_metrics()  # a standby shows its role too
+            self.pair.await_turn(stop or threading.Event())
+            self.start_query()
+            if self.recovered and self._collector is not None:
+                self._collector.recoveries += 1  # its metrics started before the query
+        else:
+            self.start_query()
+            self.start_metrics()
         # ``ready`` means "able to meet the latency targets", not "Spark accepted the
         # query": a continuous query's tasks start seconds after start() returns, and events
         # sent before that waited for them (a 60 s run counted from the old ``ready`` had a
@@ -393,6 +420,8 @@ class Appliance:
             raise RuntimeError("query did not start processing within "
                                f"{READY_TIMEOUT_S:.0f} s: {self.failure() or 'timeout'}")
         self.keep_cpus()
+        if self.pair is not None:
+            self.pair.serving()
         log.info("appliance.ready", bootstrap=self.bootstrap, trigger=self.mode.name,
                  rules=len(self.rules), rules_version=self.running_rules().version,
                  metrics_port=self.metrics_port,
@@ -419,6 +448,9 @@ class Appliance:
     def _broker_pids(self) -> list[int]:
         proc = self.broker.proc if self.broker is not None else None
         return [proc.pid] if proc is not None else []
+
+    def warmup_seconds(self) -> float:
+        return self.warmup.seconds if self.warmup else 0.0
 
     def generated_classes(self) -> int:
         from appliance.process.session import generated_classes
@@ -458,9 +490,19 @@ class Appliance:
                 if outcome.result is ReloadResult.FAILED and not self.query_active():
                     log.error("query.failed", cause=f"rules swap failed: {outcome.error}")
                     return 1
+                if outcome.result is ReloadResult.APPLIED and self.pair is not None:
+                    self.pair.announce()  # the partner must now agree on these
                 watch = self.epoch_watch()
             self.probes.log_processing()
             self.probes.log_progress()
+            if self.pair is not None and self.pair.must_step_down():
+                try:
+                    if not self.pair.serve_again(stop):
+                        return 1
+                except StoppedAsStandby:
+                    return 0
+                watch = self.epoch_watch()
+                continue
             stuck = watch.stalled() if watch is not None else None
             if stuck is not None:
                 log.error("query.failed", cause=stuck)
@@ -535,6 +577,7 @@ class Appliance:
         broker, self.broker = self.broker, None
         book, self.book = self.book, None
         cpus, self._cpus = self._cpus, None
+        pair, self.pair = self.pair, None
 
         def close_metrics_server() -> None:
             if server is not None:
@@ -542,6 +585,9 @@ class Appliance:
                 server.server_close()
 
         steps = [
+            # [ha] first: the last offsets to Kafka and out of the group at once, so the
+            # standby starts while this query still runs (an overlap, never a gap).
+            ("ha", pair.close if pair is not None else None),
             ("cpus", cpus.release if cpus is not None else None),
             ("query", query.stop if query is not None else None),
             ("metrics", poller.stop if poller is not None else None),
@@ -588,13 +634,15 @@ def run(config: Config, on_ready=None) -> int:
     code = 0
     try:
         starting.set()
-        appliance.start()
+        appliance.start(stop)
         starting.clear()
         if on_ready is not None:
             on_ready(appliance)
         code = appliance.serve(stop)
     except KeyboardInterrupt:
         code = 130  # interrupted during the start-up
+    except StoppedAsStandby:
+        code = 0
     except (ConfigError, RulesError, TopicError, PreflightError, EmbeddedPortInUse) as exc:
         for line in str(exc).splitlines():
             print(line, file=sys.stderr, flush=True)

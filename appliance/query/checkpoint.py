@@ -164,3 +164,32 @@ def repair(checkpoint_dir: str | Path) -> list[Repair]:
                     if crc.exists():
                         mover.move(crc, "checksum of torn initial offsets")
     return mover.repairs
+
+
+def committed_offsets(checkpoint_dir: str | Path) -> dict[str, dict[int, int]]:
+    """Offsets (next to read) per topic/partition of the newest COMMITTED batch or epoch.
+
+    Spark writes ``offsets/<id>`` (``v1``, metadata JSON, then one JSON line per source:
+    ``{"topic": {"0": 42}}``) before running batch ``<id>`` and ``commits/<id>`` after it
+    finished; only a committed id is safe to call processed.
+    """
+    root = Path(checkpoint_dir)
+    for batch in reversed(batch_ids(root / "commits")):
+        offsets_file = root / "offsets" / str(batch)
+        try:
+            lines = offsets_file.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            continue
+        out: dict[str, dict[int, int]] = {}
+        for line in lines[2:]:
+            try:
+                source = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(source, dict):
+                for topic, parts in source.items():
+                    if isinstance(parts, dict):
+                        out.setdefault(topic, {}).update(
+                            {int(p): int(o) for p, o in parts.items()})
+        return out
+    return {}

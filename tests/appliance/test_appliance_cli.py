@@ -92,6 +92,21 @@ def test_run_with_bad_env_override_exits_2(tmp_path):
         f"{config}: metrics.port (from APPLIANCE_METRICS_PORT): must be 0..65535")
 
 
+def test_ha_handover_without_a_pair_exits_2_and_without_a_standby_exits_1(tmp_path, broker):
+    config = write(tmp_path / "appliance.toml", "[query]\n")
+    result = appliance("ha", "handover", "--config", str(config))
+    assert result.returncode == 2
+    assert result.stderr.strip() == (f"{config}: ha.group: not set: the config names no "
+                                     f"pair to hand over")
+    config = write(tmp_path / "pair.toml", f'[kafka]\nbootstrap_servers = "{broker.bootstrap}"'
+                                           f'\n[ha]\ngroup = "nobody-here"\n')
+    result = appliance("ha", "handover", "--config", str(config), "--timeout", "5s")
+    assert result.returncode == 1
+    assert result.stderr.strip() == ("ha handover: group nobody-here has 0 member(s): no "
+                                     "standby to hand over to (the active would hand over "
+                                     "to nobody)")
+
+
 def test_run_with_bad_rules_exits_2_before_spark_starts(tmp_path):
     rules = write(tmp_path / "rules.yml",
                   "rules:\n  - {id: cpu, severity: info, when: \"avg(value) > 1\"}\n")

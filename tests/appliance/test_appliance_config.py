@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from appliance.config import ConfigError, load_config
+from appliance.ha.instance import instance_config, instance_name
 
 
 def write(tmp_path, text: str):
@@ -162,6 +165,13 @@ def test_stall_timeout_is_continuous_only_and_unset_by_default(tmp_path, monkeyp
      "appliance.toml: query.executor_loss_restarts: "),
     ('[query]\nwarmup_batches = 101\n',
      "appliance.toml: query.warmup_batches: must be 0..100, 0 = no streaming warm-up"),
+    # [ha]: Kafka's smallest default session timeout; a group name Kafka can hold.
+    ('[ha]\ngroup = "pair"\nsession_timeout = 3\n',
+     "appliance.toml: ha.session_timeout: must be 6 to 60 seconds (got '3')"),
+    ('[ha]\ngroup = "a pair"\n', "appliance.toml: ha.group: must be 1-200 characters"),
+    ('[ha]\ngruop = "pair"\n', "appliance.toml: ha.gruop: unknown key"),
+    ('[ha]\ngroup = "pair"\nrewarm_every = "5 seconds"\n',
+     "appliance.toml: ha.rewarm_every: must be 10 seconds .. 24 hours, 0 = off"),
 ])
 def test_bad_field_is_one_line_naming_file_and_field(tmp_path, monkeypatch, text, expected):
     monkeypatch.chdir(tmp_path)
@@ -203,3 +213,24 @@ maxOffsetsPerTrigger = 1000
                                      "kafka.fetch.min.bytes": "2"}
     assert config.sink.options == {"kafka.linger.ms": "1"}
     assert load_config(write(tmp_path, ""), environ={}).source.options == {}
+
+
+def test_ha_is_off_without_a_group_and_each_instance_keeps_its_own_checkpoint(tmp_path):
+    write(tmp_path, "[query]\ncheckpoint_dir = \"cp\"\n")
+    single = load_config(tmp_path / "appliance.toml", environ={})
+    assert not single.ha.enabled
+    assert instance_config(single) == single  # today's single instance, unchanged
+    write(tmp_path, "[query]\ncheckpoint_dir = \"cp\"\n[ha]\ngroup = \"pair\"\n"
+                    "[metrics]\nport = 9470\n")
+    paired = load_config(tmp_path / "appliance.toml",
+                         environ={"APPLIANCE_HA_SESSION_TIMEOUT": "10"})
+    assert paired.ha.enabled and paired.ha.session_timeout_ms == 10_000
+    assert paired.ha.rewarm_s == 600.0  # a standby re-warms every 10 minutes...
+    assert load_config(tmp_path / "appliance.toml",
+                       environ={"APPLIANCE_HA_REWARM_EVERY": "0"}).ha.rewarm_s is None  # or not
+    own = Path(instance_config(paired).query.checkpoint_dir)
+    assert own.parent == tmp_path / "cp"
+    assert own.name == instance_name(paired) and own.name.endswith("-9470")
+    other = paired.model_copy(update={"metrics": paired.metrics.model_copy(
+        update={"port": 9471})})
+    assert instance_config(other).query.checkpoint_dir != str(own)  # the partner's

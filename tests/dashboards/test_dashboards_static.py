@@ -168,7 +168,7 @@ def test_promtool_check_config_and_rules():
     done = subprocess.run([PROMTOOL, "check", "rules", "rules.yml"],
                           cwd=catalog.PROMETHEUS_DIR, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "SUCCESS: 26 rules found" in done.stdout
+    assert "SUCCESS: 27 rules found" in done.stdout
 
 
 @needs_promtool
@@ -181,7 +181,8 @@ def test_promtool_unit_tests_fire_each_alert_on_bad_series_and_not_on_healthy():
     silent = [{t["alertname"] for t in group["alert_rule_test"] if not t["exp_alerts"]}
               for group in tests["tests"]]
     assert alerts == {"ApplianceAlertLatencyHigh", "ApplianceLatencyBudgetBurn",
-                      "ApplianceEventsWaiting", "ApplianceQueryDown", "ApplianceQueryStalled",
+                      "ApplianceEventsWaiting", "ApplianceQueryDown", "AppliancePairNoStandby",
+                      "ApplianceQueryStalled",
                       "ApplianceDeadLettersArriving", "ApplianceRulesReloadRejected",
                       "BrokerDown", "BrokerLogEvictedUnread", "BrokerLogBudgetFull",
                       "SparkWorkerLost", "NodeFilesystemAlmostFull",

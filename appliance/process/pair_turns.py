@@ -1,0 +1,173 @@
+"""``[ha]`` in the runner's lifecycle: when this instance of a pair serves, and when not.
+
+Before Spark starts, an instance that would run another query than its pair's live active
+one is refused (``appliance.ha.partner``). After the warm-up it joins the pair's group and
+waits as the standby, checking its control topic and re-warming now and then, until Kafka
+elects it; its query then starts from the offsets the pair committed to Kafka. Fenced, or
+asked to hand over, it steps down (``appliance.ha.takeover``), waits again and serves
+again when elected, in the same process.
+
+The runner owns the query; this module owns the order of those steps: what the runner
+must offer is ``PairHost``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, Protocol
+
+from appliance import logs
+from appliance.config import Config
+from appliance.ha.election import Election
+from appliance.ha.partner import PartnerMismatch, check_partner, pair_facts
+from appliance.ha.takeover import (
+    announce_serving,
+    ensure_control_topic,
+    join,
+    start_from_kafka,
+    step_down,
+)
+from appliance.process.query_probes import READY_TIMEOUT_S
+from appliance.query.rules import RuleSet
+
+if TYPE_CHECKING:  # pyspark loads with the parts that use it
+    from pyspark.sql.streaming import StreamingQuery
+
+log = logs.get_logger("appliance")
+
+#: How often a waiting standby checks its control topic and whether a re-warm is due.
+STANDBY_CHECK_S = 10.0
+
+
+class StoppedAsStandby(Exception):
+    """SIGTERM/SIGINT came while this instance waited as a pair's standby (exit 0)."""
+
+
+class PairHost(Protocol):
+    """What the pair's steps ask of the runner (``appliance.process.runner.Appliance``)."""
+
+    starting_offsets: str | None  # where the next query start reads from, if not its own
+
+    @property
+    def query(self) -> StreamingQuery | None: ...
+
+    def client_config(self) -> dict: ...
+
+    def running_rules(self) -> RuleSet: ...
+
+    def warm_up(self) -> None: ...
+
+    def warmup_seconds(self) -> float: ...
+
+    def start_query(self) -> None: ...
+
+    def wait_until_processing(self, timeout: float = 60.0) -> bool: ...
+
+    def failure(self) -> str | None: ...
+
+
+class PairTurns:
+    """This instance's turns in its pair; ``election`` once it joined."""
+
+    def __init__(self, host: PairHost, config: Config, partitions: int) -> None:
+        """``config``: the instance's own (``appliance.ha.instance.instance_config``)."""
+        self.host = host
+        self.config = config
+        self.partitions = partitions
+        self.election: Election | None = None
+
+    def facts(self) -> dict[str, str]:
+        return pair_facts(self.config, self.host.running_rules().version)
+
+    def check_partner(self) -> str | None:
+        """The one line refusing this instance (exit 2), or None."""
+        try:
+            check_partner(self.config, self.host.client_config(), self.facts())
+        except PartnerMismatch as exc:
+            return str(exc)
+        return None
+
+    def await_turn(self, stop: threading.Event) -> None:
+        """Join (again), wait warm as the standby until elected, then set the host's
+        starting offsets from the pair's offsets in Kafka; ``StoppedAsStandby`` if
+        ``stop`` came first."""
+        client = self.host.client_config()
+        group = self.config.ha.group or ""
+        election = self.election
+        if election is None:
+            election = self.election = join(self.config, client)
+        else:
+            ensure_control_topic(client, group)
+            election.start()  # after a step down
+        rewarm_s = self.config.ha.rewarm_s
+        next_warmup = time.monotonic() + (rewarm_s or 0.0)
+        while not election.wait_active(stop, timeout_s=STANDBY_CHECK_S):
+            if stop.is_set():
+                raise StoppedAsStandby()
+            ensure_control_topic(client, group)  # deleted: nobody would be elected
+            if rewarm_s is not None and time.monotonic() >= next_warmup \
+                    and self.config.query.warmup:
+                next_warmup = time.monotonic() + rewarm_s
+                self.rewarm()
+        self.host.starting_offsets = start_from_kafka(self.config, client, self.partitions)
+
+    def rewarm(self) -> None:
+        """The warm-up again: the query's code stays compiled, the producer connected."""
+        try:
+            self.host.warm_up()
+        except Exception as exc:  # noqa: BLE001 - a colder standby, not a dead one
+            log.warning("ha.rewarm_failed", error=" ".join(str(exc).split())[:500])
+            return
+        log.info("ha.rewarmed", seconds=self.host.warmup_seconds())
+
+    def serving(self) -> None:
+        """``ha.active``: the query serves, this long after Kafka elected this instance."""
+        election = self.election
+        if election is None or election.active_at is None:
+            return
+        took = time.monotonic() - election.active_at
+        election.served(took)
+        self.announce()
+        log.info("ha.active", group=self.config.ha.group, instance=election.settings.instance,
+                 takeover_s=round(took, 2), takeovers=election.takeovers,
+                 starting_offsets=self.host.starting_offsets)
+
+    def announce(self) -> None:
+        """This instance serves, with what its partner must agree on (also after a
+        rules reload it applied)."""
+        if self.election is not None:
+            announce_serving(self.election, self.host.client_config(), self.facts())
+
+    def must_step_down(self) -> bool:
+        election = self.election
+        return election is not None and bool(election.fenced() or
+                                             election.handover_requested())
+
+    def serve_again(self, stop: threading.Event) -> bool:
+        """Fenced or asked to hand over: step down, wait warm as the standby, serve again
+        once elected; False if the query then does not process (exit 1),
+        ``StoppedAsStandby`` if ``stop`` came while waiting."""
+        election = self.election
+        if election is None:
+            raise RuntimeError("no pair to step down in: await_turn() comes first")
+
+        def stop_query() -> None:
+            query = self.host.query
+            if query is not None:
+                query.stop()
+
+        step_down(election, self.host.client_config(), stop_query, stop=stop)
+        self.await_turn(stop)
+        self.host.start_query()
+        if not self.host.wait_until_processing(READY_TIMEOUT_S):
+            log.error("query.failed", cause=f"query did not process after a takeover: "
+                                            f"{self.host.failure() or 'timeout'}")
+            return False
+        self.serving()
+        return True
+
+    def close(self) -> None:
+        """The last offsets to Kafka and out of the group at once."""
+        if self.election is not None:
+            self.election.close()

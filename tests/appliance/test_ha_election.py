@@ -1,0 +1,308 @@
+"""The pair's election through Kafka's group protocol (``appliance.ha``), against the
+embedded broker with kafka-python, no Spark: which member serves, how the role moves on
+a leave, a kill -9, a SIGSTOP and a handover request, the processed offsets the active
+commits, and an instance refused for running another query than its pair's active one."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from child_env import child_env
+from kafka import KafkaAdminClient
+
+from appliance.broker import EmbeddedBroker
+from appliance.config import Config
+from appliance.ha.control import Announcement
+from appliance.ha.election import Election, ElectionSettings, Role
+from appliance.ha.handover import HandoverError, hand_over
+from appliance.ha.kafka_offsets import group_offsets, reset_checkpoint, starting_offsets
+from appliance.ha.partner import PartnerMismatch, check_partner, pair_facts
+from appliance.ha.takeover import announce_serving, ensure_control_topic, step_down
+from appliance.process.logwatch import log_events, wait_for_event
+
+SESSION_MS = 6000
+MEMBER = Path(__file__).with_name("ha_member.py")
+
+
+@pytest.fixture
+def pair(broker):
+    """``(group, events_topic)``, fresh, with the control topic created."""
+    group = f"pair-{uuid.uuid4().hex[:8]}"
+    events = f"ha-events-{uuid.uuid4().hex[:8]}"
+    broker.create_topics({f"{group}.ha": 1, events: 2})
+    return group, events
+
+
+def election(broker, group: str, events: str, name: str, checkpoint: Path) -> Election:
+    e = Election(ElectionSettings(group, name, SESSION_MS, events, checkpoint),
+                 {"bootstrap_servers": broker.bootstrap.split(",")})
+    e.start()
+    return e
+
+
+def active_within(e: Election, seconds: float) -> float:
+    started = time.monotonic()
+    stop = threading.Event()
+    threading.Timer(seconds, stop.set).start()
+    assert e.wait_active(stop), f"{e.settings.instance} not active within {seconds} s"
+    stop.set()
+    return time.monotonic() - started
+
+
+class Member:
+    """``ha_member.py`` as a child process, its JSON log in a file."""
+
+    def __init__(self, broker, group: str, name: str, tmp_path: Path, stop_s: float = 0.0):
+        self.log = tmp_path / f"{name}.log"
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, str(MEMBER), broker.bootstrap, group, name,
+                 str(tmp_path / name), str(stop_s)], stderr=out, stdout=out, env=child_env())
+
+    def wait_for(self, event: str, timeout: float = 60) -> dict:
+        return wait_for_event(self.log, event, self.proc, timeout)
+
+    def cleanup(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def fake_checkpoint(root: Path, topic: str, offsets: dict[int, int]) -> None:
+    """Batch 0 committed, with ``offsets`` as Spark's offset log writes them."""
+    (root / "commits").mkdir(parents=True)
+    (root / "offsets").mkdir()
+    (root / "commits" / "0").write_text('v1\n{"nextBatchWatermarkMs":0}\n')
+    (root / "offsets" / "0").write_text(
+        "v1\n{}\n" + json.dumps({topic: {str(p): o for p, o in offsets.items()}}) + "\n")
+
+
+def test_one_member_serves_a_newcomer_waits_and_a_leave_hands_over_at_once(
+        broker, pair, tmp_path):
+    group, events = pair
+    first = election(broker, group, events, "a", tmp_path / "a")
+    second = None
+    try:
+        active_within(first, 30)
+        second = election(broker, group, events, "b", tmp_path / "b")
+        time.sleep(SESSION_MS / 1000)  # the newcomer's rebalance is over
+        assert (first.role, second.role) == (Role.ACTIVE, Role.STANDBY)  # sticky
+        assert first.fenced() is None
+        first.close()  # SIGTERM's path: leave the group
+        took = active_within(second, SESSION_MS / 1000)
+        assert took < SESSION_MS / 1000 - 1, took  # not a session timeout's wait
+        assert second.takeovers == 1
+    finally:
+        for e in (first, second):
+            if e is not None:
+                e.close()
+
+
+def test_kill_9_of_the_active_hands_over_within_the_session_timeout(broker, pair, tmp_path):
+    group, events = pair
+    member = Member(broker, group, "a", tmp_path)
+    standby = None
+    try:
+        member.wait_for("ha.elected")
+        standby = election(broker, group, events, "b", tmp_path / "b")
+        time.sleep(3)
+        assert standby.role is Role.STANDBY
+        member.proc.kill()
+        took = active_within(standby, SESSION_MS / 1000 + 10)
+        assert took <= SESSION_MS / 1000 + 3, took
+    finally:
+        member.cleanup()
+        if standby is not None:
+            standby.close()
+
+
+def test_an_active_stopped_past_its_session_is_fenced_when_it_resumes(broker, pair, tmp_path):
+    group, events = pair
+    # It takes 3 s to leave once fenced (an appliance stops its query first): meanwhile its
+    # consumer rejoins, still claiming the partition it held, and must not win it back.
+    member = Member(broker, group, "a", tmp_path, stop_s=3.0)
+    standby = None
+    try:
+        member.wait_for("ha.elected")
+        standby = election(broker, group, events, "b", tmp_path / "b")
+        time.sleep(3)
+        member.proc.send_signal(signal.SIGSTOP)
+        active_within(standby, SESSION_MS / 1000 + 10)
+        member.proc.send_signal(signal.SIGCONT)
+        fenced = member.wait_for("ha.fenced", timeout=SESSION_MS / 1000 + 10)
+        assert "lapsed" in fenced["cause"] or "another instance" in fenced["cause"], fenced
+        assert member.proc.wait(timeout=30) == 0  # ha_member closes once fenced
+        assert standby.role is Role.ACTIVE and standby.fenced() is None, standby.fenced()
+        assert standby.takeovers == 1
+    finally:
+        member.cleanup()
+        if standby is not None:
+            standby.close()
+
+
+def test_the_active_commits_its_checkpoints_processed_offsets_to_the_group(
+        broker, pair, tmp_path):
+    group, events = pair
+    config = {"bootstrap_servers": broker.bootstrap.split(",")}
+    own = tmp_path / "a"
+    fake_checkpoint(own, events, {0: 42, 1: 7})
+    e = election(broker, group, events, "a", own)
+    try:
+        assert group_offsets(config, group, events, 2) == {}  # only once active
+        active_within(e, 30)
+        deadline = time.monotonic() + 10
+        while group_offsets(config, group, events, 2) != {0: 42, 1: 7}:
+            assert time.monotonic() < deadline, group_offsets(config, group, events, 2)
+            time.sleep(0.3)
+    finally:
+        e.close()
+    # A new active starts there, naming every partition (earliest where none was
+    # committed), from a fresh checkpoint.
+    assert json.loads(starting_offsets(events, {0: 42}, 3)) == {
+        events: {"0": 42, "1": -2, "2": -2}}
+    aside = reset_checkpoint(own)
+    assert aside is not None and (aside / "offsets" / "0").exists() and not own.exists()
+    assert reset_checkpoint(own) is None
+
+
+def test_a_handover_request_moves_the_role_and_the_old_active_waits_as_standby(
+        broker, pair, tmp_path):
+    group, events = pair
+    config = Config.model_validate({"kafka": {"bootstrap_servers": broker.bootstrap},
+                                    "ha": {"group": group}})
+    client = {"bootstrap_servers": broker.bootstrap.split(",")}
+    first = election(broker, group, events, "a", tmp_path / "a")
+    second = None
+    stopped: list[float] = []
+    try:
+        active_within(first, 30)
+        with pytest.raises(HandoverError, match="1 member"):  # nobody to hand over to
+            hand_over(config, group, timeout_s=5)
+        second = election(broker, group, events, "b", tmp_path / "b")
+        time.sleep(3)
+
+        def runner_of_first() -> None:  # what the runner's serve loop does, without Spark
+            while not first.handover_requested():
+                time.sleep(0.1)
+            step_down(first, client, lambda: stopped.append(time.monotonic()))
+            first.start()
+
+        def runner_of_second() -> None:
+            if second.wait_active(threading.Event()):
+                announce_serving(second, client)
+
+        threads = [threading.Thread(target=f, daemon=True)
+                   for f in (runner_of_first, runner_of_second)]
+        for t in threads:
+            t.start()
+        done = hand_over(config, group, timeout_s=60)
+        assert done.to == "b" and done.group == group
+        for t in threads:
+            t.join(timeout=60)
+        assert stopped, "the old active's query was not stopped"
+        assert second.active_at is not None and second.active_at < stopped[0]  # overlap
+        time.sleep(3)
+        assert (first.role, second.role) == (Role.STANDBY, Role.ACTIVE)
+    finally:
+        for e in (first, second):
+            if e is not None:
+                e.close()
+
+
+def test_an_instance_that_runs_another_query_than_the_live_active_is_refused(
+        broker, pair, tmp_path):
+    group, events = pair
+    client = {"bootstrap_servers": broker.bootstrap.split(",")}
+
+    def config(trigger: str) -> Config:
+        return Config.model_validate({
+            "kafka": {"bootstrap_servers": broker.bootstrap},
+            "query": {"trigger": trigger}, "ha": {"group": group, "instance": "c"}})
+
+    active = election(broker, group, events, "a", tmp_path / "a")
+    try:
+        active_within(active, 30)
+        announce_serving(active, client, pair_facts(config("continuous"), "v1"))
+        check_partner(config("continuous"), client, pair_facts(config("continuous"), "v1"))
+        with pytest.raises(PartnerMismatch) as refused:
+            check_partner(config("microbatch"), client, pair_facts(config("microbatch"), "v1"))
+        assert str(refused.value) == (
+            f"ha.group {group}: query.trigger is 'microbatch' here but 'continuous' on the "
+            f"pair's active instance a: both instances of a pair run one query (make them "
+            f"agree, or stop both to change it)")
+        with pytest.raises(PartnerMismatch, match="rules.version is 'v2' here but 'v1'"):
+            check_partner(config("continuous"), client, pair_facts(config("continuous"), "v2"))
+    finally:
+        active.close()
+    # Nobody live: this instance's settings become the pair's.
+    check_partner(config("microbatch"), client, pair_facts(config("microbatch"), "v2"))
+    assert Announcement.decode(b"not json") is None and Announcement.decode(b"[]") is None
+
+
+def test_a_deleted_control_topic_is_recreated_and_one_instance_serves(broker, pair, tmp_path):
+    group, events = pair
+    client = {"bootstrap_servers": broker.bootstrap.split(",")}
+    first = election(broker, group, events, "a", tmp_path / "a")
+    second = None
+    try:
+        active_within(first, 30)
+        second = election(broker, group, events, "b", tmp_path / "b")
+        time.sleep(3)
+        admin = KafkaAdminClient(**client)
+        try:
+            admin.delete_topics([f"{group}.ha"])
+        finally:
+            admin.close()
+        time.sleep(5)  # the active may lose the partition now, or keep it: either is safe
+        ensure_control_topic(client, group)  # what a waiting instance does every 10 s
+        members = (first, second)
+
+        def serving() -> list[Election]:
+            for e in members:
+                if e.fenced() is not None:  # the runner's step down: leave, rejoin
+                    e.close()
+                    e.start()
+            return [e for e in members if e.role is Role.ACTIVE]
+
+        deadline = time.monotonic() + 40
+        while len(serving()) != 1:
+            assert time.monotonic() < deadline, [e.role for e in members]
+            time.sleep(0.2)
+        time.sleep(3)
+        assert len(serving()) == 1, [e.role for e in members]  # and it stays so
+    finally:
+        for e in (first, second):
+            if e is not None:
+                e.close()
+
+
+def test_kafka_down_the_active_fences_itself_after_a_session_with_one_line(tmp_path):
+    own = EmbeddedBroker(log_path=tmp_path / "broker.log").start()
+    group = "pair-down"
+    member = None
+    try:
+        own.create_topics({f"{group}.ha": 1, "events": 2})
+        fake_checkpoint(tmp_path / "a", "events", {0: 5, 1: 6})
+        member = Member(own, group, "a", tmp_path)
+        try:
+            member.wait_for("ha.elected")
+            time.sleep(2)  # a commit or two accepted: the lease is running
+        finally:
+            own.stop()
+        fenced = member.wait_for("ha.fenced", timeout=SESSION_MS / 1000 + 20)
+        assert "accepted no offset commit" in fenced["cause"], fenced
+        events = [e["event"] for e in log_events(member.log)]
+        assert events.count("ha.commit_failed") == 1, events  # not one a second
+        member.proc.wait(timeout=60)
+    finally:
+        if member is not None:
+            member.cleanup()
+        own.stop()

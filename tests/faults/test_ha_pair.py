@@ -1,0 +1,225 @@
+"""An active/standby pair (``[ha]``): two real ``appliance run`` processes whose configs
+differ only in ``[metrics] port``, one embedded broker, open-loop load with exact
+accounting by ``alert_id``.
+
+kill -9 of the active: the warm standby takes over within the session timeout plus its
+query's start, and every alerting event still gets its alert. Then the killed instance
+comes back as the standby and ``appliance ha handover`` makes it the active one (its
+checkpoint is stale: it must start from the offsets the pair committed to Kafka), while
+the old active steps down and waits warm; SIGSTOP of the active's process group (a frozen
+host) lets the standby take over after the session timeout, and the frozen one, once it
+runs again, is fenced and steps down; SIGTERM of the active hands over at once, without
+waiting out a session timeout. Every phase under load, nothing lost. An instance with
+another trigger than the pair's active one is refused (exit 2) before Spark starts.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from appliance_process import ApplianceProcess
+from child_env import ROOT, child_env
+from fault_accounting import account_alerts
+from fault_kafka import wait_for_records
+from fault_process import INTERVALS
+from kafka import KafkaConsumer, TopicPartition
+from loadrun import LoadThread, rules_yaml
+from ports import free_port
+from scrape import metric_sum
+
+from appliance.config import Config, load_config, write_config
+from appliance.process import process_group
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(1200)]
+
+RATE = 150.0
+SESSION_S = 6.0
+# The trigger an instance that must be refused runs instead of the pair's.
+OTHER = {"continuous": "microbatch", "microbatch": "continuous", "realtime": "continuous"}
+
+
+def pair_config(tmp_path: Path, name: str, bootstrap: str, topics: dict[str, str],
+                group: str, rules: Path, trigger: str) -> Path:
+    """One instance's config: the pair's configs differ only in the metrics port."""
+    return write_config(Config.model_validate({
+        "kafka": {"bootstrap_servers": bootstrap},
+        "topics": topics,
+        "query": {"trigger": trigger, "interval": INTERVALS[trigger],
+                  "checkpoint_dir": str(tmp_path / "checkpoints")},
+        "rules": {"path": str(rules)},
+        "spark": {"master": "local[2]", "spark.ui.enabled": "false"},
+        "metrics": {"port": free_port()},
+        "ha": {"group": group, "session_timeout": f"{SESSION_S:g} seconds",
+               "rewarm_every": "10 seconds"},
+    }), tmp_path / f"appliance-{name}.toml")
+
+
+def metrics_url(config: Path) -> str:
+    return f"http://127.0.0.1:{load_config(config, environ={}).metrics.port}/metrics"
+
+
+def wait_count(proc: ApplianceProcess, event: str, count: int,
+               timeout: float = 300) -> dict:
+    """The ``count``-th ``event`` of the process's log, once it is there."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = [e for e in proc.events() if e.get("event") == event]
+        if len(found) >= count:
+            return found[count - 1]
+        assert proc.proc.poll() is None, f"exited before its {count}. {event}"
+        time.sleep(0.2)
+    raise AssertionError(f"no {count}. {event} within {timeout} s")
+
+
+def group_committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
+                             enable_auto_commit=False)
+    try:
+        out = {p: consumer.committed(TopicPartition(topic, p)) for p in range(2)}
+        return {p: o for p, o in out.items() if o is not None}
+    finally:
+        consumer.close(autocommit=False)
+
+
+@pytest.mark.parametrize("trigger", [
+    "continuous",
+    pytest.param("microbatch", marks=pytest.mark.faults_long),
+    pytest.param("realtime", marks=pytest.mark.faults_long),
+])
+def test_pair_kill_9_handover_sigstop_and_sigterm_lose_nothing(trigger, broker, fault_topics,
+                                                                 tmp_path):
+    topics = fault_topics()
+    group = f"pair-{uuid.uuid4().hex[:8]}"
+    rules = tmp_path / "rules.yml"
+    rules.write_text(rules_yaml())
+    configs = {n: pair_config(tmp_path, n, broker.bootstrap, topics, group, rules, trigger)
+               for n in ("a", "b")}
+    procs: list[ApplianceProcess] = []
+
+    def start(name: str, run: int) -> ApplianceProcess:
+        procs.append(ApplianceProcess(configs[name], tmp_path / f"{name}-{run}.log"))
+        return procs[-1]
+
+    try:
+        a = start("a", 0)
+        a.wait_for("appliance.ready")
+        assert a.find("ha.active") is not None
+        b = start("b", 0)
+        b.wait_for("ha.standby")
+        assert b.find("appliance.ready") is None  # warm, waiting: no query
+        assert {n: metric_sum(metrics_url(configs[n]), "appliance_ha_role")
+                for n in configs} == {"a": 1.0, "b": 0.0}  # what AppliancePairNoStandby counts
+
+        # kill -9 of the active under load: the standby takes over, nothing is lost.
+        load = LoadThread(broker.bootstrap, topics, RATE, duration=25.0).start()
+        wait_for_records(broker.bootstrap, topics["events"])
+        time.sleep(8.0)  # epochs committed, their offsets in Kafka
+        assert group_committed(broker.bootstrap, group, topics["events"])
+        a.kill()
+        killed = time.time()
+        b.wait_for("appliance.ready")
+        took = time.time() - killed
+        active = b.find("ha.active")
+        assert active is not None and active["starting_offsets"], active
+        assert metric_sum(metrics_url(configs["b"]), "appliance_ha_takeovers_total") == 1.0
+        report = load.join(timeout=600)
+        assert report.send_failed == 0
+        result = account_alerts(broker.bootstrap, topics["alerts"], load.factory,
+                                report.sent, {"kill -9": killed})
+        print(result.line(f"pair {trigger} kill -9 at {RATE:g}/s") +
+              f"; standby serving after {took:.1f} s")
+        assert result.lost == [], result.lost[:20]
+
+        # An instance that would run another query than the pair's active one is refused,
+        # before its Spark starts, naming the difference.
+        other = ApplianceProcess(
+            pair_config(tmp_path, "c", broker.bootstrap, topics, group, rules, OTHER[trigger]),
+            tmp_path / "c-0.log")
+        procs.append(other)
+        assert other.wait_exit(timeout=120) == 2
+        refusal = [line for line in other.text().splitlines() if line.startswith("ha.group")]
+        assert len(refusal) == 1 and refusal[0].startswith(
+            f"ha.group {group}: query.trigger is '{OTHER[trigger]}' here but '{trigger}' on the "
+            f"pair's active instance"), other.text()[-2000:]
+        assert other.find("spark.ready") is None
+
+        # The killed instance returns as the standby, and `appliance ha handover` makes
+        # it the active one: its checkpoint is stale, it starts from Kafka's offsets; the
+        # old active stops once the new one serves and waits warm as the standby.
+        a2 = start("a", 1)
+        a2.wait_for("ha.standby")
+        load = LoadThread(broker.bootstrap, topics, RATE, duration=15.0).start()
+        time.sleep(5.0)
+        asked = time.time()
+        handover = subprocess.run(
+            [sys.executable, "-m", "appliance", "ha", "handover", "--config",
+             str(configs["a"]), "--timeout", "3m"],
+            capture_output=True, text=True, env=child_env(), cwd=ROOT, timeout=240)
+        assert handover.returncode == 0, handover.stderr
+        assert f"serves group {group}" in handover.stdout, handover.stdout
+        moved = a2.wait_for("ha.offsets_from_kafka")
+        assert moved["stale_checkpoint"], moved  # not its own old state
+        handed = wait_count(b, "ha.handed_over", 1)
+        assert handed["to"] == a2.wait_for("ha.active")["instance"], handed
+        wait_count(b, "ha.standby", 2)  # b waits again, warm, in the same process
+        report = load.join(timeout=600)
+        assert report.send_failed == 0
+        result = account_alerts(broker.bootstrap, topics["alerts"], load.factory,
+                                report.sent, {"handover": asked})
+        print(result.line(f"pair {trigger} handover at {RATE:g}/s") +
+              f"; old active stopped {handed['seconds']} s after stepping down")
+        assert result.lost == [], result.lost[:20]
+
+        # SIGSTOP of the active's whole process group (a frozen host): its membership
+        # lapses, b takes over; once it runs again it learns it was fenced, stops its
+        # query and waits as the standby, in the same process.
+        load = LoadThread(broker.bootstrap, topics, RATE, duration=20.0).start()
+        time.sleep(5.0)
+        frozen = time.time()
+        assert process_group.signal_group(a2.proc.pid, signal.SIGSTOP)
+        try:
+            elected = wait_count(b, "ha.elected", 2, timeout=SESSION_S + 60)
+        finally:
+            process_group.signal_group(a2.proc.pid, signal.SIGCONT)
+        took_s = datetime.fromisoformat(elected["timestamp"]).timestamp() - frozen
+        fenced = wait_count(a2, "ha.fenced", 1, timeout=60)
+        assert wait_count(a2, "ha.stepping_down", 1)["reason"] == "fenced"
+        wait_count(a2, "ha.standby", 2)
+        wait_count(b, "ha.active", 2)
+        report = load.join(timeout=600)
+        assert report.send_failed == 0
+        result = account_alerts(broker.bootstrap, topics["alerts"], load.factory,
+                                report.sent, {"SIGSTOP": frozen})
+        print(result.line(f"pair {trigger} SIGSTOP at {RATE:g}/s") +
+              f"; standby elected {took_s:.1f} s after the SIGSTOP; fenced: {fenced['cause']}")
+        assert result.lost == [], result.lost[:20]
+
+        # SIGTERM of the active: it leaves the group at once, a2 takes over again.
+        load = LoadThread(broker.bootstrap, topics, RATE, duration=15.0).start()
+        time.sleep(5.0)
+        stopped = time.time()
+        assert b.terminate() == 0
+        elected = wait_count(a2, "ha.elected", 2)
+        handover_s = datetime.fromisoformat(elected["timestamp"]).timestamp() - stopped
+        assert handover_s < SESSION_S, handover_s  # it left the group: no session timeout
+        wait_count(a2, "ha.active", 2)
+        report = load.join(timeout=600)
+        assert report.send_failed == 0
+        result = account_alerts(broker.bootstrap, topics["alerts"], load.factory,
+                                report.sent, {"SIGTERM": stopped})
+        print(result.line(f"pair {trigger} SIGTERM at {RATE:g}/s") +
+              f"; standby elected {handover_s:.1f} s after the SIGTERM")
+        assert result.lost == [], result.lost[:20]
+        assert b.text().count('"ha.left"') == 2  # its step down, then the SIGTERM
+        assert b.find("ha.rewarmed") is not None  # it waited warm, and kept warm
+        assert a2.terminate() == 0
+    finally:
+        for proc in procs:
+            proc.cleanup()
