@@ -64,7 +64,7 @@ def test_the_kafka_address_is_never_silently_ignored(tmp_path):
     config = tmp_path / "appliance.toml"
     assert result.stderr.splitlines() == [
         f"{config}: APPLIANCE_QEURY_TRIGGER: names no section of appliance.toml (sections: "
-        f"kafka, topics, query, rules, spark, source, sink, metrics, cpus) (did you mean "
+        f"kafka, topics, query, rules, spark, source, sink, metrics, cpus, ha) (did you mean "
         f"APPLIANCE_QUERY_TRIGGER?)",
         f"{config}: kafka.bootstrap_server: not a Kafka client property (kafka-clients "
         f"{KAFKA_CLIENTS_VERSION}) (did you mean bootstrap_servers?)",
