@@ -269,14 +269,13 @@ def _spark_check(rule_set) -> None:
 
     from appliance.connector import jars
     from appliance.query.rule_book import compile_rules
-    from appliance.tuning import tuning_for
+    from appliance.tuning import sql_settings, tuning_for
 
     builder = (SparkSession.builder.master("local[1]").appName("rules-check")
                .config("spark.ui.enabled", "false")
                .config("spark.jars", ",".join(str(j) for j in jars())))
-    for key, value in tuning_for(DEFAULT_TRIGGER).spark_conf.items():
-        if key.startswith("spark.sql."):
-            builder = builder.config(key, value)
+    for key, value in sql_settings(tuning_for(DEFAULT_TRIGGER).spark_conf).items():
+        builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     try:

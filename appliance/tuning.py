@@ -223,3 +223,9 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def sql_settings(conf: dict[str, str]) -> dict[str, str]:
+    """The session-level SQL settings among ``conf`` (``spark.sql.*``: ANSI off, ...): what
+    a child session, or a check's own Spark, must share with the appliance's query."""
+    return {key: value for key, value in conf.items() if key.startswith("spark.sql.")}

@@ -226,7 +226,7 @@ class Appliance:
 
     # -- Spark -------------------------------------------------------------------------
     def start_spark(self) -> None:
-        from appliance.process.session import build_session, spark_conf
+        from appliance.process.session import apply_sql_settings, build_session, spark_conf
 
         archive = None
         if self.spark is None:
@@ -236,12 +236,7 @@ class Appliance:
             # A shared session (tests, bench): run in a child session so the appliance's
             # SQL settings (e.g. ANSI off) apply to its query and nobody else's.
             spark = self.spark = self.spark.newSession()
-            for key, value in spark_conf(self.config).items():
-                if key.startswith("spark.sql."):
-                    try:
-                        spark.conf.set(key, value)
-                    except Exception:  # static confs only apply to a new SparkContext
-                        pass
+            apply_sql_settings(spark, spark_conf(self.config))
         log.info("spark.ready", master=spark.sparkContext.master,
                  version=spark.version, app_id=spark.sparkContext.applicationId,
                  class_archive=str(archive) if archive else None)

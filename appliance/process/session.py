@@ -20,7 +20,7 @@ from appliance.config import Config
 from appliance.connector import driver_jvm, spark_jars_conf
 from appliance.process.class_archive import with_archive
 from appliance.process.jvm_log import quiet_continuous_stop, with_log_options
-from appliance.tuning import LOCAL_CHECKPOINT_CONF, tuning_for
+from appliance.tuning import LOCAL_CHECKPOINT_CONF, sql_settings, tuning_for
 
 
 def is_local_path(path: str) -> bool:
@@ -79,3 +79,13 @@ def generated_classes(spark: SparkSession) -> int:
     runner logs the difference as ``appliance.ready``'s ``query_new_classes``)."""
     metrics = driver_jvm(spark).org.apache.spark.metrics.source.CodegenMetrics
     return int(metrics.METRIC_COMPILATION_TIME().getCount())
+
+
+def apply_sql_settings(session: SparkSession, conf: dict[str, str]) -> None:
+    """Set ``conf``'s SQL settings on ``session``, a child session sharing a JVM (tests,
+    bench, a shared session): the static ones only a new SparkContext takes stay the JVM's."""
+    for key, value in sql_settings(conf).items():
+        try:
+            session.conf.set(key, value)
+        except Exception:  # noqa: BLE001 - a static conf: pyspark raises its own kinds
+            pass

@@ -19,16 +19,12 @@ def appliance_spark(spark):
 def sql_spark(appliance_spark):
     """A child session with the appliance's SQL settings (ANSI off, ...), as its query
     runs them; the JVM-wide (static) ones stay the test JVM's."""
+    from appliance.process.session import apply_sql_settings
     from appliance.trigger import MODES
     from appliance.tuning import tuning_for
 
     session = appliance_spark.newSession()
-    for key, value in tuning_for(MODES["continuous"]).spark_conf.items():
-        if key.startswith("spark.sql."):
-            try:
-                session.conf.set(key, value)
-            except Exception:  # noqa: BLE001 - static settings stay the JVM's
-                pass
+    apply_sql_settings(session, tuning_for(MODES["continuous"]).spark_conf)
     return session
 
 
