@@ -124,7 +124,9 @@ def prometheus_config(settings: WatchSettings) -> dict:
     files = settings.target_files
     for name, job in jobs.items():
         job.pop("static_configs", None)
-        job["file_sd_configs"] = [{"files": [str(files.path(name))],
+        # Absolute: Prometheus reads a relative file_sd path from the config file's folder
+        # (the default --data-dir var/watch would be looked for in var/watch/var/watch).
+        job["file_sd_configs"] = [{"files": [str(files.path(name).resolve())],
                                    "refresh_interval": interval}]
     return config
 

@@ -138,6 +138,19 @@ def test_the_scrape_config_takes_every_jobs_targets_from_the_watchs_files(tmp_pa
                                            "refresh_interval": "5000ms"}]
 
 
+def test_a_relative_data_dir_gives_prometheus_absolute_target_files(tmp_path, monkeypatch):
+    """``--data-dir var/watch`` (the default) is relative to where the watch runs; the
+    config Prometheus reads lives in it, and Prometheus resolves a relative file_sd path
+    from the config file's folder: the quick start's appliance was never scraped."""
+    monkeypatch.chdir(tmp_path)
+    settings = WatchSettings(Path("var/watch"), 9090, 9093, {"appliance": "127.0.0.1:9464"},
+                             5.0, "1d")
+    for job in prometheus_config(settings)["scrape_configs"]:
+        path = Path(job["file_sd_configs"][0]["files"][0])
+        assert path.is_absolute(), job
+        assert path.parent == tmp_path / "var" / "watch" / "targets", job
+
+
 def _watch_in_process_settings(prom_port: int, am_port: int, appliance: str,
                                look_for: dict[str, str], data_dir: Path) -> subprocess.Popen:
     """``run_watch`` as ``appliance watch`` runs it, but looking for the other components
