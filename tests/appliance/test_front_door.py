@@ -21,6 +21,7 @@ from appliance.command_tree import walk
 from appliance.durations import parse_ms, parse_seconds, spark_interval
 from appliance.jdk import java_binary, release_version
 from loadgen import cli as loadgen_cli
+from loadgen.locust_flags import DEFAULT_ALERT_TIMEOUT, FLAG_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -33,9 +34,6 @@ HELP_BUDGET_S = 2.0  # generous: measured 0.11-0.13 s on a busy 2-core machine
 EXIT_ROW = re.compile(r"^\| `([^`]+)` \| ([0-9, ]+) \|", re.M)
 
 
-#: The locustfile's own flags (loadgen/locust_args.py FLAGS), as its docs name them.
-LOCUST_FLAGS = ("--bootstrap-server", "--user-rate", "--alert-ratio", "--bad-ratio",
-                "--alert-timeout")
 
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("APPLIANCE_")}
@@ -133,11 +131,11 @@ def test_locusts_help_through_the_launcher_lists_the_project_flags():
     """Locust prints --help before it loads a locustfile: ``python -m
     loadgen.locust_cli`` loads the flags first, so its help lists all five. (Not imported
     from loadgen.locust_args: importing Locust here would monkey-patch this pytest worker
-    with gevent.)"""
+    with gevent: the names come from the Locust-free loadgen.locust_flags.)"""
     result = _run("loadgen.locust_cli", "--help")
     assert result.returncode == 0, result.stderr
     shown = set(re.findall(r"(?:^\s+|, )(--[a-z-]+)", result.stdout, re.M))
-    assert set(LOCUST_FLAGS) <= shown, set(LOCUST_FLAGS) - shown
+    assert set(FLAG_NAMES) <= shown, set(FLAG_NAMES) - shown
     assert {"--headless", "--users", "--run-time"} <= shown  # Locust's own, as before
 
 
@@ -303,7 +301,7 @@ def test_alert_ratio_defaults_agree_between_loadgen_and_locust():
                        "o.alert_timeout)")
     assert probe.returncode == 0, probe.stderr
     assert probe.stdout.split() == [str(LoadConfig.alert_ratio), str(LoadConfig.bad_ratio),
-                                    "10s"]
+                                    DEFAULT_ALERT_TIMEOUT]
 
 
 @pytest.mark.parametrize("argv, flag", [
