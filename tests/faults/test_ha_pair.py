@@ -20,6 +20,9 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -88,6 +91,38 @@ def group_committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
         consumer.close(autocommit=False)
 
 
+@dataclass
+class Phase:
+    """One fault under load: when it was struck and what the report line adds."""
+
+    name: str
+    at: float = 0.0
+    note: str = ""
+
+    def strike(self) -> float:
+        self.at = time.time()
+        return self.at
+
+
+@contextmanager
+def under_load(broker, topics: dict[str, str], label: str, name: str, duration: float,
+               settle: float = 5.0) -> Iterator[Phase]:
+    """Open-loop load for ``duration`` s; the body strikes its fault ``settle`` s in.
+    Afterwards every alerting event sent must have its alert (exact accounting by
+    ``alert_id``), and the phase's line is printed for the run's log."""
+    load = LoadThread(broker.bootstrap, topics, RATE, duration=duration).start()
+    wait_for_records(broker.bootstrap, topics["events"])
+    time.sleep(settle)
+    phase = Phase(name)
+    yield phase
+    report = load.join(timeout=600)
+    assert report.send_failed == 0
+    result = account_alerts(broker.bootstrap, topics["alerts"], load.factory, report.sent,
+                            {name: phase.at})
+    print(result.line(f"{label} {name} at {RATE:g}/s") + phase.note)
+    assert result.lost == [], result.lost[:20]
+
+
 @pytest.mark.parametrize("trigger", [
     "continuous",
     pytest.param("microbatch", marks=pytest.mark.faults_long),
@@ -118,24 +153,17 @@ def test_pair_kill_9_handover_sigstop_and_sigterm_lose_nothing(trigger, broker, 
                 for n in configs} == {"a": 1.0, "b": 0.0}  # what AppliancePairNoStandby counts
 
         # kill -9 of the active under load: the standby takes over, nothing is lost.
-        load = LoadThread(broker.bootstrap, topics, RATE, duration=25.0).start()
-        wait_for_records(broker.bootstrap, topics["events"])
-        time.sleep(8.0)  # epochs committed, their offsets in Kafka
-        assert group_committed(broker.bootstrap, group, topics["events"])
-        a.kill()
-        killed = time.time()
-        b.wait_for("appliance.ready")
-        took = time.time() - killed
-        active = b.find("ha.active")
-        assert active is not None and active["starting_offsets"], active
-        assert metric_sum(metrics_url(configs["b"]), "appliance_ha_takeovers_total") == 1.0
-        report = load.join(timeout=600)
-        assert report.send_failed == 0
-        result = account_alerts(broker.bootstrap, topics["alerts"], load.factory,
-                                report.sent, {"kill -9": killed})
-        print(result.line(f"pair {trigger} kill -9 at {RATE:g}/s") +
-              f"; standby serving after {took:.1f} s")
-        assert result.lost == [], result.lost[:20]
+        label = f"pair {trigger}"
+        with under_load(broker, topics, label, "kill -9", 25.0, settle=8.0) as phase:
+            # (8 s: epochs committed, their offsets in Kafka)
+            assert group_committed(broker.bootstrap, group, topics["events"])
+            a.kill()
+            killed = phase.strike()
+            b.wait_for("appliance.ready")
+            phase.note = f"; standby serving after {time.time() - killed:.1f} s"
+            active = b.find("ha.active")
+            assert active is not None and active["starting_offsets"], active
+            assert metric_sum(metrics_url(configs["b"]), "appliance_ha_takeovers_total") == 1.0
 
         # An instance that would run another query than the pair's active one is refused,
         # before its Spark starts, naming the difference.
@@ -155,68 +183,48 @@ def test_pair_kill_9_handover_sigstop_and_sigterm_lose_nothing(trigger, broker, 
         # old active stops once the new one serves and waits warm as the standby.
         a2 = start("a", 1)
         a2.wait_for("ha.standby")
-        load = LoadThread(broker.bootstrap, topics, RATE, duration=15.0).start()
-        time.sleep(5.0)
-        asked = time.time()
-        handover = subprocess.run(
-            [sys.executable, "-m", "appliance", "ha", "handover", "--config",
-             str(configs["a"]), "--timeout", "3m"],
-            capture_output=True, text=True, env=child_env(), cwd=ROOT, timeout=240)
-        assert handover.returncode == 0, handover.stderr
-        assert f"serves group {group}" in handover.stdout, handover.stdout
-        moved = a2.wait_for("ha.offsets_from_kafka")
-        assert moved["stale_checkpoint"], moved  # not its own old state
-        handed = wait_count(b, "ha.handed_over", 1)
-        assert handed["to"] == a2.wait_for("ha.active")["instance"], handed
-        wait_count(b, "ha.standby", 2)  # b waits again, warm, in the same process
-        report = load.join(timeout=600)
-        assert report.send_failed == 0
-        result = account_alerts(broker.bootstrap, topics["alerts"], load.factory,
-                                report.sent, {"handover": asked})
-        print(result.line(f"pair {trigger} handover at {RATE:g}/s") +
-              f"; old active stopped {handed['seconds']} s after stepping down")
-        assert result.lost == [], result.lost[:20]
+        with under_load(broker, topics, label, "handover", 15.0) as phase:
+            phase.strike()
+            handover = subprocess.run(
+                [sys.executable, "-m", "appliance", "ha", "handover", "--config",
+                 str(configs["a"]), "--timeout", "3m"],
+                capture_output=True, text=True, env=child_env(), cwd=ROOT, timeout=240)
+            assert handover.returncode == 0, handover.stderr
+            assert f"serves group {group}" in handover.stdout, handover.stdout
+            moved = a2.wait_for("ha.offsets_from_kafka")
+            assert moved["stale_checkpoint"], moved  # not its own old state
+            handed = wait_count(b, "ha.handed_over", 1)
+            assert handed["to"] == a2.wait_for("ha.active")["instance"], handed
+            wait_count(b, "ha.standby", 2)  # b waits again, warm, in the same process
+            phase.note = f"; old active stopped {handed['seconds']} s after stepping down"
 
         # SIGSTOP of the active's whole process group (a frozen host): its membership
         # lapses, b takes over; once it runs again it learns it was fenced, stops its
         # query and waits as the standby, in the same process.
-        load = LoadThread(broker.bootstrap, topics, RATE, duration=20.0).start()
-        time.sleep(5.0)
-        frozen = time.time()
-        assert process_group.signal_group(a2.proc.pid, signal.SIGSTOP)
-        try:
-            elected = wait_count(b, "ha.elected", 2, timeout=SESSION_S + 60)
-        finally:
-            process_group.signal_group(a2.proc.pid, signal.SIGCONT)
-        took_s = datetime.fromisoformat(elected["timestamp"]).timestamp() - frozen
-        fenced = wait_count(a2, "ha.fenced", 1, timeout=60)
-        assert wait_count(a2, "ha.stepping_down", 1)["reason"] == "fenced"
-        wait_count(a2, "ha.standby", 2)
-        wait_count(b, "ha.active", 2)
-        report = load.join(timeout=600)
-        assert report.send_failed == 0
-        result = account_alerts(broker.bootstrap, topics["alerts"], load.factory,
-                                report.sent, {"SIGSTOP": frozen})
-        print(result.line(f"pair {trigger} SIGSTOP at {RATE:g}/s") +
-              f"; standby elected {took_s:.1f} s after the SIGSTOP; fenced: {fenced['cause']}")
-        assert result.lost == [], result.lost[:20]
+        with under_load(broker, topics, label, "SIGSTOP", 20.0) as phase:
+            frozen = phase.strike()
+            assert process_group.signal_group(a2.proc.pid, signal.SIGSTOP)
+            try:
+                elected = wait_count(b, "ha.elected", 2, timeout=SESSION_S + 60)
+            finally:
+                process_group.signal_group(a2.proc.pid, signal.SIGCONT)
+            took_s = datetime.fromisoformat(elected["timestamp"]).timestamp() - frozen
+            fenced = wait_count(a2, "ha.fenced", 1, timeout=60)
+            assert wait_count(a2, "ha.stepping_down", 1)["reason"] == "fenced"
+            wait_count(a2, "ha.standby", 2)
+            wait_count(b, "ha.active", 2)
+            phase.note = (f"; standby elected {took_s:.1f} s after the SIGSTOP; "
+                          f"fenced: {fenced['cause']}")
 
         # SIGTERM of the active: it leaves the group at once, a2 takes over again.
-        load = LoadThread(broker.bootstrap, topics, RATE, duration=15.0).start()
-        time.sleep(5.0)
-        stopped = time.time()
-        assert b.terminate() == 0
-        elected = wait_count(a2, "ha.elected", 2)
-        handover_s = datetime.fromisoformat(elected["timestamp"]).timestamp() - stopped
-        assert handover_s < SESSION_S, handover_s  # it left the group: no session timeout
-        wait_count(a2, "ha.active", 2)
-        report = load.join(timeout=600)
-        assert report.send_failed == 0
-        result = account_alerts(broker.bootstrap, topics["alerts"], load.factory,
-                                report.sent, {"SIGTERM": stopped})
-        print(result.line(f"pair {trigger} SIGTERM at {RATE:g}/s") +
-              f"; standby elected {handover_s:.1f} s after the SIGTERM")
-        assert result.lost == [], result.lost[:20]
+        with under_load(broker, topics, label, "SIGTERM", 15.0) as phase:
+            stopped = phase.strike()
+            assert b.terminate() == 0
+            elected = wait_count(a2, "ha.elected", 2)
+            handover_s = datetime.fromisoformat(elected["timestamp"]).timestamp() - stopped
+            assert handover_s < SESSION_S, handover_s  # it left the group: no session timeout
+            wait_count(a2, "ha.active", 2)
+            phase.note = f"; standby elected {handover_s:.1f} s after the SIGTERM"
         assert b.text().count('"ha.left"') == 2  # its step down, then the SIGTERM
         assert b.find("ha.rewarmed") is not None  # it waited warm, and kept warm
         assert a2.terminate() == 0
