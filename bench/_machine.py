@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import sys
 import time
 from pathlib import Path
@@ -40,11 +41,19 @@ def wait_for_quiet(max_wait_s: float, threshold: float = 0.3) -> float:
             return busy
 
 
-def write_result(out: Path, result: dict, started: float) -> None:
-    """Write a bench's JSON result with how busy the machine was at its end and how long
-    the bench ran (``started``: its ``time.monotonic()`` at the start)."""
-    result["load_avg_at_end"] = os.getloadavg()[0]
+def write_result(out: Path, result: dict, started: float,
+                 load_start: float | None = None) -> None:
+    """Write a bench's JSON result, the one way every bench does: with the machine it ran
+    on and how busy it was (``load_start``: the load average when the bench began, if it
+    took one; a bench's own ``machine`` facts are kept) and how long the bench ran
+    (``started``: its ``time.monotonic()`` at the start)."""
+    machine = {"cpus": os.cpu_count(), "python": platform.python_version()}
+    if load_start is not None:
+        machine["load_avg_start"] = load_start
+    machine["load_avg_end"] = os.getloadavg()[0]
+    result["machine"] = {**machine, **result.get("machine", {})}
     result["elapsed_s"] = round(time.monotonic() - started, 1)
+    out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {out}", file=sys.stderr)

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import re
 import statistics
 import subprocess
@@ -41,7 +40,7 @@ from appliance.process import process_group
 from appliance.process.cpu_affinity import tree
 from appliance.trigger import TRIGGERS
 from bench._cells import short_run_interval
-from bench._machine import process_cpu_s, wait_for_quiet
+from bench._machine import process_cpu_s, wait_for_quiet, write_result
 
 OUT = Path("reports/bench/alert_latency_cost.json")
 ROOT = Path(__file__).resolve().parents[1]
@@ -147,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="the cost runs in the first; agreement in each")
     parser.add_argument("--out", default=str(OUT))
     args = parser.parse_args([] if argv is None else argv)
+    started, load0 = time.monotonic(), os.getloadavg()[0]
     busy_before = wait_for_quiet(60.0)
     runs = []
     with tempfile.TemporaryDirectory(prefix="bench-alert-latency-") as tmp:
@@ -172,17 +172,14 @@ def main(argv: list[str] | None = None) -> int:
     cost = round(100.0 * (median_on - median_off) / max(median_off, 1e-9), 1)
     doc = {"benchmark": "alert_latency_cost",
            "command": "python -m bench.alert_latency_cost " + " ".join(argv or []),
-           "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                       "busy_before": busy_before},
+           "machine": {"busy_before": busy_before},
            "note": "appliance process tree CPU (driver + JVM) over the steady part of the load",
            "cost": {"trigger": cost_trigger, "rate": args.rate,
                     "cpu_percent_off_median": median_off, "cpu_percent_on_median": median_on,
                     "relative_cost_percent": cost, "budget_percent": 5.0,
                     "observer_share_percent_median": share},
            "runs": runs}
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(doc, indent=2) + "\n")
+    write_result(Path(args.out), doc, started, load0)
     print(f"alert latency metric at {args.rate:g} events/s ({cost_trigger}): appliance CPU "
           f"{median_off}% off, {median_on}% on -> {cost:+}% (budget 5%); the observer "
           f"thread itself: {share}% of the appliance's CPU")

@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import select
 import shutil
 import signal
@@ -517,19 +516,15 @@ def main(argv: list[str] | None = None) -> int:
                     f"medians of {args.runs} run(s); steady = scheduled second >= "
                     f"{WARMUP_SECONDS}; steady_ratio = steady p99 / passthrough steady p99 "
                     "at the same rate, same run; ms unless named"),
-           "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                       "load_avg_start": load0, "load_avg_end": os.getloadavg()[0]},
-           "elapsed_s": round(time.monotonic() - started, 1),
            "floors": floors, "cells": summaries,
            "failed": {n: [r["error"] for r in rs if "error" in r] for n, rs in raw.items()
                       if any("error" in r for r in rs)}}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(doc, indent=2) + "\n")
+    machine.write_result(args.out, doc, started, load0)
     args.out.with_suffix(".md").write_text(markdown(doc))
     for s in summaries:
         write_png(s, args.out.with_name(f"{args.out.stem}-{s['cell']}.png"))
     print(markdown(doc))
-    print(f"wrote {args.out} (+ .md, per-cell PNGs)", file=sys.stderr)
+    print(f"and {args.out.with_suffix('.md')}, per-cell PNGs", file=sys.stderr)
     lost = any(s["median"].get("alerts_lost") for s in summaries)
     return 1 if doc["failed"] or lost else 0
 

@@ -30,9 +30,7 @@ Writes ``reports/bench/appliance_throughput.{json,md}``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import sys
 import tempfile
 import time
@@ -41,6 +39,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from bench._cells import BY_NAME
+from bench._machine import write_result
 from bench.appliance_latency import (
     READY_TIMEOUT_S,
     ROOT,
@@ -248,11 +247,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"doubling from {limits.start:,}/s up to {limits.max_rate:,}/s, then "
                     f"{limits.steps} bisections"),
            "limits": asdict(limits),
-           "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                       "load_avg_start": load0, "load_avg_end": os.getloadavg()[0]},
-           "elapsed_s": round(time.monotonic() - started, 1), "triggers": results}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(doc, indent=2) + "\n")
+           "triggers": results}
+    write_result(args.out, doc, started, load0)
     args.out.with_suffix(".md").write_text(markdown(doc))
     print(markdown(doc))
     return 0

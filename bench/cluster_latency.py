@@ -24,9 +24,7 @@ noisy.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import signal
 import statistics
 import subprocess
@@ -46,7 +44,7 @@ from appliance.process.logwatch import log_events, wait_for_event
 from appliance.query.rules import EXAMPLE_RULES
 from appliance.trigger import TRIGGERS
 from bench._cells import short_run_interval
-from bench._machine import wait_for_quiet
+from bench._machine import wait_for_quiet, write_result
 from loadgen.arrivals import ArrivalClock
 from loadgen.config import LoadConfig
 from loadgen.run import run_load
@@ -219,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds to wait (at most) for idle CPUs before each run")
     parser.add_argument("--out", default=str(OUT))
     args = parser.parse_args([] if argv is None else argv)
+    started, load0 = time.monotonic(), os.getloadavg()[0]
 
     results: dict = {"latency": [], "recovery": []}
     with tempfile.TemporaryDirectory(prefix="bench-cluster-") as tmp, \
@@ -250,14 +249,11 @@ def main(argv: list[str] | None = None) -> int:
                       "cluster_over_local": ratio})
     doc = {"benchmark": "cluster_latency", "command": "python -m bench.cluster_latency "
            + " ".join(argv or []), "rate": args.rate, "seconds": args.seconds,
-           "runs": args.runs, "machine": {"cpus": os.cpu_count(),
-                                          "python": platform.python_version()},
+           "runs": args.runs,
            "note": "fresh appliance run per run, measured from appliance.ready; medians of "
                    "--runs runs; shared machine: noisy",
            "cells": cells, **results}
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(doc, indent=2) + "\n")
+    write_result(Path(args.out), doc, started, load0)
     for cell in cells:
         for label in ("local[2]", "cluster"):
             s = cell[label]

@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
@@ -29,6 +31,7 @@ from pyspark.sql import SparkSession
 
 from appliance.broker import EmbeddedBroker
 from appliance.connector import spark_jars_conf
+from bench._machine import write_result
 from loadgen.overload import (
     CALIBRATION_BACKLOG,
     OverloadRun,
@@ -90,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="fixed maxOffsetsPerTrigger values to compare (200000: the "
                              "appliance's micro-batch tuning)")
     args = parser.parse_args(argv)
+    started, load0 = time.monotonic(), os.getloadavg()[0]
     scenario = Scenario(overload_s=args.overload_seconds, backlog_records=args.backlog)
     fixed = [int(x) for x in args.fixed.split(",") if x.strip()]
 
@@ -100,7 +104,6 @@ def main(argv: list[str] | None = None) -> int:
     for key, value in spark_jars_conf().items():
         builder = builder.config(key, value)
     results = {}
-    OUT.parent.mkdir(parents=True, exist_ok=True)
     with EmbeddedBroker(start_timeout=120) as broker, tempfile.TemporaryDirectory() as workdir:
         spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
@@ -112,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{name}: {json.dumps(results[name])}", flush=True)
         finally:
             spark.stop()
-    OUT.write_text(json.dumps({"scenario": vars(scenario), "modes": results}, indent=2) + "\n")
+    write_result(OUT, {"benchmark": "connector_admission", "scenario": vars(scenario),
+                       "modes": results}, started, load0)
     return 0 if all(r["lost"] == 0 for r in results.values()) else 1
 
 

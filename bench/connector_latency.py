@@ -24,6 +24,7 @@ from pathlib import Path
 
 from appliance.trigger import TRIGGERS, trigger_mode
 from bench._cells import short_run_interval
+from bench._machine import write_result
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "reports" / "bench" / "connector_latency.json"
@@ -171,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-seconds", type=float, default=8.0,
                         help="window per step of the sustained-rate ladder")
     args = parser.parse_args(argv)
+    started, load0 = time.monotonic(), os.getloadavg()[0]
 
     from pyspark.sql import SparkSession
 
@@ -203,10 +205,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"microbatch max sustained: {report['microbatch_max']['max_sustained_rate']}/s")
         finally:
             spark.stop()
-    OUT.parent.mkdir(parents=True, exist_ok=True)
     if OUT.exists() and not report["latency"]:
         report["latency"] = json.loads(OUT.read_text()).get("latency", {})  # ladder-only rerun
-    OUT.write_text(json.dumps(report, indent=2) + "\n")
+    write_result(OUT, report, started, load0)
     return 0
 
 

@@ -12,7 +12,6 @@ medians, not single runs. Writes ``reports/bench/loadgen_floor.json``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -21,7 +20,7 @@ from pathlib import Path
 
 from appliance.command_tree import hidden_alias
 from appliance.durations import duration_arg
-from bench._machine import wait_for_quiet
+from bench._machine import wait_for_quiet, write_result
 
 OUT = Path("reports/bench/loadgen_floor.json")
 
@@ -111,11 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if broker is not None:
             broker.stop()
-    result["seconds"] = round(time.monotonic() - started, 1)
-    result["load_average_1min"] = {"before": load_before, "after": os.getloadavg()[0]}
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    write_result(Path(args.out), result, started, load_before)
     for f in result["floor"]:
         print(f"floor @ {f['rate']:,}/s: median {f['median_ms']}", file=sys.stderr)
     for m in result["max_rate"]:

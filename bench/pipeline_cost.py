@@ -28,14 +28,14 @@ Writes ``reports/bench/pipeline_cost.json``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import statistics
 import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from bench._machine import process_cpu_s, write_result
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "reports" / "bench" / "pipeline_cost.json"
@@ -77,10 +77,6 @@ def task_cpu_s(pid: int) -> float:
         except OSError:
             continue
     return total / os.sysconf("SC_CLK_TCK")
-
-
-def process_cpu_s(pid: int) -> float:
-    return _jiffies(f"/proc/{pid}/stat") / os.sysconf("SC_CLK_TCK")
 
 
 def records_frame(spark, count: int, bad_every: int):
@@ -191,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         print("bench.pipeline_cost: --records and --runs must be positive, --warm and "
               "--bad-every not negative", file=sys.stderr)
         return 2
-    load0 = os.getloadavg()[0]
+    started, load0 = time.monotonic(), os.getloadavg()[0]
     result = measure(args)
     command = (f"python -m bench.pipeline_cost --records {args.records} --warm {args.warm} "
                f"--runs {args.runs} --bad-every {args.bad_every} --stage {args.stage}"
@@ -200,11 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     doc = {"benchmark": "pipeline_cost", "command": command,
            "note": "microseconds per record, medians of the measured rounds; task = the "
                    "executor task thread's CPU (no JIT, no GC)",
-           "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                       "load_avg_start": load0, "load_avg_end": os.getloadavg()[0]},
            **result}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(doc, indent=2) + "\n")
+    write_result(args.out, doc, started, load0)
     for row in result.get("by_rules", [result]):
         label = f"{row['rules']} rules, {row['evaluation']}" if "rules" in row else args.stage
         print(f"pipeline_cost ({label}): {row['wall_us']} us wall, "

@@ -32,9 +32,7 @@ Writes ``reports/bench/rules_scale.{json,md}``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -48,6 +46,7 @@ from appliance.trigger import TRIGGERS
 from bench import _rule_sets as rule_sets
 from bench._cells import RATE, Cell
 from bench._java import compile_driver
+from bench._machine import write_result
 from bench.appliance_latency import READY_TIMEOUT_S, ROOT, derive, run_appliance_cell
 from bench.appliance_throughput import Limits, Probe, judge, search
 
@@ -342,15 +341,11 @@ def main(argv: list[str] | None = None) -> int:
                     f"per-second p99s from second 15, at {args.rate:,} events/s; the rules "
                     f"are swapped live at second {args.reload_at:g}; ratios to the 1-rule "
                     "cell of the same trigger"),
-           "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                       "load_avg_start": load0, "load_avg_end": os.getloadavg()[0]},
-           "elapsed_s": round(time.monotonic() - started, 1),
            "checks_s": {str(k): v for k, v in checks.items()},
            "throughput": throughputs,
            "summary": summarize(rows, checks, throughputs),
            "runs": {f"{t}-{c}": r for (t, c), r in rows.items()}}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(doc, indent=2) + "\n")
+    write_result(args.out, doc, started, load0)
     args.out.with_suffix(".md").write_text(markdown(doc))
     print(markdown(doc))
     return 0
