@@ -25,9 +25,12 @@ def classpath() -> str:
 
 
 def compile_driver(source: str, timeout: float = 300.0) -> str:
-    """Compile ``bench/java/<source>``; returns the classpath to run it with."""
+    """Compile ``bench/java/<source>`` and the bench classes it uses (javac finds them on
+    the source path: ``PacedSend``, the broker benches' one sender); returns the classpath
+    to run it with."""
     cp = classpath()
     CLASSES.mkdir(parents=True, exist_ok=True)
     subprocess.run(["javac", "-nowarn", "-encoding", "UTF-8", "-d", str(CLASSES), "-cp", cp,
+                    "-sourcepath", str(SOURCES),
                     str(SOURCES / source)], check=True, timeout=timeout)
     return cp

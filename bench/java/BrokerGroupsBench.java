@@ -12,7 +12,6 @@ import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.*;
 import java.util.concurrent.atomic.*;
-import java.util.concurrent.locks.LockSupport;
 import org.apache.kafka.clients.consumer.*;
 import org.apache.kafka.clients.producer.*;
 import org.apache.kafka.common.TopicPartition;
@@ -129,7 +128,7 @@ public class BrokerGroupsBench {
         ta.start();
         tg.start();
 
-        long behind = 0;
+        long behind;
         Properties pp = new Properties();
         pp.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         pp.put(ProducerConfig.ACKS_CONFIG, "all");
@@ -137,21 +136,7 @@ public class BrokerGroupsBench {
         pp.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
         pp.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(pp)) {
-            producer.send(new ProducerRecord<>(topic, 0, null, ByteBuffer.allocate(12).putInt(0, -1).array())).get();
-            long interval = (long) (1e9 / rate);
-            long start = System.nanoTime();
-            for (int i = 0; i < total; i++) {
-                long due = start + i * interval;
-                long now;
-                // park, never spin: on a 2-core box a spinning pacer would steal the broker's CPU
-                while ((now = System.nanoTime()) < due) LockSupport.parkNanos(due - now);
-                if (now - due > 1_000_000) behind++;
-                ByteBuffer b = ByteBuffer.allocate(64);
-                b.putInt(0, i);
-                b.putLong(4, System.nanoTime());
-                producer.send(new ProducerRecord<>(topic, 0, null, b.array()));
-            }
-            producer.flush();
+            behind = PacedSend.send(producer, topic, rate, total);
         }
         ta.join((long) ((limit + 10) * 1000));
         tg.join((long) ((limit + 10) * 1000));

@@ -8,7 +8,6 @@ import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.*;
 import java.util.concurrent.atomic.*;
-import java.util.concurrent.locks.LockSupport;
 import org.apache.kafka.clients.consumer.*;
 import org.apache.kafka.clients.producer.*;
 import org.apache.kafka.common.TopicPartition;
@@ -77,24 +76,9 @@ public class BrokerLatencyBench {
         consumerThread.start();
         while (!ready.get()) Thread.sleep(5);
 
-        long behind = 0;
+        long behind;
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerProps(bootstrap, "0", "16384"))) {
-            // connect + InitProducerId before the clock starts
-            producer.send(new ProducerRecord<>(topic, 0, null, ByteBuffer.allocate(12).putInt(0, -1).array())).get();
-            long interval = (long) (1e9 / rate);
-            long start = System.nanoTime();
-            for (int i = 0; i < total; i++) {
-                long due = start + i * interval;
-                long now;
-                // park, never spin: on a 2-core box a spinning pacer would steal the broker's CPU
-                while ((now = System.nanoTime()) < due) LockSupport.parkNanos(due - now);
-                if (now - due > 1_000_000) behind++;
-                ByteBuffer b = ByteBuffer.allocate(64);
-                b.putInt(0, i);
-                b.putLong(4, System.nanoTime());
-                producer.send(new ProducerRecord<>(topic, 0, null, b.array()));
-            }
-            producer.flush();
+            behind = PacedSend.send(producer, topic, rate, total);  // primed before the clock
         }
         consumerThread.join((long) ((seconds + warmup + 40) * 1000));
         long[] measured = Arrays.copyOfRange(lat, warmupCount, total);
