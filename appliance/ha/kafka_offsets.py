@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from kafka import KafkaConsumer, TopicPartition
@@ -24,17 +25,39 @@ EARLIEST = -2
 def group_offsets(client_config: dict, group: str, topic: str,
                   partitions: int) -> dict[int, int]:
     """The offsets ``group`` has committed for ``topic``'s partitions (missing: none)."""
-    consumer = KafkaConsumer(**{**client_config, "group_id": group,
-                                "enable_auto_commit": False})
+    reader = PairOffsets(client_config, group, topic)
     try:
+        return reader.read(range(partitions))
+    finally:
+        reader.close()
+
+
+class PairOffsets:
+    """The pair's processed offsets of the events topic, read again on each call: what a
+    pair's instances count their lag from (``MetricsPoller``'s ``processed``), so both
+    show the pair's lag, the same one ``kafka-consumer-groups --describe`` shows, and a
+    waiting standby shows no stale figure of its own. One consumer, kept between calls
+    (the metrics poll every second); it never joins the group, it only reads offsets."""
+
+    def __init__(self, client_config: dict, group: str, topic: str) -> None:
+        self.topic = topic
+        self._consumer = KafkaConsumer(**{**client_config, "group_id": group,
+                                          "enable_auto_commit": False})
+
+    def __call__(self) -> dict[int, int]:
+        return self.read(sorted(self._consumer.partitions_for_topic(self.topic) or ()))
+
+    def read(self, partitions: Iterable[int]) -> dict[int, int]:
+        """The committed offset of each of ``partitions`` that has one."""
         out = {}
-        for part in range(partitions):
-            committed = consumer.committed(TopicPartition(topic, part))
+        for part in partitions:
+            committed = self._consumer.committed(TopicPartition(self.topic, part))
             if committed is not None and committed >= 0:
                 out[part] = int(committed)
         return out
-    finally:
-        consumer.close(autocommit=False)
+
+    def close(self) -> None:
+        self._consumer.close(autocommit=False)
 
 
 def starting_offsets(topic: str, committed: dict[int, int], partitions: int) -> str:

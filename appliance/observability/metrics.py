@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -126,10 +127,15 @@ class MetricsPoller:
     """Refreshes the collector's snapshot every ``period`` seconds on a daemon thread."""
 
     def __init__(self, collector: ApplianceCollector, client_config: dict, topics,
-                 checkpoint_dir: str, is_up, period: float = 1.0, last_progress=None):
+                 checkpoint_dir: str, is_up, period: float = 1.0, last_progress=None,
+                 processed: Callable[[], dict[int, int]] | None = None):
         """``last_progress``: optional callable giving the unix time of the query's last
         progress report (micro-batch reports idle progress too; continuous reports none,
-        so the newest checkpoint commit is used as well)."""
+        so the newest checkpoint commit is used as well). ``processed``: where the lag
+        is counted from, the events topic's processed offset per partition; by default
+        this instance's checkpoint. A pair's instances (``[ha]``) count from the offsets
+        the pair committed to Kafka instead: a waiting standby's own checkpoint is as old
+        as the last time it served, and its lag would be a stale, growing figure."""
         self.collector = collector
         self.client_config = client_config
         self.topics = topics
@@ -142,6 +148,10 @@ class MetricsPoller:
         self._next_times = NextRecordTimes(client_config)
         self._baseline: dict[str, int] | None = None
         self.last_progress = last_progress
+        self.processed = processed or self._checkpointed
+
+    def _checkpointed(self) -> dict[int, int]:
+        return committed_offsets(self.checkpoint_dir).get(self.topics.events, {})
 
     def _totals(self) -> tuple[dict[str, dict[int, int]], dict[str, int]]:
         ends = end_offsets(self._consumer, (self.topics.events, self.topics.alerts,
@@ -152,7 +162,7 @@ class MetricsPoller:
         if self._consumer is None:
             self._consumer = offsets_consumer(self.client_config)
         ends, totals = self._totals()
-        committed = committed_offsets(self.checkpoint_dir).get(self.topics.events, {})
+        committed = self.processed()
         read_total = sum(committed.values())
         if self._baseline is None:
             self._baseline = dict(totals, read=read_total)
@@ -195,3 +205,6 @@ class MetricsPoller:
         if self._consumer is not None:
             self._consumer.close()
         self._next_times.close()
+        close = getattr(self.processed, "close", None)
+        if close is not None:
+            close()

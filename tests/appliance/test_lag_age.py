@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 import time
 
-from kafka import KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.structs import OffsetAndMetadata
 from prometheus_client import CollectorRegistry, generate_latest
 
 from appliance.config import TopicsConfig
+from appliance.ha.kafka_offsets import PairOffsets
 from appliance.observability.lag_age import NextRecordTimes, PartitionKey, lag_ages
 from appliance.observability.metrics import ApplianceCollector, MetricsPoller
 
@@ -115,5 +117,34 @@ def test_age_grows_one_second_per_second_while_commits_stop_and_returns_to_zero(
         registry.register(collector)
         text = generate_latest(registry).decode()
         assert f'appliance_consumer_lag_seconds{{partition="0",topic="{topic}"}} 0.0' in text
+    finally:
+        poller.stop()
+
+
+def test_a_pairs_instances_count_their_lag_from_the_offsets_the_pair_committed(
+        broker, new_topic, tmp_path):
+    """[ha]: lag from the pair's group offsets in Kafka (what kafka-consumer-groups shows),
+    not from this instance's checkpoint, which a waiting standby left long ago."""
+    topic = new_topic(partitions=2)
+    group = f"pair-{topic}"
+    now_ms = time.time() * 1000
+    _produce(broker.bootstrap, topic, [(0, now_ms)] * 6 + [(1, now_ms)] * 2)
+    stale = tmp_path / "standby-checkpoint"
+    _commit(stale, 0, topic, {0: 1, 1: 0})  # the standby's own, from when it last served
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=group,
+                             enable_auto_commit=False)
+    consumer.commit({TopicPartition(topic, 0): OffsetAndMetadata(4, "", -1),
+                     TopicPartition(topic, 1): OffsetAndMetadata(2, "", -1)})
+    consumer.close(autocommit=False)
+    topics = TopicsConfig(events=topic, alerts=new_topic(1), dead_letters=new_topic(1))
+    config = {"bootstrap_servers": broker.bootstrap}
+    collector = ApplianceCollector("continuous", 1)
+    poller = MetricsPoller(collector, config, topics, str(stale), lambda: False,
+                           processed=PairOffsets(config, group, topic))
+    try:
+        poller.poll_once()
+        assert collector.snapshot.lag == {(topic, 0): 2, (topic, 1): 0}
+        assert collector.snapshot.committed == {(topic, 0): 4, (topic, 1): 2}
+        assert collector.snapshot.lag_seconds[(topic, 1)] == 0.0
     finally:
         poller.stop()
