@@ -87,7 +87,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from appliance import logs
     from appliance.config import ConfigError, load_config
     from appliance.overrides import OverrideError
-    from appliance.query.rules import RulesError, load_rules
+    from appliance.rules.rules_file import RulesError, load_rules
 
     try:
         config = load_config(args.config, trigger=args.trigger, conf=_overrides(args))
@@ -180,7 +180,7 @@ def _env_file(path: str) -> dict[str, str]:
 def _cmd_config_check(args: argparse.Namespace) -> int:
     from appliance.config import Problem, check_config
     from appliance.overrides import OverrideError
-    from appliance.query.rules import RulesError, load_rules
+    from appliance.rules.rules_file import RulesError, load_rules
 
     stdin = args.file == "-"
     label = args.label or ("<stdin>" if stdin else args.file)
@@ -247,7 +247,7 @@ def _build_config(config: argparse.ArgumentParser) -> None:
 # --- rules ------------------------------------------------------------------------------
 
 def _cmd_rules_check(args: argparse.Namespace) -> int:
-    from appliance.query.rules import RulesError, load_rule_set
+    from appliance.rules.rules_file import RulesError, load_rule_set
 
     started = time.monotonic()
     try:
@@ -268,7 +268,7 @@ def _spark_check(rule_set) -> None:
     from pyspark.sql import SparkSession
 
     from appliance.connector import jars
-    from appliance.query.rule_book import compile_rules
+    from appliance.rules.rule_book import compile_rules
     from appliance.tuning import sql_settings, tuning_for
 
     builder = (SparkSession.builder.master("local[1]").appName("rules-check")
@@ -307,7 +307,7 @@ def _cmd_rules_reload(args: argparse.Namespace) -> int:
 def _cmd_rules_stats(args: argparse.Namespace) -> int:
     from appliance.config import ConfigError, load_config
     from appliance.process.reload_client import ReloadClientError, read_page, status_url
-    from appliance.query.book_stats import PAGE_PATH, BookStats, report
+    from appliance.rules.book_stats import PAGE_PATH, BookStats, report
 
     try:
         url = args.url or status_url(load_config(args.config), PAGE_PATH)

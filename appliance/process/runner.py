@@ -6,7 +6,7 @@ not a JVM start. ``Appliance`` is used in-process by ``demo`` and the benchmark;
 ``run`` adds signal handling and exit codes for ``appliance run``.
 
 The rules are data, not code: compiled once by the driver's Spark session into the query's
-rule book (``appliance.query.rule_book``), which the query's plan asks per event; the warm-up
+rule book (``appliance.rules.rule_book``), which the query's plan asks per event; the warm-up
 runs the same plan over its own book. Two jobs live next door: what the runner knows of its
 started query (processing yet, committed, failed) is ``appliance.process.query_probes``;
 changing the rules without a restart (SIGHUP, ``appliance rules reload``) is
@@ -46,7 +46,7 @@ from appliance.process.rules_swap import RulesSwap
 from appliance.process.slots import wait_for_slots
 from appliance.query.checkpoint import repair as repair_checkpoint
 from appliance.query.epoch_watch import EpochWatch
-from appliance.query.rules import Rule, RulesError, RuleSet, load_rule_set
+from appliance.rules.rules_file import Rule, RulesError, RuleSet, load_rule_set
 from appliance.topics import (
     TopicError,
     client_config,
@@ -68,8 +68,8 @@ if TYPE_CHECKING:  # imported for real by the methods that start these parts (do
     from appliance.observability.alert_latency import AlertObserver
     from appliance.observability.metrics import ApplianceCollector, MetricsPoller
     from appliance.observability.rules_metrics import RulesCollector
-    from appliance.query.rule_book import CompiledRules, RuleBook
     from appliance.query.warmup import WarmupResult
+    from appliance.rules.rule_book import CompiledRules, RuleBook
 
 
 class PreflightError(Exception):
@@ -258,7 +258,7 @@ class Appliance:
     def compile_rules(self) -> None:
         """Compile the loaded rules with Spark's analyzer into the query's rule book (raises
         ``RulesError`` listing every rule Spark refuses)."""
-        from appliance.query.rule_book import RuleBook
+        from appliance.rules.rule_book import RuleBook
 
         rule_set = self.running_rules()
         started = time.monotonic()
@@ -335,7 +335,7 @@ class Appliance:
         from appliance.observability.metrics import ApplianceCollector, MetricsPoller
         from appliance.observability.rules_metrics import RulesCollector
         from appliance.process.reload_status import STATUS_PATH
-        from appliance.query.book_stats import PAGE_PATH as STATS_PATH
+        from appliance.rules.book_stats import PAGE_PATH as STATS_PATH
 
         query = self.config.query
         collector = self._collector = ApplianceCollector(
