@@ -124,13 +124,16 @@ def check_cluster_slots(spark, mode: TriggerMode, partitions: int) -> None:
 class Appliance:
     """One broker (embedded or external), one SparkSession, one streaming query."""
 
-    def __init__(self, config: Config, spark: SparkSession | None = None):
-        """``spark``: an existing session to run in (tests, demo); it is not stopped."""
+    def __init__(self, config: Config, spark: SparkSession | None = None,
+                 rule_set: RuleSet | None = None):
+        """``spark``: an existing session to run in (tests, demo); it is not stopped.
+        ``rule_set``: the rules file ``[rules] path`` names, already read and checked (the
+        CLI checks it before anything starts); None: ``start`` reads it."""
         config = instance_config(config)  # [ha]: this instance's own checkpoint folder
         self.config = config
         self.mode = config.query.mode
         self._own_spark = spark is None
-        self.rule_set: RuleSet | None = None
+        self.rule_set: RuleSet | None = rule_set
         self.broker: EmbeddedBroker | None = None
         self.bootstrap: str | None = config.kafka.bootstrap_servers
         self.spark: SparkSession | None = spark
@@ -378,7 +381,8 @@ class Appliance:
         ``stop`` set while it waits as standby raises ``StoppedAsStandby``."""
         cfg = self.config
         self.check_cpus()
-        self.load_rules()
+        if self.rule_set is None:
+            self.load_rules()
         started = time.monotonic()
         counts = self.start_kafka()
         partitions = self.probes.partitions = counts[cfg.topics.events]
@@ -604,9 +608,10 @@ class Appliance:
             self.spark = None
 
 
-def run(config: Config, on_ready=None) -> int:
+def run(config: Config, on_ready=None, rule_set: RuleSet | None = None) -> int:
     """``appliance run``: start, serve until SIGTERM/SIGINT, stop; the exit code.
-    ``on_ready(appliance)`` is called once it is ready (the terminal's ready line)."""
+    ``on_ready(appliance)`` is called once it is ready (the terminal's ready line);
+    ``rule_set``: the rules file, already read and checked (None: read it at start)."""
     stop = threading.Event()
     starting = threading.Event()
 
@@ -617,7 +622,7 @@ def run(config: Config, on_ready=None) -> int:
             starting.clear()
             raise KeyboardInterrupt  # Ctrl-C during the start-up: do not wait it out
 
-    appliance = Appliance(config)
+    appliance = Appliance(config, rule_set=rule_set)
 
     def _on_reload(signum, _frame):
         log.info("rules.reload_requested", signal=signal.Signals(signum).name)
