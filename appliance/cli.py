@@ -19,9 +19,11 @@ stop on Ctrl-C as they should: 0.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -87,11 +89,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from appliance import logs
     from appliance.config import ConfigError, load_config
     from appliance.overrides import OverrideError
-    from appliance.query.rules import RulesError, load_rules
+    from appliance.rules.rules_file import RulesError, load_rule_set
 
     try:
         config = load_config(args.config, trigger=args.trigger, conf=_overrides(args))
-        load_rules(config.rules.path)  # structural rule errors exit 2 before any JVM
+        # Read and checked once, here: rule errors exit 2 before any JVM, and the
+        # appliance runs this rule set without reading the file again.
+        rule_set = load_rule_set(config.rules.path)
     except (ConfigError, RulesError, OverrideError) as exc:
         return _fail(str(exc))
     try:
@@ -109,7 +113,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             print(ready_line(appliance.bootstrap, appliance.broker is not None,
                              appliance.config.topics, metrics, output.file), flush=True)
 
-    return run(config, on_ready=on_ready)
+    return run(config, on_ready=on_ready, rule_set=rule_set)
 
 
 def run_log_file(checkpoint_dir: str) -> Path:
@@ -180,7 +184,7 @@ def _env_file(path: str) -> dict[str, str]:
 def _cmd_config_check(args: argparse.Namespace) -> int:
     from appliance.config import Problem, check_config
     from appliance.overrides import OverrideError
-    from appliance.query.rules import RulesError, load_rules
+    from appliance.rules.rules_file import RulesError, load_rules
 
     stdin = args.file == "-"
     label = args.label or ("<stdin>" if stdin else args.file)
@@ -247,7 +251,7 @@ def _build_config(config: argparse.ArgumentParser) -> None:
 # --- rules ------------------------------------------------------------------------------
 
 def _cmd_rules_check(args: argparse.Namespace) -> int:
-    from appliance.query.rules import RulesError, load_rule_set
+    from appliance.rules.rules_file import RulesError, load_rule_set
 
     started = time.monotonic()
     try:
@@ -268,7 +272,7 @@ def _spark_check(rule_set) -> None:
     from pyspark.sql import SparkSession
 
     from appliance.connector import jars
-    from appliance.query.rule_book import compile_rules
+    from appliance.rules.rule_book import compile_rules
     from appliance.tuning import sql_settings, tuning_for
 
     builder = (SparkSession.builder.master("local[1]").appName("rules-check")
@@ -284,50 +288,54 @@ def _spark_check(rule_set) -> None:
         spark.stop()
 
 
-def _cmd_rules_reload(args: argparse.Namespace) -> int:
+def _ask_running(command: str, args: argparse.Namespace, path: str,
+                 ask: Callable[[str], int]) -> int:
+    """Find the running appliance's page ``path`` (``--url``, else from ``--config``'s
+    ``[metrics]``) and ``ask(url)`` it; the exit code. One way to fail for every such
+    command: a bad config exits 2 naming the key, an appliance that cannot be asked or
+    does not answer exits 1 with one line ``<command>: <why>``."""
     from appliance.config import ConfigError, load_config
-    from appliance.process.reload_client import ReloadClientError, reload, status_url
+    from appliance.process.reload_client import ReloadClientError, status_url
 
     try:
-        url = args.url or status_url(load_config(args.config))
+        url = args.url or status_url(load_config(args.config), path)
     except ConfigError as exc:
         return _fail(str(exc))
     except ReloadClientError as exc:
-        print(f"rules reload: {exc}", file=sys.stderr)
+        print(f"{command}: {exc}", file=sys.stderr)
         return 1
     try:
-        answer = reload(url, pid=args.pid, timeout_s=args.timeout)
+        return ask(url)
     except ReloadClientError as exc:
-        print(f"rules reload: {exc}", file=sys.stderr)
+        print(f"{command}: {exc}", file=sys.stderr)
         return 1
-    print(answer.line, file=sys.stdout if answer.exit_code == 0 else sys.stderr)
-    return answer.exit_code
+
+
+def _cmd_rules_reload(args: argparse.Namespace) -> int:
+    from appliance.process.reload_client import reload
+    from appliance.process.reload_status import STATUS_PATH
+
+    def ask(url: str) -> int:
+        answer = reload(url, pid=args.pid, timeout_s=args.timeout)
+        print(answer.line, file=sys.stdout if answer.exit_code == 0 else sys.stderr)
+        return answer.exit_code
+
+    return _ask_running("rules reload", args, STATUS_PATH, ask)
 
 
 def _cmd_rules_stats(args: argparse.Namespace) -> int:
-    from appliance.config import ConfigError, load_config
-    from appliance.process.reload_client import ReloadClientError, read_page, status_url
-    from appliance.query.book_stats import PAGE_PATH, BookStats, report
+    from appliance.process.reload_client import read_page
+    from appliance.rules.book_stats import PAGE_PATH, BookStats, report
 
-    try:
-        url = args.url or status_url(load_config(args.config), PAGE_PATH)
-    except ConfigError as exc:
-        return _fail(str(exc))
-    except ReloadClientError as exc:
-        print(f"rules stats: {exc}", file=sys.stderr)
-        return 1
-    try:
+    def ask(url: str) -> int:
         page = read_page(url)
-    except ReloadClientError as exc:
-        print(f"rules stats: {exc}", file=sys.stderr)
-        return 1
-    if args.json:
-        import json
-
-        print(json.dumps(page, indent=2))
+        if args.json:
+            print(json.dumps(page, indent=2))
+        else:
+            print(report(BookStats.from_page(page), args.top))
         return 0
-    print(report(BookStats.from_page(page), args.top))
-    return 0
+
+    return _ask_running("rules stats", args, PAGE_PATH, ask)
 
 
 def _build_rules(rules: argparse.ArgumentParser) -> None:

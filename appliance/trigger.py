@@ -44,7 +44,7 @@ class ReadySignal(enum.Enum):
 
 class RulesSwitch(enum.Enum):
     """How a new rules version reaches the running query's tasks (the rule book,
-    ``appliance.query.rule_book``): no task stops either way."""
+    ``appliance.rules.rule_book``): no task stops either way."""
 
     # Epochs and micro-batches start every interval or sooner: the first one no task has
     # entered runs the new rules, in every task (one version per epoch or batch).

@@ -41,7 +41,7 @@ from appliance.config import Config, write_config
 from appliance.process import process_group
 from appliance.process.local_cluster import LocalCluster
 from appliance.process.logwatch import log_events, wait_for_event
-from appliance.query.rules import EXAMPLE_RULES
+from appliance.rules.rules_file import EXAMPLE_RULES
 from appliance.trigger import TRIGGERS
 from bench._cells import short_run_interval
 from bench._machine import wait_for_quiet, write_result

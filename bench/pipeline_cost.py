@@ -90,7 +90,7 @@ def records_frame(spark, count: int, bad_every: int):
 
 
 def _rules(count: int):
-    from appliance.query.rules import parse_rule_set
+    from appliance.rules.rules_file import parse_rule_set
     from bench._rule_sets import dump, rules_doc
 
     text = RULES.read_text() if count == 0 else dump(rules_doc(count))
@@ -126,9 +126,9 @@ def measure(args) -> dict:
 
 def _measure_one(args, spark, pid: int, records, count: int, evaluation: str) -> dict:
     from appliance.config import TopicsConfig
-    from appliance.query.naive_rules import NaiveRules
     from appliance.query.pipeline import parse_events, transform
-    from appliance.query.rule_book import RuleBook
+    from appliance.rules.naive_rules import NaiveRules
+    from appliance.rules.rule_book import RuleBook
 
     planned = time.monotonic()
     book = None

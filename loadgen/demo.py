@@ -25,7 +25,7 @@ from appliance.config import (
     SparkConfig,
 )
 from appliance.process.runner import Appliance
-from appliance.query.rules import EXAMPLE_RULES
+from appliance.rules.rules_file import EXAMPLE_RULES
 from loadgen.config import LoadConfig
 from loadgen.report import Report, write_reports
 from loadgen.run import run_load

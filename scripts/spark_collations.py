@@ -1,4 +1,4 @@
-"""Write appliance/query/spark_collations.py: the collations the installed Spark knows.
+"""Write appliance/rules/spark_collations.py: the collations the installed Spark knows.
 
 The rules check (``appliance rules check``) answers without a JVM, so it needs Spark's own
 list of collation names for ``COLLATE``: the locales (``UNICODE``, ``en``, ``sr_Cyrl_SRB``...)
@@ -17,14 +17,14 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "appliance" / "query" / "spark_collations.py"
+OUT = ROOT / "appliance" / "rules" / "spark_collations.py"
 
 HEADER = '''"""The collations of Spark {version}, as ``SHOW COLLATIONS`` lists them (generated).
 
 Written by ``scripts/spark_collations.py``. ``LOCALES``: the names that take the modifiers
 ``_CS``/``_CI`` (case), ``_AS``/``_AI`` (accents) and ``_RTRIM`` (trailing spaces), each at
 most once, in any order; ``BUILT_IN``: the names that take only ``_RTRIM``. Spark reads
-every name case-insensitively. ``appliance.query.rule_types`` reads it.
+every name case-insensitively. ``appliance.rules.rule_types`` reads it.
 """
 
 from __future__ import annotations

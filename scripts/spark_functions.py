@@ -1,4 +1,4 @@
-"""Write appliance/query/spark_functions.py: what the installed Spark says of its functions.
+"""Write appliance/rules/spark_functions.py: what the installed Spark says of its functions.
 
 The rules check (``appliance rules check``) answers without a JVM, so it needs Spark's own
 view of every built-in function: its name, its group (aggregate, window, generator...),
@@ -24,10 +24,10 @@ from pyspark.sql import SparkSession
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from appliance.query.events import EVENT_DDL  # noqa: E402
-from appliance.query.sql_types import kind_of_spark_type  # noqa: E402
+from appliance.events import EVENT_DDL  # noqa: E402
+from appliance.rules.sql_types import kind_of_spark_type  # noqa: E402
 
-OUT = ROOT / "appliance" / "query" / "spark_functions.py"
+OUT = ROOT / "appliance" / "rules" / "spark_functions.py"
 #: Argument counts probed: 0..MAX_ARGS; a function accepting MAX_ARGS takes any number more.
 MAX_ARGS = 6
 #: Arguments of one kind each probe passes (a function's result kind is fixed if every
@@ -41,7 +41,7 @@ COLUMN_PROBES = {"string": "metric", "double": "value", "int": "CAST(value AS IN
                  "timestamp": "timestamp_millis(CAST(ts AS BIGINT))",
                  "binary": "CAST(metric AS BINARY)"}
 #: One argument of each kind the rules check tells apart, by its name there
-#: (``appliance.query.sql_types.probe_kind``): which of them each argument position takes.
+#: (``appliance.rules.sql_types.probe_kind``): which of them each argument position takes.
 KIND_PROBES = {"null": "NULL", "string": "'x'", "double": "1.5D", "int": "2",
                "boolean": "true", "map": "tags", "array": "array('x')",
                "date": "DATE'2024-01-01'", "timestamp": "TIMESTAMP'2024-01-01 00:00:00'",
@@ -54,7 +54,7 @@ Written by ``scripts/spark_functions.py`` from Spark {version}: per function its
 (``agg_funcs``, ``window_funcs``, ``generator_funcs``... or None for table functions), the
 argument counts it accepts among 0..{max_args} (``ANY_MORE``: {max_args} and any number
 more), whether it is deterministic, and the kind of value it returns where that does not
-depend on its arguments (None: it does). ``appliance.query.rule_types`` reads it.
+depend on its arguments (None: it does). ``appliance.rules.rule_types`` reads it.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ class SparkFunction(NamedTuple):
     deterministic: bool
     returns: str | None
     # Per argument count (up to 3), per position: the kinds of argument Spark accepted there
-    # with NULL in every other position (``appliance.query.sql_types.probe_kind``), and
+    # with NULL in every other position (``appliance.rules.sql_types.probe_kind``), and
     # "constant" where it took them only as literals; a count whose all-NULL call Spark
     # refuses is absent (nothing known).
     accepts: dict[int, tuple[tuple[str, ...], ...]] = {{}}

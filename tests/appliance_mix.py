@@ -6,7 +6,7 @@ import base64
 import json
 from dataclasses import dataclass
 
-from appliance.query.rules import rules_version
+from appliance.rules.rules_file import rules_version
 
 MIX_RULES = """\
 rules:

@@ -28,7 +28,7 @@ LAMBDA_RULES = (
 
 
 def lambda_rule_set():
-    from appliance.query.rules import Rule, RuleSet
+    from appliance.rules.rules_file import Rule, RuleSet
 
     return RuleSet.of([Rule(f"l{i}", "info", when, "m") for i, when in enumerate(LAMBDA_RULES)])
 
@@ -65,9 +65,9 @@ def matches_by_rule(df) -> dict[str, int]:
 def book_and_naive(spark, per_partition: int, partitions: int) -> dict[str, dict[str, int]]:
     """Matches per rule through the rule book and through the plan-compiled reference."""
     from appliance.config import TopicsConfig
-    from appliance.query.naive_rules import NaiveRules
     from appliance.query.pipeline import transform
-    from appliance.query.rule_book import RuleBook
+    from appliance.rules.naive_rules import NaiveRules
+    from appliance.rules.rule_book import RuleBook
 
     rule_set = lambda_rule_set()
     records = alternating_records(spark, per_partition, partitions)

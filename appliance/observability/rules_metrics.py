@@ -8,7 +8,7 @@ requests by outcome (every outcome starts at 0, so ``increase()`` sees the first
 where rules switch between epochs or batches; in real-time mode the running batch's end
 until the next one runs).
 
-Per rule, from the rule book's counts (``appliance.query.book_stats``): with thousands of
+Per rule, from the rule book's counts (``appliance.rules.book_stats``): with thousands of
 rules a series per rule would swamp Prometheus, so ``appliance_rule_alerts_total{rule}``
 exists for the ``[metrics] top_rules`` rules that alerted most (the set may change as
 counts grow: a rule leaving it leaves a stale series, as any disappearing target does);
@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
-from appliance.query.book_stats import EMPTY, BookStats
+from appliance.rules.book_stats import EMPTY, BookStats
 
 #: Every outcome of a reload request (appliance.process.reload_status.ReloadResult).
 RESULTS = ("applied", "unchanged", "rejected", "failed")

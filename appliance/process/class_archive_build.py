@@ -29,7 +29,7 @@ from appliance.process import process_group
 from appliance.process.class_archive import default_archive, installation, record_path, verify
 from appliance.process.class_archive_prune import prune
 from appliance.process.logwatch import EventNotLogged, log_tail, wait_for_event
-from appliance.query.rules import EXAMPLE_RULES
+from appliance.rules.rules_file import EXAMPLE_RULES
 from appliance.tuning import GC_OPTIONS
 
 READY_TIMEOUT_S = 600.0  # a cold start on a loaded 2-core machine took up to ~2 min

@@ -29,7 +29,7 @@ from appliance.ha.takeover import (
     step_down,
 )
 from appliance.process.query_probes import READY_TIMEOUT_S
-from appliance.query.rules import RuleSet
+from appliance.rules.rules_file import RuleSet
 
 if TYPE_CHECKING:  # pyspark loads with the parts that use it
     from pyspark.sql.streaming import StreamingQuery

@@ -3,7 +3,7 @@
 SIGHUP and ``appliance rules reload`` ask for it. The new file gets the same checks as at
 start-up (``appliance rules check``'s, then Spark's analysis in the running driver) while
 the old rules keep running; then it is published into the query's rule book
-(``appliance.query.rule_book``), where it takes effect from the next epoch or micro-batch no
+(``appliance.rules.rule_book``), where it takes effect from the next epoch or micro-batch no
 task has entered, or at each task's next record in a real-time batch
 (``TriggerMode.rules_switch``): no task stops, so alerting does not wait. Every event is
 evaluated by exactly one version, and each alert names it (``rules_version``). A file that
@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Protocol
 from appliance import logs
 from appliance.config import Config
 from appliance.process.reload_status import ReloadLog, ReloadOutcome, ReloadResult
-from appliance.query.rules import RulesError, RuleSet, load_rule_set
+from appliance.rules.rules_file import RulesError, RuleSet, load_rule_set
 
 if TYPE_CHECKING:  # pyspark and prometheus_client load with the parts that use them
     from pyspark.sql import SparkSession
 
     from appliance.observability.rules_metrics import RulesCollector
-    from appliance.query.rule_book import RuleBook
+    from appliance.rules.rule_book import RuleBook
 
 log = logs.get_logger("appliance")
 

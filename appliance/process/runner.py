@@ -6,7 +6,7 @@ not a JVM start. ``Appliance`` is used in-process by ``demo`` and the benchmark;
 ``run`` adds signal handling and exit codes for ``appliance run``.
 
 The rules are data, not code: compiled once by the driver's Spark session into the query's
-rule book (``appliance.query.rule_book``), which the query's plan asks per event; the warm-up
+rule book (``appliance.rules.rule_book``), which the query's plan asks per event; the warm-up
 runs the same plan over its own book. Two jobs live next door: what the runner knows of its
 started query (processing yet, committed, failed) is ``appliance.process.query_probes``;
 changing the rules without a restart (SIGHUP, ``appliance rules reload``) is
@@ -46,7 +46,7 @@ from appliance.process.rules_swap import RulesSwap
 from appliance.process.slots import wait_for_slots
 from appliance.query.checkpoint import repair as repair_checkpoint
 from appliance.query.epoch_watch import EpochWatch
-from appliance.query.rules import Rule, RulesError, RuleSet, load_rule_set
+from appliance.rules.rules_file import Rule, RulesError, RuleSet, load_rule_set
 from appliance.topics import (
     TopicError,
     client_config,
@@ -68,8 +68,8 @@ if TYPE_CHECKING:  # imported for real by the methods that start these parts (do
     from appliance.observability.alert_latency import AlertObserver
     from appliance.observability.metrics import ApplianceCollector, MetricsPoller
     from appliance.observability.rules_metrics import RulesCollector
-    from appliance.query.rule_book import CompiledRules, RuleBook
     from appliance.query.warmup import WarmupResult
+    from appliance.rules.rule_book import CompiledRules, RuleBook
 
 
 class PreflightError(Exception):
@@ -124,13 +124,16 @@ def check_cluster_slots(spark, mode: TriggerMode, partitions: int) -> None:
 class Appliance:
     """One broker (embedded or external), one SparkSession, one streaming query."""
 
-    def __init__(self, config: Config, spark: SparkSession | None = None):
-        """``spark``: an existing session to run in (tests, demo); it is not stopped."""
+    def __init__(self, config: Config, spark: SparkSession | None = None,
+                 rule_set: RuleSet | None = None):
+        """``spark``: an existing session to run in (tests, demo); it is not stopped.
+        ``rule_set``: the rules file ``[rules] path`` names, already read and checked (the
+        CLI checks it before anything starts); None: ``start`` reads it."""
         config = instance_config(config)  # [ha]: this instance's own checkpoint folder
         self.config = config
         self.mode = config.query.mode
         self._own_spark = spark is None
-        self.rule_set: RuleSet | None = None
+        self.rule_set: RuleSet | None = rule_set
         self.broker: EmbeddedBroker | None = None
         self.bootstrap: str | None = config.kafka.bootstrap_servers
         self.spark: SparkSession | None = spark
@@ -258,7 +261,7 @@ class Appliance:
     def compile_rules(self) -> None:
         """Compile the loaded rules with Spark's analyzer into the query's rule book (raises
         ``RulesError`` listing every rule Spark refuses)."""
-        from appliance.query.rule_book import RuleBook
+        from appliance.rules.rule_book import RuleBook
 
         rule_set = self.running_rules()
         started = time.monotonic()
@@ -335,7 +338,7 @@ class Appliance:
         from appliance.observability.metrics import ApplianceCollector, MetricsPoller
         from appliance.observability.rules_metrics import RulesCollector
         from appliance.process.reload_status import STATUS_PATH
-        from appliance.query.book_stats import PAGE_PATH as STATS_PATH
+        from appliance.rules.book_stats import PAGE_PATH as STATS_PATH
 
         query = self.config.query
         collector = self._collector = ApplianceCollector(
@@ -378,7 +381,8 @@ class Appliance:
         ``stop`` set while it waits as standby raises ``StoppedAsStandby``."""
         cfg = self.config
         self.check_cpus()
-        self.load_rules()
+        if self.rule_set is None:
+            self.load_rules()
         started = time.monotonic()
         counts = self.start_kafka()
         partitions = self.probes.partitions = counts[cfg.topics.events]
@@ -604,9 +608,10 @@ class Appliance:
             self.spark = None
 
 
-def run(config: Config, on_ready=None) -> int:
+def run(config: Config, on_ready=None, rule_set: RuleSet | None = None) -> int:
     """``appliance run``: start, serve until SIGTERM/SIGINT, stop; the exit code.
-    ``on_ready(appliance)`` is called once it is ready (the terminal's ready line)."""
+    ``on_ready(appliance)`` is called once it is ready (the terminal's ready line);
+    ``rule_set``: the rules file, already read and checked (None: read it at start)."""
     stop = threading.Event()
     starting = threading.Event()
 
@@ -617,7 +622,7 @@ def run(config: Config, on_ready=None) -> int:
             starting.clear()
             raise KeyboardInterrupt  # Ctrl-C during the start-up: do not wait it out
 
-    appliance = Appliance(config)
+    appliance = Appliance(config, rule_set=rule_set)
 
     def _on_reload(signum, _frame):
         log.info("rules.reload_requested", signal=signal.Signals(signum).name)

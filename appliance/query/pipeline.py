@@ -36,13 +36,13 @@ from pyspark.sql.types import (
 
 from appliance.config import TopicsConfig
 from appliance.connector import driver_jvm
+from appliance.events import FIELD_NAMES, FIELDS
 from appliance.query.alert_headers import (
     RULES_VERSION_HEADER,
     SEVERITY_HEADER,
     SOURCE_TIMESTAMP_HEADER,
 )
-from appliance.query.events import FIELD_NAMES, FIELDS
-from appliance.query.rules import SEVERITIES
+from appliance.rules.rules_file import SEVERITIES
 
 # The columns of the Kafka source (Spark's built-in ``kafka`` format has the same).
 KAFKA_READ_SCHEMA = StructType([
@@ -57,7 +57,7 @@ KAFKA_READ_SCHEMA = StructType([
 
 def event_reader(spark: SparkSession) -> JavaObject:
     """The connector's one-pass record reader (``io.appliance.events.EventReader``) for the
-    event table (``appliance.query.events.FIELDS``): names, JSON types, required flags."""
+    event table (``appliance.events.FIELDS``): names, JSON types, required flags."""
     return driver_jvm(spark).io.appliance.events.EventReader.create(
         [f.name for f in FIELDS], [f.json_type for f in FIELDS], [f.required for f in FIELDS])
 
@@ -93,8 +93,8 @@ def parse_events(records: DataFrame) -> DataFrame:
 class RuleEvaluation(Protocol):
     """What ``route`` asks of the rules: their verdict on an event, as a column.
 
-    ``appliance.query.rule_book.RuleBook`` (what the appliance runs) and
-    ``appliance.query.naive_rules.NaiveRules`` (the reference) both answer it.
+    ``appliance.rules.rule_book.RuleBook`` (what the appliance runs) and
+    ``appliance.rules.naive_rules.NaiveRules`` (the reference) both answer it.
     """
 
     def column(self, event: Column) -> Column:

@@ -32,9 +32,9 @@ from appliance import logs
 from appliance.config import TopicsConfig
 from appliance.connector import CONNECTOR_FORMAT
 from appliance.query.pipeline import transform
-from appliance.query.rule_book import CompiledRules, RuleBook
-from appliance.query.rules import Rule, RuleSet
 from appliance.query.stream_query import StreamSpec, stream_writer
+from appliance.rules.rule_book import CompiledRules, RuleBook
+from appliance.rules.rules_file import Rule, RuleSet
 from appliance.topics import end_offsets, offsets_consumer
 
 log = logs.get_logger("appliance.warmup")

@@ -32,7 +32,7 @@ def sql_spark(appliance_spark):
 def rule_book(appliance_spark):
     """``rule_book(rule_set) -> RuleBook``: a rule book holding ``rule_set`` (what
     ``transform`` evaluates), closed after the test."""
-    from appliance.query.rule_book import RuleBook
+    from appliance.rules.rule_book import RuleBook
 
     books = []
 

@@ -15,8 +15,8 @@ import json
 import random
 from dataclasses import dataclass
 
-from appliance.query.rule_types import check
-from appliance.query.rules import SEVERITIES, Rule, RuleSet
+from appliance.rules.rule_types import check
+from appliance.rules.rules_file import SEVERITIES, Rule, RuleSet
 
 METRICS = ("cpu.util", "mem.used_pct", "disk.used_pct", "net.rx", "load.1m", "CPU.util",
            "cpu.util ", "é.metric", "")

@@ -12,10 +12,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from appliance.config import TopicsConfig
+from appliance.events import EVENT_DDL, FIELD_NAMES
 from appliance.process.session import generated_classes
-from appliance.query.events import EVENT_DDL, FIELD_NAMES
 from appliance.query.pipeline import KAFKA_READ_SCHEMA, event_reader, transform
-from appliance.query.rules import parse_rule_set
+from appliance.rules.rules_file import parse_rule_set
 
 pytestmark = pytest.mark.spark
 
@@ -133,7 +133,7 @@ def test_the_record_read_is_compiled_into_the_stage(appliance_spark, rule_book):
 
 def test_the_reader_reads_the_event_table(appliance_spark):
     """The Java reader knows JSON types, not fields: its typed columns are the event
-    table's (``appliance.query.events``), and a JSON type it has no reader for is refused
+    table's (``appliance.events``), and a JSON type it has no reader for is refused
     when the plan is built, naming the type."""
     reader = event_reader(appliance_spark)
     schema = StructType.fromJson(json.loads(reader.schema().json()))

@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
-from appliance.query.rule_book import compile_rules
-from appliance.query.rules import (
+from appliance.rules.rule_book import compile_rules
+from appliance.rules.rules_file import (
     Rule,
     RulesError,
     RuleSet,

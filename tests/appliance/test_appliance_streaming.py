@@ -18,8 +18,8 @@ from short_intervals import SHORT_INTERVALS
 
 from appliance.config import Config
 from appliance.process.runner import Appliance
-from appliance.query.rules import RulesError
 from appliance.query.warmup import MIN_RECORDS
+from appliance.rules.rules_file import RulesError
 
 pytestmark = pytest.mark.spark
 

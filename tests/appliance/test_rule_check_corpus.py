@@ -1,6 +1,6 @@
 """``appliance rules check`` against Spark's analyzer on a corpus of broken and tricky rules.
 
-The check answers without a JVM (``appliance.query.rule_types``); the running appliance
+The check answers without a JVM (``appliance.rules.rule_types``); the running appliance
 compiles the same rules with Spark at start-up and reload (``rule_book.compile_rules``),
 after the same check. For the check to give the running appliance's verdict, Spark must
 accept every rule the check accepts; where the check refuses what Spark alone would take,
@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from appliance.query.rule_types import check
-from appliance.query.rules import (
+from appliance.rules.rule_types import check
+from appliance.rules.rules_file import (
     MAX_FILE_BYTES,
     MAX_RULES,
     MAX_WHEN_CHARS,
@@ -95,7 +95,7 @@ def test_a_file_over_the_size_bound_is_refused_before_it_is_read(tmp_path):
 
 def _spark_verdicts(spark, whens: list[str]) -> dict[int, str]:
     """Spark's problem per rule (by position), from ONE compilation of all of them."""
-    from appliance.query.rule_book import compile_rules
+    from appliance.rules.rule_book import compile_rules
 
     rules = RuleSet(tuple(Rule(f"c{i}", "info", w, "m") for i, w in enumerate(whens)), "v",
                     "corpus.yml")
@@ -136,11 +136,11 @@ def test_spark_finds_the_one_broken_rule_among_ten_thousand(sql_spark):
 
 @pytest.mark.spark
 def test_the_function_table_is_the_installed_sparks(sql_spark):
-    """``appliance.query.spark_functions`` was written from this Spark: the same names and
+    """``appliance.rules.spark_functions`` was written from this Spark: the same names and
     groups (scripts/spark_functions.py writes it again after a pyspark upgrade)."""
     import re
 
-    from appliance.query.spark_functions import FUNCTIONS, SPARK_VERSION
+    from appliance.rules.spark_functions import FUNCTIONS, SPARK_VERSION
 
     assert SPARK_VERSION == sql_spark.version
     jvm = sql_spark.sparkContext._jvm
@@ -156,11 +156,11 @@ def test_the_function_table_is_the_installed_sparks(sql_spark):
 
 @pytest.mark.spark
 def test_the_collation_table_is_the_installed_sparks(sql_spark):
-    """``appliance.query.spark_collations`` was written from this Spark
+    """``appliance.rules.spark_collations`` was written from this Spark
     (scripts/spark_collations.py), and the check reads every name Spark lists, with its
     modifiers, as a collation."""
-    from appliance.query.rule_types import collation_key
-    from appliance.query.spark_collations import LOCALES, SPARK_VERSION
+    from appliance.rules.rule_types import collation_key
+    from appliance.rules.spark_collations import LOCALES, SPARK_VERSION
 
     assert SPARK_VERSION == sql_spark.version
     rows = sql_spark.sql("SHOW COLLATIONS").collect()

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from appliance.query.rule_book import RuleBook
-from appliance.query.rules import Rule, RuleSet
+from appliance.rules.rule_book import RuleBook
+from appliance.rules.rules_file import Rule, RuleSet
 
 pytestmark = pytest.mark.spark
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, generate_latest
 
 from appliance.observability.rules_metrics import RulesCollector
-from appliance.query.book_stats import BookStats, RuleCounts, report
+from appliance.rules.book_stats import BookStats, RuleCounts, report
 
 STATS = BookStats(version="v1", events=1000, frontier=7, rules=(
     RuleCounts("cpu-hot", evaluated=400, matched=40, index_key="metric"),

@@ -1,8 +1,8 @@
 """The rule book against the reference: the same alerts and dead letters, record for record.
 
-The appliance evaluates rules from a rule book (``appliance.query.rule_book``: compiled once,
+The appliance evaluates rules from a rule book (``appliance.rules.rule_book``: compiled once,
 indexed by the equalities they require, each event evaluated only against the rules it can
-match). ``appliance.query.naive_rules`` compiles every rule into the plan and evaluates all
+match). ``appliance.rules.naive_rules`` compiles every rule into the plan and evaluates all
 of them for every event, as the appliance did before. Seeded random rule sets and events
 (``random_rules``: indexable and residual rules, overlaps, every severity, nulls, LIKE,
 absent tags, edge values, every kind of bad record) go through both, in the appliance's SQL
@@ -21,11 +21,11 @@ from lambda_rules import LAMBDA_RULES, book_and_naive
 from random_rules import random_events, random_rule_set
 
 from appliance.config import TopicsConfig
-from appliance.query.naive_rules import NaiveRules
 from appliance.query.pipeline import KAFKA_READ_SCHEMA, transform
-from appliance.query.rule_book import RuleBook
-from appliance.query.rules import Rule, RuleSet
 from appliance.query.stream_query import StreamSpec, stream_writer
+from appliance.rules.naive_rules import NaiveRules
+from appliance.rules.rule_book import RuleBook
+from appliance.rules.rules_file import Rule, RuleSet
 from appliance.trigger import MODES, TRIGGERS
 from appliance.tuning import tuning_for
 

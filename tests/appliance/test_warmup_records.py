@@ -10,8 +10,8 @@ import pytest
 
 from appliance.config import TopicsConfig
 from appliance.query.pipeline import transform
-from appliance.query.rules import RuleSet
 from appliance.query.warmup import WARMUP_RULE, synthetic_records
+from appliance.rules.rules_file import RuleSet
 
 pytestmark = pytest.mark.spark
 

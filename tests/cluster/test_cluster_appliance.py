@@ -37,7 +37,7 @@ from kafka_io import consume, has_all, produce
 from scrape import appliance_metrics
 
 from appliance.process import process_group
-from appliance.query.rules import rules_version
+from appliance.rules.rules_file import rules_version
 from loadgen.arrivals import ArrivalClock
 from loadgen.events import rules_yaml
 

@@ -9,7 +9,7 @@ import pytest
 from appliance import connector
 from appliance.config import ConfigError, load_config
 from appliance.process.session import spark_conf
-from appliance.query.rules import EXAMPLE_RULES, load_rules
+from appliance.rules.rules_file import EXAMPLE_RULES, load_rules
 from appliance.trigger import MODES
 from appliance.tuning import tuning_for
 

@@ -40,7 +40,7 @@ from secure_helpers import write_private
 
 from appliance.cli import main as appliance_main
 from appliance.cpu_list import parse_cpu_list
-from appliance.query.rules import rules_version
+from appliance.rules.rules_file import rules_version
 from appliance.trigger import MODES
 from appliance.tuning import tuning_for
 from dashboards import catalog

@@ -124,7 +124,7 @@ def test_installed_wheel_runs_broker_appliance_and_loadgen_without_a_checkout(
     probe = subprocess.run(
         [str(bin_dir / "python"), "-c",
          "import json, sys, appliance, loadgen; from appliance import connector; "
-         "from appliance.query.rules import EXAMPLE_RULES; print(json.dumps({"
+         "from appliance.rules.rules_file import EXAMPLE_RULES; print(json.dumps({"
          "'appliance': appliance.__file__, 'loadgen': loadgen.__file__, "
          "'jars': connector.jars(), 'rules': str(EXAMPLE_RULES), 'path': sys.path}))"],
         cwd=work, env=env, capture_output=True, text=True, timeout=120)

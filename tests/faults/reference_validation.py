@@ -10,7 +10,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from appliance.query.events import (
+from appliance.events import (
     EVENT_DDL,
     FIELD_NAMES,
     FIELDS,

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_hostile_input import records
 
-from appliance.query.events import FIELD_NAMES, FIELDS
+from appliance.events import FIELD_NAMES, FIELDS
 from appliance.query.pipeline import KAFKA_READ_SCHEMA, parse_events
 
 pytestmark = pytest.mark.spark

@@ -38,7 +38,7 @@ from nemesis_check import ReplayWindow, Verdict, check
 from nemesis_io import Load, Reader, read_topic, sent_events
 
 from appliance.broker import EmbeddedBroker
-from appliance.query.rules import rules_version
+from appliance.rules.rules_file import rules_version
 from appliance.trigger import interval_ms
 
 RATE = 200.0

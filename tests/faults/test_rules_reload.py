@@ -32,7 +32,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from loadrun import LoadThread, rules_yaml
 from swap_outage import is_outage, outage_bound_s
 
-from appliance.query.rules import rules_version
+from appliance.rules.rules_file import rules_version
 from appliance.trigger import MODES, TRIGGERS
 
 # Alone (``make test`` runs exclusive tests after the parallel part): the bound compares the

@@ -2,7 +2,7 @@
 
 Loadgen's own end-to-end tests must not need a JVM, so they use something that behaves
 like the appliance on the wire: this process consumes the events topic, validates each
-record against the event shape (``appliance.query.events``), evaluates the example rules
+record against the event shape (``appliance.events``), evaluates the example rules
 (``loadgen.events.RULE_TEMPLATES``) in plain Python, and produces alerts and dead letters
 in the product's formats (docs/appliance.md). It is not a mock of loadgen: loadgen talks
 to it only through a real broker. The appliance's own suites run ``appliance run``.
@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from confluent_kafka import Consumer, Producer  # noqa: E402
 
-from appliance.query.events import FIELDS  # noqa: E402
-from appliance.query.rules import SEVERITIES  # noqa: E402
+from appliance.events import FIELDS  # noqa: E402
+from appliance.rules.rules_file import SEVERITIES  # noqa: E402
 from loadgen.collector import end_offsets  # noqa: E402
 from loadgen.events import matching_rules  # noqa: E402
 from loadgen.kafka_config import consumer_config, producer_config  # noqa: E402

@@ -56,7 +56,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * four bytes would make it skip the mark or read UTF-16/32, and neither can start a JSON text,
  * so both are malformed before the parser sees them.
  *
- * <p>The field table comes from Python ({@code appliance.query.events.FIELDS}); this class knows
+ * <p>The field table comes from Python ({@code appliance.events.FIELDS}); this class knows
  * only the JSON types ({@link JsonKind}). It is used as the target object of an {@link Invoke}
  * expression (see {@link #column}), so generated code calls {@link #read} directly, and the
  * instance travels with the plan (serialized) to the executors.

@@ -5,7 +5,7 @@ import org.apache.spark.sql.types.DataTypes;
 
 /**
  * The JSON type an event field must have, by the name the Python event table gives it
- * ({@code appliance.query.events}: {@code STRING}, {@code NUMBER}, {@code STRING_MAP}), with the
+ * ({@code appliance.events}: {@code STRING}, {@code NUMBER}, {@code STRING_MAP}), with the
  * Spark type the field is read as and the words its dead-letter reason uses.
  */
 enum JsonKind {

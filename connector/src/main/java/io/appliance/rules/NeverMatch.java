@@ -50,7 +50,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * </ul>
  *
  * <p>Only the casts the analyzer added count ({@code CAST(value AS STRING) LIKE '9%'} says
- * what it means). The rules check without a JVM ({@code appliance.query.never_match} and
+ * what it means). The rules check without a JVM ({@code appliance.rules.never_match} and
  * {@code rule_types}) finds the same, so both give one verdict.
  */
 final class NeverMatch {

@@ -4,7 +4,7 @@ Written by ``scripts/spark_functions.py`` from Spark 4.3.0: per function its gro
 (``agg_funcs``, ``window_funcs``, ``generator_funcs``... or None for table functions), the
 argument counts it accepts among 0..6 (``ANY_MORE``: 6 and any number
 more), whether it is deterministic, and the kind of value it returns where that does not
-depend on its arguments (None: it does). ``appliance.query.rule_types`` reads it.
+depend on its arguments (None: it does). ``appliance.rules.rule_types`` reads it.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class SparkFunction(NamedTuple):
     deterministic: bool
     returns: str | None
     # Per argument count (up to 3), per position: the kinds of argument Spark accepted there
-    # with NULL in every other position (``appliance.query.sql_types.probe_kind``), and
+    # with NULL in every other position (``appliance.rules.sql_types.probe_kind``), and
     # "constant" where it took them only as literals; a count whose all-NULL call Spark
     # refuses is absent (nothing known).
     accepts: dict[int, tuple[tuple[str, ...], ...]] = {}

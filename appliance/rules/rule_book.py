@@ -13,7 +13,7 @@ no restart, no gap.
 What a rule means does not change: every ``when`` is parsed, analyzed and optimized by the
 appliance's Spark session (all rules as one projection, the cost of one query; a failing
 analysis is halved down to the rules at fault, each named with Spark's message), and
-evaluated by Spark's own interpreted ``eval``. ``appliance.query.naive_rules`` keeps the
+evaluated by Spark's own interpreted ``eval``. ``appliance.rules.naive_rules`` keeps the
 plan-compiled evaluation as the reference the differential tests hold this one to.
 """
 
@@ -26,9 +26,9 @@ from py4j.java_gateway import JavaObject
 from pyspark.sql import Column, SparkSession
 
 from appliance.connector import driver_jvm
-from appliance.query.book_stats import EMPTY, BookStats, RuleCounts
-from appliance.query.events import EVENT_DDL, REQUIRED
-from appliance.query.rules import RulesError, RuleSet
+from appliance.events import EVENT_DDL, REQUIRED
+from appliance.rules.book_stats import EMPTY, BookStats, RuleCounts
+from appliance.rules.rules_file import RulesError, RuleSet
 
 #: Event fields the index prefers as keys, best first (a ``tags[...]`` entry ranks after
 #: them): ``metric`` splits a firehose most evenly, ``source`` next.
@@ -137,7 +137,7 @@ class RuleBook:
 
     def column(self, event: Column) -> Column:
         """The rules' verdict on ``event`` (a struct of the event's fields in
-        ``appliance.query.events.FIELDS`` order): ``struct<version string, rules
+        ``appliance.events.FIELDS`` order): ``struct<version string, rules
         array<struct<id, severity, message, ordinal int>>>``."""
         return Column(self._book.column(self.id, event._jc, self.live))
 

@@ -2,7 +2,7 @@
 
 Kinds are coarse (``numeric`` for every number type, ``map``, ``array``...) because that
 is what decides the analyzer's verdicts on a rule with ANSI mode off. A leaf module: the
-rules check (``appliance.query.rule_types``) and the generator of Spark's function table
+rules check (``appliance.rules.rule_types``) and the generator of Spark's function table
 (``scripts/spark_functions.py``) both read it.
 """
 

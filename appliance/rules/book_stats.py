@@ -1,7 +1,7 @@
 """What each rule did since the appliance started, and the summaries an operator reads.
 
 The rule book counts, per rule, the valid events it was evaluated on and those it matched
-(``appliance.query.rule_book``; executors report theirs to the driver). With thousands of
+(``appliance.rules.rule_book``; executors report theirs to the driver). With thousands of
 rules an operator asks three questions of these counts, answered here in one place for
 the metrics (``appliance.observability.rules_metrics``), the ``/-/rules/stats`` page and
 ``appliance rules stats``:

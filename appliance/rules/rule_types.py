@@ -2,10 +2,10 @@
 
 ``appliance rules check`` answers in milliseconds per thousand rules because it does not
 start a JVM. To answer as the running appliance would, this walks a rule's tree
-(``appliance.query.rule_syntax``) the way Spark's analyzer resolves it, with the
+(``appliance.rules.rule_syntax``) the way Spark's analyzer resolves it, with the
 appliance's SQL settings (ANSI mode off, so strings cast to numbers and a bad cast is
 null): event fields by name (case-insensitive), functions by Spark's own table
-(``appliance.query.spark_functions``: names, argument counts, groups, determinism),
+(``appliance.rules.spark_functions``: names, argument counts, groups, determinism),
 and the types each operator accepts. Kinds of value are coarse (``numeric`` for every
 number type, ``map``, ``array``...) because that is what decides Spark's verdicts here.
 
@@ -22,12 +22,12 @@ import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from appliance.query import rule_syntax as s
-from appliance.query.events import FIELD_NAMES, FIELDS
-from appliance.query.never_match import contradiction, is_number_text, number_literal, text_field
-from appliance.query.spark_collations import BUILT_IN, LOCALES
-from appliance.query.spark_functions import ANY_MORE, FUNCTIONS
-from appliance.query.sql_types import (
+from appliance.events import FIELD_NAMES, FIELDS
+from appliance.rules import rule_syntax as s
+from appliance.rules.never_match import contradiction, is_number_text, number_literal, text_field
+from appliance.rules.spark_collations import BUILT_IN, LOCALES
+from appliance.rules.spark_functions import ANY_MORE, FUNCTIONS
+from appliance.rules.sql_types import (
     ANY,
     ARRAY,
     BINARY,
@@ -55,7 +55,7 @@ from appliance.query.sql_types import (
     parse_type,
     probe_kind,
 )
-from appliance.query.sql_types import of_kind as _t
+from appliance.rules.sql_types import of_kind as _t
 
 FIELD_TYPES: dict[str, SqlType] = {f.name: parse_type(f.spark_type) for f in FIELDS}
 

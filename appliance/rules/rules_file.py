@@ -3,9 +3,9 @@
 Two passes, because a bad rule must be reported before the query starts and, where
 possible, before a JVM starts: ``load_rule_set`` does every check that needs no Spark
 (YAML shape, ids, severities, sizes, and each ``when`` read and type-checked as Spark's
-analyzer would: ``appliance.query.rule_types``), in milliseconds per thousand rules; the
+analyzer would: ``appliance.rules.rule_types``), in milliseconds per thousand rules; the
 running appliance then compiles the rules with Spark's own analyzer
-(``appliance.query.rule_book.compile_rules``), which has the last word. Each problem is
+(``appliance.rules.rule_book.compile_rules``), which has the last word. Each problem is
 one line naming the file and the rule id, and every problem is reported, not just the
 first.
 
@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from appliance.query.rule_types import check as expression_problems
+from appliance.rules.rule_types import check as expression_problems
 
 SEVERITIES = ("info", "warning", "critical")  # ascending: position + 1 is the ordinal
 #: The example rules shipped as package data (``appliance demo``, loadgen's event mix):

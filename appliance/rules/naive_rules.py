@@ -1,6 +1,6 @@
 """The reference evaluation of the rules: one ``CASE WHEN`` per rule, compiled into the plan.
 
-This is how the appliance evaluated rules before the rule book (``appliance.query.rule_book``)
+This is how the appliance evaluated rules before the rule book (``appliance.rules.rule_book``)
 and the meaning the book must keep: the differential tests run seeded random rule sets and
 events through both and require the same alerts and dead letters, record for record; the
 benchmarks use it as the baseline. Every event evaluates every rule here, and the plan (its
@@ -15,7 +15,7 @@ from __future__ import annotations
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from appliance.query.rules import RuleSet
+from appliance.rules.rules_file import RuleSet
 
 
 class NaiveRules:

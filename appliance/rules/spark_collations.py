@@ -3,7 +3,7 @@
 Written by ``scripts/spark_collations.py``. ``LOCALES``: the names that take the modifiers
 ``_CS``/``_CI`` (case), ``_AS``/``_AI`` (accents) and ``_RTRIM`` (trailing spaces), each at
 most once, in any order; ``BUILT_IN``: the names that take only ``_RTRIM``. Spark reads
-every name case-insensitively. ``appliance.query.rule_types`` reads it.
+every name case-insensitively. ``appliance.rules.rule_types`` reads it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Rules that type-check but can never match: what a conjunction of comparisons rules out.
 
-``appliance.query.rule_types`` refuses the comparisons Spark makes null for every event
+``appliance.rules.rule_types`` refuses the comparisons Spark makes null for every event
 (a number compared with text that is not one, an IN of mixed types, LIKE on a number); this
 finds the rules whose top-level ``AND`` asks for two things no event has at once: a text
 field equal to two different values (``metric = 'a' AND metric IN ('b', 'c')``), or a
@@ -18,9 +18,9 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from appliance.query import rule_syntax as s
-from appliance.query.events import FIELDS
-from appliance.query.sql_types import NUMERIC, STRING, parse_type
+from appliance.events import FIELDS
+from appliance.rules import rule_syntax as s
+from appliance.rules.sql_types import NUMERIC, STRING, parse_type
 
 _KINDS = {f.name: parse_type(f.spark_type).kind for f in FIELDS}
 _MAPS = {f.name for f in FIELDS if parse_type(f.spark_type).kind == "map"}
