@@ -1,4 +1,10 @@
-"""The TCP side: framing, header parsing, dispatch, and responses per connection.
+"""The TCP side: the listeners, and each connection wiring its pieces together.
+
+A ``Connection`` is asyncio's protocol for one client; the work is done by the pieces in
+``connections/``: ``framing`` (frames and their caps), ``dispatch`` (header checks and
+the handler), ``auth_steps`` (SASL), ``responses`` (answers in request order, streamed)
+and ``read_gate`` (why reading is paused). What the connection itself keeps are the rules
+that tie them together, below.
 
 One request at a time per connection, as Kafka: once a request is read, nothing more is
 read from its connection until its response has been handed to the kernel whole (a
