@@ -1,7 +1,8 @@
 """The pieces a broker connection is made of, each on its own, without a socket: the
 framer (chunks that split and merge frames, the caps, the request pool), the response
 queue (request order whatever order futures complete in, corking, streaming), the SASL
-steps (what passes before login, failure, login, the timeout) and the read gate."""
+steps (what passes before login, failure, login, the timeout), the read gate, and the
+dispatch (header checks, the handler and its caller)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import struct
 
 import pytest
 
+from appliance.broker.caller import Caller
 from appliance.broker.connections.auth_steps import AuthSteps
+from appliance.broker.connections.dispatch import RequestDispatch
 from appliance.broker.connections.framing import Framer
 from appliance.broker.connections.read_gate import ReadGate
 from appliance.broker.connections.request_pool import SMALL_FRAME, RequestPool
@@ -20,6 +23,7 @@ from appliance.broker.connections.responses import ResponseQueue
 from appliance.broker.security import sasl, scram
 from appliance.broker.security.credentials import Users
 from appliance.broker.wire import errors, schemas
+from appliance.broker.wire.client import decode_response, encode_request
 from appliance.broker.wire.codec import Reader
 from appliance.broker.wire.request_limits import RequestLimits
 
@@ -376,3 +380,77 @@ def test_no_login_within_the_timeout_calls_timeout():
         return timeouts
 
     assert asyncio.run(run()) == [1]
+
+
+class Requests:
+    """A connection as the dispatch sees it: closes and acks=0 completions, recorded."""
+
+    def __init__(self) -> None:
+        self.closed: list[tuple[str, dict]] = []
+        self.done = 0
+
+    def close(self, reason: str, **fields) -> None:
+        self.closed.append((reason, fields))
+
+    def request_done(self) -> None:
+        self.done += 1
+
+
+def _dispatch(handlers: dict, session: sasl.SaslSession | None = None
+              ) -> tuple[RequestDispatch, Requests, Transport]:
+    queue, _, transport = _queue()
+    owner = Requests()
+    steps = _steps(session, [])
+    dispatch = RequestDispatch(handlers, lambda: [], 100, steps, queue, owner)
+    dispatch.caller = Caller("", "10.0.0.7")
+    return dispatch, owner, transport
+
+
+def _request(schema, version: int, body: dict, client_id: str = "app-1") -> memoryview:
+    return memoryview(encode_request(schema, version, body, 9, client_id))[4:]
+
+
+def test_a_request_reaches_its_handler_with_its_caller_and_is_answered():
+    seen: list = []
+
+    def api_versions(version: int, req: dict, caller: Caller) -> dict:
+        seen.append(caller)
+        return {"error_code": 0, "api_keys": []}
+
+    dispatch, owner, transport = _dispatch({schemas.API_VERSIONS.key: api_versions})
+    dispatch.handle(_request(schemas.API_VERSIONS, 0, {}))
+    assert seen == [Caller("app-1", "10.0.0.7")] and not owner.closed
+    assert decode_response(schemas.API_VERSIONS, 0, transport.written[0][4:])[0] == 9
+
+
+def test_a_request_without_an_answer_is_done_at_once():
+    dispatch, owner, transport = _dispatch({schemas.API_VERSIONS.key: lambda v, r, c: None})
+    dispatch.handle(_request(schemas.API_VERSIONS, 0, {}))
+    assert owner.done == 1 and transport.written == []
+
+
+@pytest.mark.parametrize(("frame", "reason"), [
+    (b"\0\x12", "request shorter than a header"),
+    (struct.pack(">hhi", 999, 0, 1), "unsupported api"),
+    (struct.pack(">hhi", schemas.METADATA.key, 99, 1), "unsupported api version"),
+    (struct.pack(">hhih", schemas.METADATA.key, 1, 1, 50), "malformed request"),
+])
+def test_a_bad_header_closes_naming_why(frame, reason):
+    dispatch, owner, transport = _dispatch({})
+    dispatch.handle(memoryview(frame))
+    assert [r for r, _ in owner.closed] == [reason] and transport.written == []
+
+
+def test_an_api_versions_probe_above_the_range_is_answered_in_v0():
+    dispatch, owner, transport = _dispatch({})
+    dispatch.handle(memoryview(struct.pack(">hhih", schemas.API_VERSIONS.key, 99, 5, -1)))
+    corr, body = decode_response(schemas.API_VERSIONS, 0, transport.written[0][4:])
+    assert corr == 5 and body["error_code"] == errors.UNSUPPORTED_VERSION
+    assert not owner.closed
+
+
+def test_before_login_a_request_other_than_the_exchange_closes():
+    dispatch, owner, _ = _dispatch({}, sasl.SaslSession(_settings("SCRAM-SHA-256")))
+    dispatch.handle(_request(schemas.METADATA, 1, {"topics": None}))
+    assert owner.closed == [("request before authentication",
+                             {"api_key": schemas.METADATA.key})]
