@@ -199,17 +199,38 @@ def number_arg(minimum: float = 0.0, above: bool = False, maximum: float | None 
     return parse
 
 
-def count_arg(minimum: int = 0):
-    """An argparse ``type=`` for an integer of at least ``minimum``."""
+def count_arg(minimum: int = 0, meaning: str = ""):
+    """An argparse ``type=`` for an integer of at least ``minimum``; ``meaning`` says what
+    the smallest value means when it is special (``-1: no limit``)."""
+    extra = f" ({meaning})" if meaning else ""
 
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"must be a whole number, got {text!r}") from None
         if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+            raise argparse.ArgumentTypeError(
+                f"must be at least {minimum}{extra}, got {value}")
         return value
 
     parse.__name__ = "count"
+    return parse
+
+
+def port_arg():
+    """An argparse ``type=`` for a TCP port to listen on, 0 for any free one."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a port number, got {text!r}") from None
+        if not 0 <= value <= 65535:
+            raise argparse.ArgumentTypeError(
+                f"must be 0..65535 (0: any free port), got {value}")
+        return value
+
+    parse.__name__ = "port"
     return parse

@@ -36,18 +36,20 @@ and each sub-package under a contract of its own):
 - ``embedded`` (run the broker as a child process from Python; ``EmbeddedBroker``) and
   ``users_cli`` (``appliance broker-user``: the users file, and ``broker-user acl``);
 - ``cli`` (``appliance broker``: flags, start-up, signals);
-- ``server`` (TCP: framing, header parsing, dispatch, in-order responses per connection);
+- ``server`` (TCP: the listeners, and each connection wiring its pieces together);
 - ``apis`` (the log's, topics' and cluster's handlers, and the dispatch table),
   ``broker_metrics`` (``broker_*`` for Prometheus, ``--metrics-port``) and
   ``memory_bound`` (the memory formula, and the write-side constants it rests on);
 - ``admin_apis`` (configs and DeleteRecords), ``cluster_apis`` (log dirs, topic
   partitions, config resources, elections, reassignments), ``scram_apis`` (SCRAM users)
-  and ``groups/`` (consumer groups: ``apis``, ``coordinator``, ``consumer_protocol``,
-  ``offsets``);
+  ``groups/`` (consumer groups: ``apis``, ``coordinator``, ``consumer_protocol``,
+  ``offsets``) and ``connections/`` (one connection's pieces: ``dispatch``,
+  ``responses``, ``framing``, ``auth_steps``, ``read_gate``; and what one client address
+  may cost: the per-IP and broker-wide ``cap``, the per-IP ``rate``, the
+  ``preauth_queue``, the ``request_pool``);
 - ``acl/`` (authorization: ``apis``, ``cli``, ``authorizer``, ``needs``, ``store``,
-  ``model``), ``security/`` (authentication: ``listener``, ``sasl``, ``tls``,
-  ``credentials``, ``password_pool``, ``scram``) and ``connections/`` (the per-IP and
-  broker-wide ``cap``, the per-IP ``rate``, the ``preauth_queue``, the ``request_pool``);
+  ``model``) and ``security/`` (authentication: ``listener``, ``sasl``, ``tls``,
+  ``credentials``, ``password_pool``, ``scram``);
 - ``storage/`` (the log: ``log_cleaner``, ``topic_registry``, ``fetch_wait``,
   ``timestamp_search``, ``partition``, ``segments``, ``batch_policy``, ``topic_configs``,
   ``log_budget``, ``cleaned_swap``, ``segment_file``, ``framed_scan``,

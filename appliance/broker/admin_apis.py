@@ -19,8 +19,8 @@ from appliance.broker.acl.model import CLUSTER_NAME
 from appliance.broker.caller import Caller
 from appliance.broker.settings import BrokerConfig
 from appliance.broker.storage import topic_configs
-from appliance.broker.storage.topic_configs import ConfigError, ConfigSource, ResourceType
-from appliance.broker.storage.topic_registry import TopicError, TopicRegistry
+from appliance.broker.storage.topic_configs import ConfigSource, ResourceType, TopicConfigError
+from appliance.broker.storage.topic_registry import TopicRegistry, TopicRegistryError
 from appliance.broker.wire import errors
 
 
@@ -152,7 +152,7 @@ class AdminApis:
 
     def _alter(self, rtype: int, name: str, compute, validate_only: bool,
                denied: dict | None) -> dict:
-        """``compute(current configs) -> new configs``; raises ConfigError."""
+        """``compute(current configs) -> new configs``; raises TopicConfigError."""
         res = {"error_code": errors.NONE, "error_message": None, "resource_type": rtype,
                "resource_name": name}
         try:
@@ -171,9 +171,9 @@ class AdminApis:
             else:
                 current = dict(self.registry.topics[name].configs)
                 self.registry.alter_configs(name, compute(current), validate_only)
-        except ConfigError as exc:
+        except TopicConfigError as exc:
             res.update(error_code=errors.INVALID_CONFIG, error_message=str(exc))
-        except TopicError as exc:
+        except TopicRegistryError as exc:
             res.update(error_code=exc.code, error_message=exc.message)
         return res
 
@@ -187,14 +187,14 @@ class AdminApis:
                     try:
                         op = AlterOp(c["config_operation"])
                     except ValueError:
-                        raise ConfigError(f"{name}: unknown operation "
+                        raise TopicConfigError(f"{name}: unknown operation "
                                           f"{c['config_operation']}") from None
                     if op is AlterOp.SET:
                         current[name] = value
                     elif op is AlterOp.DELETE:
                         current.pop(name, None)
                     elif spec.type is not topic_configs.ConfigType.LIST:
-                        raise ConfigError(f"{name}: {op.name} needs a list config")
+                        raise TopicConfigError(f"{name}: {op.name} needs a list config")
                     else:
                         items = [v for v in (current.get(name) or spec.default(
                             self.config)).split(",") if v]

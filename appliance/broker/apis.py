@@ -35,7 +35,7 @@ from appliance.broker.storage.batch_policy import BatchPolicy, keys_refusal
 from appliance.broker.storage.fetch_wait import FetchedPartition, FetchWait
 from appliance.broker.storage.partition import LEADER_EPOCH, PartitionLog
 from appliance.broker.storage.producer_ids import ProducerIdError
-from appliance.broker.storage.topic_registry import TopicError, TopicRegistry
+from appliance.broker.storage.topic_registry import TopicRegistry, TopicRegistryError
 from appliance.broker.wire import errors, schemas
 from appliance.broker.wire.compression import CompressionError
 from appliance.broker.wire.records import BatchError, BatchHeader, split_batches, with_codec
@@ -551,11 +551,11 @@ class Apis:
                 count = t["num_partitions"]
                 if t["assignments"]:
                     if count != -1 or t["replication_factor"] != -1:
-                        raise TopicError(errors.INVALID_REQUEST,
+                        raise TopicRegistryError(errors.INVALID_REQUEST,
                                          "give either assignments or partitions/replication")
                     count = len(t["assignments"])
                 elif t["replication_factor"] not in (-1, 1):
-                    raise TopicError(errors.INVALID_REPLICATION_FACTOR,
+                    raise TopicRegistryError(errors.INVALID_REPLICATION_FACTOR,
                                      "single-broker cluster: replication factor must be 1")
                 configs = {c["name"]: c["value"] for c in t["configs"]}
                 topic = self.registry.create(t["name"], count, configs,
@@ -568,7 +568,7 @@ class Apis:
                                    "config_source": 1, "is_sensitive": False}
                                   for k, v in topic.configs.items()] if authz.allows(
                     caller, needs.CREATE_TOPICS_DESCRIBE_CONFIGS, t["name"]) else None
-            except TopicError as exc:
+            except TopicRegistryError as exc:
                 res.update(error_code=exc.code, error_message=exc.message)
             out.append(res)
         return {"throttle_time_ms": 0, "topics": out}
@@ -585,7 +585,7 @@ class Apis:
             try:
                 self.registry.delete(name)
                 self.offsets.forget_topic(name)
-            except TopicError as exc:
+            except TopicRegistryError as exc:
                 res.update(error_code=exc.code, error_message=exc.message)
             out.append(res)
         return {"throttle_time_ms": 0, "responses": out}
@@ -603,7 +603,7 @@ class Apis:
                 self.registry.add_partitions(t["name"], t["count"], req["validate_only"])
                 if not req["validate_only"]:
                     self.coordinator.partitions_added(t["name"])
-            except TopicError as exc:
+            except TopicRegistryError as exc:
                 res.update(error_code=exc.code, error_message=exc.message)
             out.append(res)
         return {"throttle_time_ms": 0, "results": out}

@@ -39,6 +39,7 @@ from appliance.broker.settings import (
     Flush,
     parse_topics,
 )
+from appliance.command_tree import count_arg, number_arg, port_arg
 from appliance.durations import ms_arg
 from appliance.logs import configure, get_logger
 
@@ -62,37 +63,14 @@ def _topics_arg(value: str) -> dict[str, int]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _integer(value: str, minimum: int, words: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number {words} (got {value!r})") \
-            from None
-    if n < minimum:
-        raise argparse.ArgumentTypeError(f"must be a whole number {words} (got {n})")
-    return n
-
-
-def _non_negative(value: str) -> int:
-    return _integer(value, 0, ">= 0")
-
-
-def _non_negative_float(value: str) -> float:
-    try:
-        x = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number, got {value!r}") from None
-    if not x >= 0 or x == float("inf"):  # also refuses nan
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {value}")
-    return x
-
-
-def _minus_one_or_more(value: str) -> int:
-    return _integer(value, -1, ">= 0, or -1 (no limit)")
-
-
-def _positive(value: str) -> int:
-    return _integer(value, 1, ">= 1")
+# The numeric flags: the appliance's own validators (appliance.command_tree), so a bad
+# value reads the same on every command (``argument --max-groups: must be a whole number,
+# got '20s'``).
+_non_negative = count_arg(0)
+_non_negative_float = number_arg(0.0)
+_minus_one_or_more = count_arg(-1, meaning="-1: no limit")
+_positive = count_arg(1)
+_port = port_arg()
 
 
 # The duration flags: any duration (7d, 10m, 250ms), a plain number in the unit of the
@@ -102,16 +80,6 @@ _positive_ms = ms_arg(positive=True)
 _retention_ms = ms_arg(no_limit="kept by age")
 _minutes = ms_arg(bare_unit="m", positive=True, whole=False)
 DURATION_HELP = "a duration: 7d, 10m, 250ms; a plain number is"
-
-
-def _port(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a port number, got {value!r}") from None
-    if not 0 <= n <= 65535:
-        raise argparse.ArgumentTypeError(f"must be 0..65535 (0: any free port), got {n}")
-    return n
 
 
 def add_broker_options(parser: argparse.ArgumentParser) -> None:
@@ -407,7 +375,7 @@ async def _serve(config: BrokerConfig, loop_name: str, metrics_port: int | None 
 
     log = get_logger("appliance.broker")
     from appliance.broker.storage.durable_io import StorageError
-    from appliance.broker.storage.topic_registry import TopicError
+    from appliance.broker.storage.topic_registry import TopicRegistryError
 
     try:
         server = BrokerServer(config, BrokerMetrics() if metrics_port is not None else None,
@@ -416,7 +384,7 @@ async def _serve(config: BrokerConfig, loop_name: str, metrics_port: int | None 
         log.error("broker.data_dir_unusable", data_dir=config.data_dir, error=str(exc))
         print(f"broker: --data-dir {config.data_dir}: {exc}", file=sys.stderr)
         return 2
-    except TopicError as exc:
+    except TopicRegistryError as exc:
         log.error("broker.bad_topics", error=exc.message)
         print(f"broker: --topics: {exc.message}", file=sys.stderr)
         return 2

@@ -1,4 +1,10 @@
-"""The TCP side: framing, header parsing, dispatch, and responses per connection.
+"""The TCP side: the listeners, and each connection wiring its pieces together.
+
+A ``Connection`` is asyncio's protocol for one client; the work is done by the pieces in
+``connections/``: ``framing`` (frames and their caps), ``dispatch`` (header checks and
+the handler), ``auth_steps`` (SASL), ``responses`` (answers in request order, streamed)
+and ``read_gate`` (why reading is paused). What the connection itself keeps are the rules
+that tie them together, below.
 
 One request at a time per connection, as Kafka: once a request is read, nothing more is
 read from its connection until its response has been handed to the kernel whole (a
@@ -26,56 +32,40 @@ from __future__ import annotations
 import asyncio
 import socket
 import ssl
-import struct
 import time
 from collections import deque
-from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
-from typing import Any, cast
+from typing import cast
 
 from appliance.broker.apis import Apis
 from appliance.broker.broker_metrics import BrokerMetrics
 from appliance.broker.caller import Caller
+from appliance.broker.connections.auth_steps import AuthSteps
 from appliance.broker.connections.cap import ConnectionCap, effective_total
+from appliance.broker.connections.dispatch import RequestDispatch
+from appliance.broker.connections.framing import Framer
 from appliance.broker.connections.preauth_queue import PreAuthQueue
 from appliance.broker.connections.rate import THROTTLED_CLOSE_S, ConnectionRate
-from appliance.broker.connections.request_pool import SMALL_FRAME, RequestPool
+from appliance.broker.connections.read_gate import ReadGate
+from appliance.broker.connections.request_pool import RequestPool
+from appliance.broker.connections.responses import ResponseQueue
 from appliance.broker.memory_bound import STREAM_RUN, WRITE_HIGH, WRITE_LOW
 from appliance.broker.security import listener, sasl
 from appliance.broker.security.password_pool import PasswordWorkers
 from appliance.broker.settings import BrokerConfig
 from appliance.broker.storage.log_cleaner import LogCleaner
-from appliance.broker.storage.segment_file import FileRange
 from appliance.broker.storage.segments import Storage
 from appliance.broker.storage.topic_registry import TopicRegistry
-from appliance.broker.wire import errors, schemas
-from appliance.broker.wire.codec import DecodeError, Reader, Schema, Writer
-from appliance.broker.wire.codegen import decode_struct, encode_struct, strict_from_env
+from appliance.broker.wire.codegen import strict_from_env
 from appliance.broker.wire.request_limits import RequestLimits
 from appliance.logs import get_logger
 
 log = get_logger("appliance.broker")
-_SIZE = struct.Struct(">i")
-_API_KEY = struct.Struct(">h")
 ACCEPT_RETRY_S = 0.1  # after a failed accept (descriptors exhausted): do not spin
 IDLE_CHECK_MAX_S = 30.0  # idle connections are looked for at least this often
 
 
 def _family(host: str) -> socket.AddressFamily:
     return socket.AF_INET6 if ":" in host else socket.AF_INET
-_HEADER = struct.Struct(">hhi")  # api_key, api_version, correlation_id
-
-
-@dataclass(slots=True)
-class PendingResponse:
-    """A response waiting its turn: ``result`` is the body, or a Future of it (long poll).
-    ``schema`` None: a bare SASL token (after SaslHandshake v0), not a Kafka response."""
-
-    header_flexible: bool
-    correlation_id: int
-    schema: Schema | None
-    version: int
-    result: Any
 
 
 class BrokerServer:
@@ -264,50 +254,62 @@ class BrokerServer:
 
 
 class Connection(asyncio.Protocol):
+    """One client connection: asyncio's callbacks wired to the pieces that do the work
+    (``connections.framing``, ``dispatch``, ``auth_steps``, ``responses``, ``read_gate``)
+    and the rules that tie them: one request at a time, closing after a failed login's
+    answer, the pre-auth queue, the caps it is counted in, idleness."""
+
     def __init__(self, server: BrokerServer, admitted_ip: str | None = None) -> None:
         self.server = server
         self.admitted_ip = admitted_ip  # TLS listeners: the cap and rate let it in on accept
         self.made = False  # connection_made ran (TLS: the handshake finished)
-        self.apis = server.apis
-        self.limits = server.request_limits
-        self.max_frame = self.limits.largest_frame
         self.transport: asyncio.Transport | None = None
-        self.buf = bytearray()
-        self._corked: list[bytes] | None = None  # responses held to leave in one send()
-        self.pending: deque[PendingResponse] = deque()
-        self.strict = server.strict_encoding
         self.peer = None
-        # who sends on this connection: rebuilt only when the header's client id changes
-        self._client_id_raw = b""
-        self._caller = Caller("", "")
         self.ip: str | None = None  # counted by the server's ConnectionCap while open
-        self.closed = False
-        self.closing = False  # answered an auth failure: close once the answer is sent
+        self.gate = ReadGate()
+        limits = server.request_limits
+        session = server.security.new_session()
         # SASL listeners: nothing but the handshake until authenticated (sasl.py)
-        self.sasl = server.security.new_session()
-        self._auth_timer: asyncio.TimerHandle | None = None
+        self.auth = AuthSteps(session, server.password_checks,
+                              server.config.auth_timeout_ms, self._logged_in)
+        self.framer = Framer(limits, server.request_pool, self.gate,
+                             limits.largest_frame if session is None else
+                             min(limits.largest_frame, sasl.UNAUTHENTICATED_MAX_FRAME))
+        metrics = server.metrics
+        self.responses = ResponseQueue(self, server.strict_encoding, WRITE_HIGH, STREAM_RUN,
+                                       self._count_out if metrics is not None else None)
+        self.dispatch = RequestDispatch(server.apis.handlers, Apis.api_version_list,
+                                        limits.max_items, self.auth, self.responses, self,
+                                        metrics)
         self._close_timer: asyncio.TimerHandle | None = None
         self._deferred: deque[memoryview] = deque()  # requests in the server's PreAuthQueue
-        if self.sasl is not None:
-            self.max_frame = min(self.max_frame, sasl.UNAUTHENTICATED_MAX_FRAME)
         # One request at a time (Kafka's rule): ``busy`` from reading a request until its
         # response is in the kernel; reading stops meanwhile.
         self.one_at_a_time = server.config.max_in_flight_requests == 1
         self.busy = False
         self._parsing = False
-        self._out: deque[bytes | FileRange] = deque()  # a response being streamed
-        self._write_paused = False  # the transport holds unsent bytes
-        self._no_read: set[str] = set()  # why reading is paused (busy, pool, write, ...)
-        self._reserved = 0  # request-pool bytes held for the frame being received
-        self._pool_waiting = False
         self.last_active = time.monotonic()
+
+    @property
+    def closed(self) -> bool:
+        return self.gate.shut
+
+    @closed.setter
+    def closed(self, value: bool) -> None:
+        self.gate.shut = value
+
+    @property
+    def closing(self) -> bool:
+        """Answered an auth failure: close once the answer is sent."""
+        return self.auth.failed
 
     # -- asyncio callbacks ----------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.made = True
         self.transport = transport  # type: ignore[assignment]
-        self.peer = transport.get_extra_info("peername")
+        self.gate.transport = self.responses.transport = self.transport
+        self.peer = self.dispatch.peer = transport.get_extra_info("peername")
         ip = self.peer[0] if isinstance(self.peer, tuple) else str(self.peer)
         if self.admitted_ip is not None:
             ip = self.admitted_ip
@@ -320,7 +322,7 @@ class Connection(asyncio.Protocol):
             # over its IP's creation rate: unread, closed later (see connections/rate.py);
             # uvloop starts reading after this returns, so data_received checks ``closed``
             self.closed = True
-            self._pause("closed")
+            self.gate.pause("closed")
             self._close_timer = asyncio.get_running_loop().call_later(
                 THROTTLED_CLOSE_S, self.close_quietly)
             self.server.connections.add(self)
@@ -336,38 +338,18 @@ class Connection(asyncio.Protocol):
         # than that is left in the transport, so that is all one connection holds of it.
         cast(asyncio.Transport, transport).set_write_buffer_limits(high=WRITE_HIGH,
                                                                    low=WRITE_LOW)
-        self._caller = Caller("", ip)
+        self.dispatch.caller = Caller("", ip)
         self.server.connections.add(self)
         if self.server.metrics is not None:
             self.server.metrics.connections_opened += 1
-        self._channel_ready()
-
-    def _channel_ready(self) -> None:
-        """TLS (if any) is up: SASL must now finish within the auth timeout."""
-        if self.sasl is not None:
-            self._auth_timer = asyncio.get_running_loop().call_later(
-                self.server.config.auth_timeout_ms / 1000.0, self._auth_timeout)
-
-    def _pause(self, reason: str) -> None:
-        self._no_read.add(reason)
-        try:
-            cast(asyncio.Transport, self.transport).pause_reading()
-        except (AttributeError, RuntimeError):  # closing already, or no transport
-            pass
-
-    def _unpause(self, reason: str) -> None:
-        self._no_read.discard(reason)
-        if not self._no_read and not self.closed and self.transport is not None:
-            try:
-                self.transport.resume_reading()
-            except RuntimeError:
-                pass
+        # TLS (if any) is up: SASL must now finish within the auth timeout.
+        self.auth.start_clock(self.peer, self._auth_timeout)
 
     def close_quietly(self) -> None:
         """Close without a log line (the caller logged why)."""
         self.closed = True
-        self.buf.clear()
-        self._drop_output()
+        self.framer.buf.clear()
+        self.responses.drop()
         if self.transport is not None:
             self.transport.abort()
         self._release()
@@ -376,51 +358,35 @@ class Connection(asyncio.Protocol):
         if self.ip is not None:
             self.server.connection_cap.release(self.ip)
             self.ip = None
-        self._give_back_pool()
-        if self._pool_waiting:
-            self.server.request_pool.forget(self)
-            self._pool_waiting = False
-
-    def _drop_output(self) -> None:
-        for part in self._out:
-            if isinstance(part, FileRange):
-                part.done()
-        self._out.clear()
+        self.framer.release()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self._release()
-        self._drop_output()
-        for timer in (self._auth_timer, self._close_timer):
-            if timer is not None:
-                timer.cancel()
+        self.responses.drop()
+        self.auth.stop_clock()
+        if self._close_timer is not None:
+            self._close_timer.cancel()
         self.server.connections.discard(self)
-        for entry in self.pending:
-            result = entry.result
-            if isinstance(result, asyncio.Future) and not result.done():
-                result.cancel()
-        self.pending.clear()
-        if self.buf:
+        self.responses.cancel_pending()
+        if self.framer.buf:
             log.info("broker.client_disconnected_mid_request", peer=str(self.peer),
-                     buffered_bytes=len(self.buf))
+                     buffered_bytes=len(self.framer.buf))
 
     def pause_writing(self) -> None:
-        self._write_paused = True
-        self._pause("write")
+        self.responses.write_paused = True
+        self.gate.pause("write")
 
     def resume_writing(self) -> None:
-        self._write_paused = False
+        self.responses.write_paused = False
         if self.closed:
             return
-        self._unpause("write")
-        if self._out:
-            self._pump()
-        else:
-            self._sent()
+        self.gate.resume("write")
+        self.responses.resume()
 
     def idle_for(self, now: float) -> float:
         """Seconds without traffic, 0 while a request is in progress."""
-        if self.busy or self.pending or self._out or self._deferred:
+        if self.busy or self.responses.in_progress or self._deferred:
             return 0.0
         return now - self.last_active
 
@@ -428,115 +394,56 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         if self.closed:  # held off (over the creation rate) or closing: never read
-            self._pause("closed")
+            self.gate.pause("closed")
             return
         self.last_active = time.monotonic()
         if self.server.metrics is not None:
             self.server.metrics.bytes_in += len(data)
-        if self.buf:  # a partial frame is pending: join once, then parse from bytes
-            self.buf += data
-            if not self._frame_waiting():
-                return
-            data = bytes(self.buf)
-            self.buf.clear()
-        self._parse(data)
-
-    def _frame_waiting(self) -> bool:
-        """Does the buffer hold a whole frame (or one that must be refused)? Checks a
-        partial frame's announced size and reserves request-pool bytes for it."""
-        if len(self.buf) < 4:
-            return False
-        size = _SIZE.unpack_from(self.buf, 0)[0]
-        if size < 0 or size > self.max_frame or len(self.buf) - 4 >= size:
-            return True
-        if len(self.buf) >= 6:
-            api_key = _API_KEY.unpack_from(self.buf, 4)[0]
-            if size > self.limits.frame_bytes(api_key):
-                return True  # refused by _parse
-        if size > SMALL_FRAME and not self._reserved and not self._pool_waiting:
-            if self.server.request_pool.reserve(self, size):
-                self._reserved = size
-            else:
-                self._pool_waiting = True
-                self._pause("pool")
-        # Still short of the frame: copying the whole buffer to parse nothing would make
-        # a big frame sent in small pieces cost O(n^2).
-        return False
-
-    def pool_granted(self) -> None:
-        if self.closed:
-            self.server.request_pool.release(self._frame_size())
-            return
-        self._pool_waiting = False
-        self._reserved = self._frame_size()
-        self._unpause("pool")
-
-    def _frame_size(self) -> int:
-        return _SIZE.unpack_from(self.buf, 0)[0] if len(self.buf) >= 4 else 0
-
-    def _give_back_pool(self) -> None:
-        if self._reserved:
-            self.server.request_pool.release(self._reserved)
-            self._reserved = 0
+        chunk = self.framer.received(data)
+        if chunk is not None:
+            self._parse(chunk)
 
     def _parse(self, data: bytes) -> None:
-        view = memoryview(data)  # frames are parsed in place, without copying
-        pos, n = 0, len(data)
         # In --max-in-flight-requests 0 mode, responses to requests that arrived together
         # leave together: one send() syscall instead of one per pipelined request.
-        self._corked = None if self.one_at_a_time else []
+        if not self.one_at_a_time:
+            self.responses.cork()
         self._parsing = True
         try:
-            pos = self._parse_frames(data, view, pos, n)
+            pos = self.framer.split(data, self)
         finally:
             self._parsing = False
-            corked, self._corked = self._corked, None
-            if corked and not self.closed:
-                self._send(corked[0] if len(corked) == 1 else b"".join(corked))
-            if self.closing and not self.closed and not self.pending and not self.busy:
+            self.responses.uncork()
+            if self.closing and not self.closed and not self.responses.pending \
+                    and not self.busy:
                 self._close_after_answer()  # else once the answers before it are out
-        if pos < n and not self.closed:
-            self.buf += view[pos:]
+        if pos < len(data) and not self.closed:
+            self.framer.keep(memoryview(data)[pos:])
             if self.busy:
-                self._pause("busy")
+                self.gate.pause("busy")
             else:
-                self._frame_waiting()  # checks and reserves for the partial frame
+                self.framer.frame_waiting()  # checks and reserves for the partial frame
 
-    def _parse_frames(self, data: bytes, view: memoryview, pos: int, n: int) -> int:
-        """Handle the whole frames in ``data`` (one-at-a-time: until one is in flight);
-        returns where the rest starts."""
-        while n - pos >= 4:
-            if self.busy:
-                break
-            size = _SIZE.unpack_from(data, pos)[0]
-            if size < 0 or size > self.max_frame:
-                self.close("frame size out of range", frame_size=size,
-                           max_frame_bytes=self.max_frame)
-                return n
-            if n - pos >= 6:
-                api_key = _API_KEY.unpack_from(data, pos + 4)[0]
-                limit = self.limits.frame_bytes(api_key)
-                if size > limit:
-                    self.close("request frame over its API's limit", api_key=api_key,
-                               frame_size=size, limit_bytes=limit)
-                    return n
-            if n - pos - 4 < size:
-                break
-            self._give_back_pool()  # the frame it was reserved for is whole
-            if self.one_at_a_time:
-                self.busy = True
-            try:
-                self._on_frame(view[pos + 4:pos + 4 + size])
-            except Exception as exc:  # a bug must cost one connection, never the broker
-                log.exception("broker.internal_error", peer=str(self.peer))
-                self.close("internal error", error=repr(exc))
-                return n
-            pos += 4 + size
-            if self.closed or self.closing:
-                return n
-        return pos
+    # FrameSink: what the framer hands on
 
-    def _request_done(self) -> None:
+    def wants_frame(self) -> bool:
+        return not self.busy
+
+    def take_frame(self, frame: memoryview) -> bool:
+        if self.one_at_a_time:
+            self.busy = True
+        try:
+            self._on_frame(frame)
+        except Exception as exc:  # a bug must cost one connection, never the broker
+            log.exception("broker.internal_error", peer=str(self.peer))
+            self.close("internal error", error=repr(exc))
+            return False
+        return not (self.closed or self.closing)
+
+    def refuse_frame(self, reason: str, **fields: int) -> None:
+        self.close(reason, **fields)
+
+    def request_done(self) -> None:
         """The response is in the kernel (or there is none): read the next request."""
         if not self.one_at_a_time or not self.busy:
             return
@@ -544,20 +451,18 @@ class Connection(asyncio.Protocol):
         if self.closing and not self.closed:
             self._close_after_answer()
             return
-        self._unpause("busy")
-        if self.buf and not self._parsing:
+        self.gate.resume("busy")
+        if self.framer.buf and not self._parsing:
             asyncio.get_running_loop().call_soon(self._parse_buffered)
 
     def _parse_buffered(self) -> None:
-        if self.closed or self.busy or not self.buf:
+        if self.closed or self.busy or not self.framer.buf:
             return
-        if not self._frame_waiting():
-            return
-        data = bytes(self.buf)
-        self.buf.clear()
-        self._parse(data)
+        data = self.framer.take_buffered()
+        if data is not None:
+            self._parse(data)
 
-    # -- requests -------------------------------------------------------------------------
+    # -- closing ------------------------------------------------------------------------
 
     def close(self, reason: str, **fields) -> None:
         if not self.closed:
@@ -565,24 +470,21 @@ class Connection(asyncio.Protocol):
             self.close_quietly()
 
     def _auth_timeout(self) -> None:
-        if self.sasl is not None and not self.sasl.authenticated:
-            self.close("authentication timed out",
-                       timeout_ms=self.server.config.auth_timeout_ms)
+        self.close("authentication timed out", timeout_ms=self.server.config.auth_timeout_ms)
 
     def _close_after_answer(self) -> None:
         """Read nothing more, then close gracefully after the configured delay: the failure
         answer already written reaches the client, and is read before the close."""
-        session = self.sasl
+        session = self.auth.session
         log.warning("broker.authentication_failed", peer=str(self.peer),
                     mechanism=session.mechanism if session else None,
                     reason=session.failure if session else None)
         self.closed = True
-        self.buf.clear()
+        self.framer.buf.clear()
         if self.transport is None:
             return
         self.transport.pause_reading()  # what the client still sends is never read
-        if self._auth_timer is not None:
-            self._auth_timer.cancel()
+        self.auth.stop_clock()
         delay_s = self.server.config.failed_auth_close_delay_ms / 1000.0
         if delay_s <= 0:
             self.transport.close()
@@ -590,17 +492,23 @@ class Connection(asyncio.Protocol):
             self._close_timer = asyncio.get_running_loop().call_later(
                 delay_s, self.transport.close)
 
+    # -- authentication -------------------------------------------------------------------
+
+    def _logged_in(self, user: str | None) -> None:
+        self.framer.max_frame = self.server.request_limits.largest_frame
+        self.dispatch.logged_in(user)
+
     def _on_frame(self, frame: memoryview) -> None:
-        if self._deferred or (self.sasl is not None and not self.sasl.authenticated):
+        if self._deferred or self.auth.waiting:
             self._defer(frame)
         else:
-            self._handle(frame)
+            self.dispatch.handle(frame)
 
     def _defer(self, frame: memoryview) -> None:
         """Not authenticated yet: the request waits its turn, and nothing more is read."""
         if not self._deferred:
             self.server.preauth.submit(self)
-            self._pause("preauth")
+            self.gate.pause("preauth")
         self._deferred.append(frame)
 
     def run_deferred(self) -> bool:
@@ -609,261 +517,40 @@ class Connection(asyncio.Protocol):
             self._deferred.clear()
             return False
         try:
-            self._handle(self._deferred.popleft())
+            self.dispatch.handle(self._deferred.popleft())
         except Exception as exc:  # a bug must cost one connection, never the broker
             log.exception("broker.internal_error", peer=str(self.peer))
             self.close("internal error", error=repr(exc))
         if self.closed or self.closing:
             self._deferred.clear()
-            if self.closing and not self.closed and not self.pending and not self.busy:
+            if self.closing and not self.closed and not self.responses.pending \
+                    and not self.busy:
                 self._close_after_answer()
             return False
         if self._deferred:
             return True
-        self._unpause("preauth")
-        if self.buf and not self.busy:
+        self.gate.resume("preauth")
+        if self.framer.buf and not self.busy:
             asyncio.get_running_loop().call_soon(self._parse_buffered)
         return False
 
-    def _handle(self, frame: memoryview) -> None:
-        if self.sasl is not None and self.sasl.expects_raw_token:
-            # After SaslHandshake v0 the whole frame is the token; so is the answer.
-            self._respond(False, -1, None, 0, self._sasl_step(
-                schemas.SASL_AUTHENTICATE.key, 0, {"auth_bytes": bytes(frame)}))
-            return
-        if len(frame) < _HEADER.size:
-            self.close("request shorter than a header", frame_size=len(frame))
-            return
-        api_key, version, corr = _HEADER.unpack_from(frame)
-        if (self.sasl is not None and not self.sasl.authenticated
-                and api_key not in sasl.PRE_AUTH_APIS):
-            self.close("request before authentication", api_key=api_key)
-            return
-        schema = schemas.BY_KEY.get(api_key)
-        if schema is None:
-            self.close("unsupported api", api_key=api_key, api_version=version)
-            return
-        if not schema.min_version <= version <= schema.max_version:
-            if api_key == schemas.API_VERSIONS.key:
-                # Clients probe with their newest ApiVersions; answer in v0 so they can
-                # read our ranges and retry with one we support.
-                log.debug("broker.api_versions_fallback", requested=version, peer=str(self.peer))
-                self._respond(False, corr, schema, 0, {
-                    "error_code": errors.UNSUPPORTED_VERSION,
-                    "api_keys": Apis.api_version_list()})
-                return
-            self.close("unsupported api version", api=schema.name, api_version=version,
-                       supported=f"{schema.min_version}-{schema.max_version}")
-            return
-        flexible = schema.flexible(version)
-        r = Reader(frame, _HEADER.size)
-        try:
-            n = r.int16()
-            client_id = r.raw(n) if n > 0 else b""
-            if flexible:
-                r.skip_tagged()
-            req = decode_struct(schema.request, r, version, flexible, schema.name + "Request",
-                                self.limits.max_items)
-        except DecodeError as exc:
-            self.close("malformed request", api=schema.name, api_version=version,
-                       error=str(exc))
-            return
-        metrics = self.server.metrics
-        started = time.perf_counter() if metrics is not None else 0.0
-        if api_key in sasl.SASL_API_KEYS:
-            self._respond(schemas.response_header_flexible(api_key, version), corr, schema,
-                          version, self._sasl_step(api_key, version, req))
-            return
-        if client_id != self._client_id_raw:
-            self._client_id_raw = bytes(client_id)
-            self._caller = self._caller._replace(
-                client_id=str(self._client_id_raw, "utf-8", "replace"))
-        try:
-            result = self.apis.handlers[api_key](version, req, self._caller)
-        except Exception as exc:
-            log.exception("broker.handler_failed", api=schema.name, api_version=version)
-            self.close("handler failed", error=repr(exc))
-            return
-        if metrics is not None and result is not None:
-            metrics.request_done(api_key, started, result)
-        if result is None:
-            self._request_done()  # acks=0 produce: no response by protocol
-            return
-        self._respond(schemas.response_header_flexible(api_key, version), corr, schema,
-                      version, result)
+    # -- Answering: what the response queue reports ---------------------------------------
 
-    def _sasl_step(self, api_key: int, version: int, req: dict) -> dict | asyncio.Future:
-        if self.sasl is None:
-            return sasl.not_on_this_listener(api_key)
-        step = self.sasl.handle(api_key, version, req)
-        if isinstance(step, sasl.PasswordCheck):
-            return self._check_password(api_key, step)
-        return self._after_sasl(api_key, step)
+    def all_sent(self) -> None:
+        self.last_active = time.monotonic()
+        self.request_done()
 
-    def _check_password(self, api_key: int, check: sasl.PasswordCheck) -> asyncio.Future:
-        """The SaslAuthenticate answer, once a worker has checked the password."""
-        workers = self.server.password_checks
-        assert workers is not None  # a listener offering PLAIN has them
-        answer = asyncio.get_running_loop().create_future()
+    def no_answer(self) -> None:
+        self.request_done()
 
-        def checked(work: asyncio.Future) -> None:
-            if answer.cancelled():  # the connection went away meanwhile
-                return
-            if work.cancelled():  # the broker is stopping
-                answer.cancel()
-                return
-            exc = work.exception()
-            if exc is None:
-                answer.set_result(self._after_sasl(api_key, check.finish(work.result())))
-                return
-            if isinstance(exc, BrokenProcessPool):  # a worker died: new ones for the next
-                workers.replace_broken(generation)
-            answer.set_exception(exc)  # this connection closes; its client retries
+    def answer_failed(self, exc: BaseException) -> None:
+        log.error("broker.handler_failed", error=repr(exc))
+        self.close("handler failed", error=repr(exc))
 
-        generation = workers.generation
-        workers.run(check.run).add_done_callback(checked)
-        return answer
-
-    def _after_sasl(self, api_key: int, result: dict) -> dict:
-        assert self.sasl is not None
-        if self.sasl.state is sasl.State.FAILED:
-            self.closing = True
-        elif self.sasl.authenticated and api_key == schemas.SASL_AUTHENTICATE.key:
-            self.max_frame = self.limits.largest_frame
-            if self._auth_timer is not None:
-                self._auth_timer.cancel()
-            # Kafka's principal for a SASL login: User:<name>; what ACLs name.
-            self._caller = self._caller._replace(principal=f"User:{self.sasl.user}")
-            log.info("broker.authenticated", peer=str(self.peer), user=self.sasl.user,
-                     mechanism=self.sasl.mechanism)
-        return result
-
-    # -- writing responses ------------------------------------------------------------------
-
-    def _respond(self, header_flexible: bool, corr: int, schema: Schema | None, version: int,
-                 result) -> None:
-        entry = PendingResponse(header_flexible, corr, schema, version, result)
-        if isinstance(result, asyncio.Future):
-            self.pending.append(entry)
-            result.add_done_callback(self._on_future_done)
-            return
-        if self.pending:
-            self.pending.append(entry)
-            return
-        self._write(entry, result)
-
-    def _on_future_done(self, fut: asyncio.Future) -> None:
-        if self.closed:
-            return
-        while self.pending:
-            entry = self.pending[0]
-            result = entry.result
-            if isinstance(result, asyncio.Future):
-                if not result.done():
-                    return
-                if result.cancelled():
-                    self.pending.popleft()
-                    continue
-                exc = result.exception()
-                if exc is not None:
-                    log.error("broker.handler_failed", error=repr(exc))
-                    self.close("handler failed", error=repr(exc))
-                    return
-                result = result.result()
-            self.pending.popleft()
-            self._write(entry, result)
+    def answers_flushed(self) -> None:
         if self.closing and not self.busy:
             self._close_after_answer()
 
-    def _write(self, entry: PendingResponse, body: dict) -> None:
-        schema, version = entry.schema, entry.version
-        if schema is None:
-            self._write_raw_token(body)
-            return
-        w = Writer()
-        w.parts.append(b"\0\0\0\0")
-        w.int32(entry.correlation_id)
-        if entry.header_flexible:
-            w.uvarint(0)
-        encode_struct(schema.response, w, version, schema.flexible(version), body,
-                      schema.name + "Response", self.strict)
-        total = sum(map(len, w.parts))
-        w.parts[0] = _SIZE.pack(total - 4)
-        if total > WRITE_HIGH or any(isinstance(part, FileRange) for part in w.parts):
-            self._stream(w.parts)  # out a piece at a time, never copied whole
-        else:
-            self._send(b"".join(w.parts))
-
-    def _write_raw_token(self, body: dict) -> None:
-        """A v0 SASL answer: the token alone, size-prefixed. A failure has no frame in
-        v0: the client learns it from the close that follows."""
-        if body["error_code"] != errors.NONE:
-            self._request_done()
-            return
-        token = bytes(body["auth_bytes"])
-        self._send(_SIZE.pack(len(token)) + token)
-
-    def _send(self, data: bytes) -> None:
-        """Whole answer frames: behind a response still streaming, else corked, else
-        written."""
-        if self._out:
-            self._out.append(data)
-        elif self._corked is not None:
-            self._corked.append(data)
-        elif self.transport is not None and not self.closed:
-            self._transport_write(data)
-            if not self._write_paused:
-                self._sent()
-
-    def _transport_write(self, data: bytes) -> None:
-        if self.server.metrics is not None:
-            self.server.metrics.bytes_out += len(data)
-        assert self.transport is not None
-        self.transport.write(data)
-
-    def _stream(self, parts: list) -> None:
-        """A large response: its parts go out one after the other (small ones joined up to
-        ``STREAM_RUN``; record bytes from segment files a chunk at a time), each when the
-        socket has taken the last. The stored batches it sends are referenced, not
-        copied, so a client that does not read costs its connection ``WRITE_HIGH``."""
-        if self._corked:  # answers before it leave first
-            self._out.append(b"".join(self._corked))
-            self._corked.clear()
-        run: list = []
-        run_bytes = 0
-        for part in parts:
-            if isinstance(part, FileRange) or len(part) >= STREAM_RUN:
-                if run:
-                    self._out.append(b"".join(run))
-                    run, run_bytes = [], 0
-                self._out.append(part)
-                continue
-            run.append(part)
-            run_bytes += len(part)
-            if run_bytes >= STREAM_RUN:
-                self._out.append(b"".join(run))
-                run, run_bytes = [], 0
-        if run:
-            self._out.append(b"".join(run))
-        self._pump()
-
-    def _pump(self) -> None:
-        while self._out and not self._write_paused and not self.closed:
-            part = self._out[0]
-            if isinstance(part, FileRange):
-                chunk = part.next_chunk()
-                if chunk is None:
-                    self._out.popleft()
-                    continue
-            else:
-                chunk = part
-                self._out.popleft()
-            self._transport_write(chunk)
-        if not self._out and not self._write_paused and not self.closed:
-            self._sent()
-
-    def _sent(self) -> None:
-        """Everything written so far is in the kernel."""
-        if not self._out and not self.pending:
-            self.last_active = time.monotonic()
-            self._request_done()
+    def _count_out(self, nbytes: int) -> None:
+        assert self.server.metrics is not None
+        self.server.metrics.bytes_out += nbytes

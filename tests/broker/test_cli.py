@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import select
 import signal
@@ -13,6 +14,7 @@ import pytest
 from wire_helpers import batch, produce
 
 from appliance.broker import EmbeddedBroker
+from appliance.broker.cli import add_broker_options
 from appliance.broker.wire import schemas
 from appliance.broker.wire.client import WireClient
 
@@ -68,6 +70,26 @@ def test_bad_options_exit_2_naming_the_option(args):
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert args[0] in proc.stderr.strip().splitlines()[-1]  # the last line names the option
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--max-groups", "20s"], "argument --max-groups: must be a whole number, got '20s'"),
+    (["--max-groups", "0"], "argument --max-groups: must be at least 1, got 0"),
+    (["--retention-bytes", "-2"],
+     "argument --retention-bytes: must be at least -1 (-1: no limit), got -2"),
+    (["--max-connection-creation-rate-per-ip", "fast"],
+     "argument --max-connection-creation-rate-per-ip: must be a number, got 'fast'"),
+    (["--port", "70000"], "argument --port: must be 0..65535 (0: any free port), got 70000"),
+])
+def test_a_bad_number_says_what_is_expected(args, message, capsys):
+    """The broker's numeric flags use the appliance's validators: the error names the flag
+    and the range, not the validator's function name."""
+    parser = argparse.ArgumentParser(prog="appliance broker")
+    add_broker_options(parser)
+    with pytest.raises(SystemExit) as exit_info:
+        parser.parse_args(args)
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(message)
 
 
 def test_data_dir_that_is_a_file_exits_2(tmp_path):

@@ -22,7 +22,9 @@ from appliance.broker.wire.records import (
     CRC_FROM,
     HEADER_SIZE,
     LOG_OVERHEAD,
+    VarintTooLong,
     read_header,
+    read_varint,
     records_section,
 )
 
@@ -44,18 +46,14 @@ class Record(NamedTuple):
     end: int
 
 
-def _varint(buf, pos: int, end: int, max_bytes: int = 10) -> tuple[int, int]:
-    raw = shift = 0
-    for _ in range(max_bytes):
-        if pos >= end:
-            raise CompactionError("record runs past its batch")
-        b = buf[pos]
-        pos += 1
-        raw |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (raw >> 1) ^ -(raw & 1), pos
-        shift += 7
-    raise CompactionError("varint too long")
+def _varint(buf, pos: int, end: int, max_bytes: int = 5) -> tuple[int, int]:
+    """``wire.records.read_varint``, its failures as CompactionError (the batch is kept)."""
+    try:
+        return read_varint(buf, pos, end, max_bytes)
+    except VarintTooLong:
+        raise CompactionError("varint too long") from None
+    except IndexError:
+        raise CompactionError("record runs past its batch") from None
 
 
 def records(section, count: int) -> list[Record]:
@@ -66,21 +64,21 @@ def records(section, count: int) -> list[Record]:
     out: list[Record] = []
     pos = 0
     for _ in range(count):
-        length, start = _varint(view, pos, end, 5)
+        length, start = _varint(view, pos, end)
         stop = start + length
         if length < 6 or stop > end:
             raise CompactionError("record length out of bounds")
         p = start + 1  # attributes
-        _, p = _varint(view, p, stop)  # timestampDelta (varlong)
-        offset_delta, p = _varint(view, p, stop, 5)
-        key_len, p = _varint(view, p, stop, 5)
+        _, p = _varint(view, p, stop, 10)  # timestampDelta (varlong)
+        offset_delta, p = _varint(view, p, stop)
+        key_len, p = _varint(view, p, stop)
         key = None
         if key_len >= 0:
             if p + key_len > stop:
                 raise CompactionError("key runs past its record")
             key = bytes(view[p:p + key_len])
             p += key_len
-        value_len, p = _varint(view, p, stop, 5)
+        value_len, p = _varint(view, p, stop)
         out.append(Record(offset_delta, key, value_len < 0, pos, stop))
         pos = stop
     if pos != end:

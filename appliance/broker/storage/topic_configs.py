@@ -59,8 +59,9 @@ class ResourceType(enum.IntEnum):
     BROKER = 4
 
 
-class ConfigError(ValueError):
-    """A config name or value this broker refuses (INVALID_CONFIG); the message says why."""
+class TopicConfigError(ValueError):
+    """A topic config name or value this broker refuses (INVALID_CONFIG); the message says
+    why. Named apart from ``appliance.config.ConfigError`` (the appliance's own settings)."""
 
 
 INT32_MAX = (1 << 31) - 1
@@ -81,13 +82,13 @@ def _number(kind: ConfigType, minimum: int | None = None,
         try:
             n = int(value.strip())
         except ValueError:
-            raise ConfigError(f"Not a number of type {kind.name}") from None
+            raise TopicConfigError(f"Not a number of type {kind.name}") from None
         if not low <= n <= high:
-            raise ConfigError(f"Not a number of type {kind.name}")
+            raise TopicConfigError(f"Not a number of type {kind.name}")
         if minimum is not None and n < minimum:
-            raise ConfigError(f"Value must be at least {minimum}")
+            raise TopicConfigError(f"Value must be at least {minimum}")
         if maximum is not None and n > maximum:
-            raise ConfigError(f"Value must be no more than {maximum}")
+            raise TopicConfigError(f"Value must be no more than {maximum}")
     return check
 
 
@@ -106,7 +107,7 @@ def _level(low: int, high: int, unset: int | None = None) -> Callable[[str], Non
         n = int(value.strip())
         if not (low <= n <= high or n == unset):
             extra = f" or {unset}" if unset is not None else ""
-            raise ConfigError(f"Value must be between {low} and {high}{extra}")
+            raise TopicConfigError(f"Value must be between {low} and {high}{extra}")
     return check
 
 
@@ -114,23 +115,23 @@ def _ratio(value: str) -> None:
     try:
         x = float(value)
     except ValueError:
-        raise ConfigError("Not a number of type DOUBLE") from None
+        raise TopicConfigError("Not a number of type DOUBLE") from None
     if x < 0:
-        raise ConfigError("Value must be at least 0")
+        raise TopicConfigError("Value must be at least 0")
     if x > 1:
-        raise ConfigError("Value must be no more than 1")
+        raise TopicConfigError("Value must be no more than 1")
 
 
 def _boolean(value: str) -> None:
     if value.strip().lower() not in ("true", "false"):
-        raise ConfigError("Expected value to be either true or false")
+        raise TopicConfigError("Expected value to be either true or false")
 
 
 def _one_of(values: tuple[str, ...]) -> Callable[[str], None]:
     def check(value: str) -> None:
         v = value.strip().lower()
         if v not in values:
-            raise ConfigError(f"String must be one of: {', '.join(values)}")
+            raise TopicConfigError(f"String must be one of: {', '.join(values)}")
     return check
 
 
@@ -138,7 +139,7 @@ def _cleanup_policy(value: str) -> None:
     items = [v.strip().lower() for v in value.split(",") if v.strip()]
     bad = [v for v in items if v not in CLEANUP_POLICIES]
     if bad or not items:
-        raise ConfigError(f"String must be one of: {', '.join(CLEANUP_POLICIES)}")
+        raise TopicConfigError(f"String must be one of: {', '.join(CLEANUP_POLICIES)}")
 
 
 def _throttled_replicas(value: str) -> None:
@@ -149,7 +150,7 @@ def _throttled_replicas(value: str) -> None:
     for item in v.split(","):
         part, sep, broker = item.strip().partition(":")
         if not (sep and part.strip().isdigit() and broker.strip().isdigit()):
-            raise ConfigError("must be the literal '*' or a list of replicas in the "
+            raise TopicConfigError("must be the literal '*' or a list of replicas in the "
                               "following format: [partitionId]:[brokerId],[partitionId]:"
                               "[brokerId],...")
 
@@ -173,7 +174,7 @@ class TopicConfig:
     doc: str
     broker_value: Callable[[BrokerConfig], str] | None = None  # the broker's default
     broker_flag_set: Callable[[BrokerConfig], bool] | None = None  # set by a flag
-    check: Callable[[str], None] | None = None  # LIVE, INERT: raises ConfigError
+    check: Callable[[str], None] | None = None  # LIVE, INERT: raises TopicConfigError
     fixed: str | None = None  # FIXED: the only value accepted
     why_fixed: str = ""
     inert: bool = False
@@ -190,17 +191,17 @@ class TopicConfig:
 
     def validate(self, value: str | None) -> str:
         if value is None:
-            raise ConfigError(f"{self.name}: a value is required")
+            raise TopicConfigError(f"{self.name}: a value is required")
         if self.fixed is not None:
             if value.strip().lower() != self.fixed.lower():
-                raise ConfigError(f"{self.name}: only {self.fixed!r} is supported "
+                raise TopicConfigError(f"{self.name}: only {self.fixed!r} is supported "
                                   f"({self.why_fixed}), got {value!r}")
             return self.fixed
         assert self.check is not None
         try:
             self.check(value)
-        except ConfigError as exc:
-            raise ConfigError(f"Invalid value {value} for configuration {self.name}: "
+        except TopicConfigError as exc:
+            raise TopicConfigError(f"Invalid value {value} for configuration {self.name}: "
                               f"{exc}") from None
         return value.strip()
 
@@ -208,7 +209,7 @@ class TopicConfig:
         if self.fixed is not None:
             return self.fixed
         if self.broker_value is None:  # a table entry with neither: a defect of the table
-            raise ConfigError(f"{self.name}: no fixed value and no broker default")
+            raise TopicConfigError(f"{self.name}: no fixed value and no broker default")
         return self.broker_value(config)
 
     def default_source(self, config: BrokerConfig) -> ConfigSource:
@@ -355,12 +356,12 @@ def spec(name: str) -> TopicConfig:
     found = BY_NAME.get(name)
     if found is None:
         why = (" (removed in Kafka 4.0)" if name in REMOVED_IN_KAFKA_4 else "")
-        raise ConfigError(f"Unknown topic config name: {name}{why}")
+        raise TopicConfigError(f"Unknown topic config name: {name}{why}")
     return found
 
 
 def validate(configs: Mapping[str, str | None]) -> dict[str, str]:
-    """The configs a topic stores; raises ConfigError for an unknown name or a bad value.
+    """The configs a topic stores; raises TopicConfigError for an unknown name or a bad value.
 
     FIXED configs are accepted at their one value and not stored (they cannot differ).
     """

@@ -34,7 +34,11 @@ _LEGAL = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 FULL_RECHECK_S = 0.1
 
 
-class TopicError(Exception):
+class TopicRegistryError(Exception):
+    """A topic operation the registry refuses (create, delete, add partitions, configs):
+    ``code`` is the Kafka error code the answer carries, ``message`` says why. Named apart
+    from ``appliance.topics.TopicError`` (the appliance's own topic setup)."""
+
     def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
         self.code = code
@@ -72,15 +76,15 @@ class TopicLimits(NamedTuple):
 
 def validate_name(name: str) -> None:
     if not _LEGAL.fullmatch(name) or name in (".", ".."):
-        raise TopicError(errors.INVALID_TOPIC_EXCEPTION,
+        raise TopicRegistryError(errors.INVALID_TOPIC_EXCEPTION,
                          f"illegal topic name {name!r}: use 1-249 of [a-zA-Z0-9._-]")
 
 
 def validate_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
     try:
         return topic_configs.validate(configs)
-    except topic_configs.ConfigError as exc:
-        raise TopicError(errors.INVALID_CONFIG, str(exc)) from None
+    except topic_configs.TopicConfigError as exc:
+        raise TopicRegistryError(errors.INVALID_CONFIG, str(exc)) from None
 
 
 class TopicRegistry:
@@ -176,11 +180,11 @@ class TopicRegistry:
                validate_only: bool = False) -> Topic:
         validate_name(name)
         if name in self.topics:
-            raise TopicError(errors.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+            raise TopicRegistryError(errors.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
         if partitions == -1:
             partitions = self.config.default_partitions
         if partitions < 1:
-            raise TopicError(errors.INVALID_PARTITIONS,
+            raise TopicRegistryError(errors.INVALID_PARTITIONS,
                              f"partitions must be at least 1, got {partitions}")
         self._check_cap(name, partitions)
         checked = validate_configs(configs or {})
@@ -194,7 +198,7 @@ class TopicRegistry:
     def _check_cap(self, name: str, partitions: int) -> None:
         cap = self.config.max_partitions_per_topic
         if partitions > cap:
-            raise TopicError(errors.POLICY_VIOLATION,
+            raise TopicRegistryError(errors.POLICY_VIOLATION,
                              f"topic {name!r}: {partitions} partitions is more than this "
                              f"broker allows per topic ({cap}, --max-partitions-per-topic)")
 
@@ -212,7 +216,7 @@ class TopicRegistry:
             self.storage.save_topic(topic.name, topic.topic_id, count, topic.configs)
         except OSError as exc:
             self.storage.forget_partitions(topic.name, new)
-            raise TopicError(errors.KAFKA_STORAGE_ERROR,
+            raise TopicRegistryError(errors.KAFKA_STORAGE_ERROR,
                              f"topic {topic.name!r}: cannot write its metadata: {exc}") from exc
         topic.partitions += [PartitionLog(topic.name, index, segs, self.budget,
                                           self._producers())
@@ -221,9 +225,9 @@ class TopicRegistry:
     def add_partitions(self, name: str, count: int, validate_only: bool = False) -> None:
         topic = self.topics.get(name)
         if topic is None:
-            raise TopicError(errors.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}")
+            raise TopicRegistryError(errors.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}")
         if count <= len(topic.partitions):
-            raise TopicError(errors.INVALID_PARTITIONS,
+            raise TopicRegistryError(errors.INVALID_PARTITIONS,
                              f"topic {name!r} has {len(topic.partitions)} partitions; "
                              f"new count {count} must be larger")
         self._check_cap(name, count)
@@ -235,7 +239,7 @@ class TopicRegistry:
         """Replace a topic's configs (validated as a whole); in force at once."""
         topic = self.topics.get(name)
         if topic is None:
-            raise TopicError(errors.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}")
+            raise TopicRegistryError(errors.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}")
         checked = validate_configs(configs)
         if validate_only:
             return
@@ -252,7 +256,7 @@ class TopicRegistry:
     def delete(self, name: str) -> None:
         topic = self.topics.pop(name, None)
         if topic is None:
-            raise TopicError(errors.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}")
+            raise TopicRegistryError(errors.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}")
         for p in topic.partitions:
             self.budget.sub(p.budget_bytes())
             for w in list(p.waiters):
@@ -285,7 +289,7 @@ class TopicRegistry:
         if topic is None and self.config.auto_create_topics:
             try:
                 topic = self.create(name, self.config.default_partitions)
-            except TopicError:
+            except TopicRegistryError:
                 return None
         return topic
 

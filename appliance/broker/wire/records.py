@@ -137,11 +137,19 @@ def with_codec(batch: bytes | memoryview, codec: Codec, limit: int) -> bytes:
     return bytes(head + tail)
 
 
-def _varint(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
-    """A zigzag varint at ``pos``; raises IndexError past ``end`` or after 5 bytes."""
+class VarintTooLong(IndexError):
+    """A varint with more bytes than the field allows (an IndexError, so a walk that stops
+    at a record running past its section stops at this too)."""
+
+
+def read_varint(buf: bytes | memoryview, pos: int, end: int,
+                max_bytes: int = 5) -> tuple[int, int]:
+    """The zigzag varint at ``pos`` and the position after it: Kafka's record fields are
+    varints (``max_bytes`` 5) or varlongs (10). Raises IndexError if it runs to ``end``,
+    VarintTooLong past ``max_bytes``."""
     raw = shift = 0
-    while True:
-        if pos >= end or shift > 28:
+    for _ in range(max_bytes):
+        if pos >= end:
             raise IndexError(pos)
         b = buf[pos]
         pos += 1
@@ -149,6 +157,7 @@ def _varint(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
         if not b & 0x80:
             return (raw >> 1) ^ -(raw & 1), pos
         shift += 7
+    raise VarintTooLong(pos)
 
 
 class RecordStamp(NamedTuple):
@@ -175,11 +184,11 @@ def record_timestamps(records: bytes | memoryview, count: int
         if i and not i % WALK_SLICE:
             yield None
         try:
-            length, start = _varint(view, pos, end)
+            length, start = read_varint(view, pos, end)
             if length < MIN_RECORD_BYTES - 1 or start + length > end:
                 return
-            ts_delta, p = _varint(view, start + 1, end)  # after the attributes byte
-            off_delta, _ = _varint(view, p, end)
+            ts_delta, p = read_varint(view, start + 1, end)  # after the attributes byte
+            off_delta, _ = read_varint(view, p, end)
         except IndexError:
             return
         yield RecordStamp(off_delta, ts_delta)
