@@ -112,6 +112,10 @@ class Election:
         self._next_commit = 0.0
         self._lease_at = 0.0  # when Kafka last accepted this active's commit
         self._committed: dict[int, int] = {}
+        # Where this active's query starts, until its checkpoint commits anything
+        # (``commit_floor``); and set once Kafka took it.
+        self._floor: dict[int, int] = {}
+        self._floor_committed = threading.Event()
         self._failing: set[str] = set()  # steps failing now (``_trouble``)
         self.joined_at = 0.0
         self.active_at: float | None = None  # monotonic, when the partition came
@@ -136,6 +140,8 @@ class Election:
         self._closing.clear()
         self._standby_logged = False
         self._committed = {}
+        self._floor = {}
+        self._floor_committed.clear()
         self.active_at = None
         heartbeat_ms = max(500, s.session_timeout_ms // 4)
         self._consumer = KafkaConsumer(**{
@@ -176,6 +182,18 @@ class Election:
     def handover_requested(self) -> bool:
         """An ``appliance ha handover`` came while this instance is the active one."""
         return self._handover.is_set()
+
+    def commit_floor(self, offsets: dict[int, int], timeout_s: float = 10.0) -> bool:
+        """Commit where this newly active instance's query starts, before it serves, as
+        the pair's processed offsets until its checkpoint commits anything: a partner
+        that takes over before the first epoch or batch commit (a real-time batch takes
+        minutes) then starts there, not at a ``latest`` that skips the events sent in
+        between. True once Kafka took it, within ``timeout_s``; the election thread
+        commits it (it owns the consumer)."""
+        self._floor_committed.clear()
+        self._floor = dict(offsets)
+        self._next_commit = 0.0
+        return self._floor_committed.wait(timeout_s)
 
     def served(self, seconds: float) -> None:
         """The query serves, ``seconds`` after the partition came (the takeover's time)."""
@@ -271,12 +289,14 @@ class Election:
             return
         self._next_commit = now + COMMIT_PERIOD_S
         offsets = committed_offsets(self.settings.checkpoint_dir).get(
-            self.settings.events_topic, {})
+            self.settings.events_topic, {}) or self._floor
         if not offsets:  # nothing processed yet: the heartbeats alone keep the role
             self._lease_at = now
             return
         if self._commit(offsets):
             self._lease_at = now
+            if self._floor:  # any accepted commit is at or past where the query began
+                self._floor_committed.set()
             return
         silent = now - self._lease_at
         if silent * 1000 >= self.settings.session_timeout_ms:

@@ -60,6 +60,13 @@ class PairOffsets:
         self._consumer.close(autocommit=False)
 
 
+def first_start(spec: str, ends: dict[int, int],
+                beginnings: dict[int, int]) -> dict[int, int]:
+    """``[query] starting_offsets`` (``latest`` or ``earliest``) as the offset of each
+    partition now: where a pair's first active starts, said to Kafka before it serves."""
+    return dict(ends if spec == "latest" else beginnings)
+
+
 def starting_offsets(topic: str, committed: dict[int, int], partitions: int) -> str:
     """``startingOffsets`` JSON: the committed offset of each partition, earliest where
     none was committed (a partition added since, or one that never had an event)."""

@@ -15,13 +15,21 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from kafka import TopicPartition
+
 from appliance import logs
 from appliance.config import Config
 from appliance.ha.control import SERVING, announce, end_offset, wait_for
 from appliance.ha.election import Election, ElectionSettings
 from appliance.ha.instance import control_topic, instance_name
-from appliance.ha.kafka_offsets import group_offsets, reset_checkpoint, starting_offsets
-from appliance.topics import ensure_topics, partition_counts
+from appliance.ha.kafka_offsets import (
+    first_start,
+    group_offsets,
+    reset_checkpoint,
+    starting_offsets,
+)
+from appliance.query.checkpoint import committed_offsets
+from appliance.topics import ensure_topics, offsets_consumer, partition_counts
 
 log = logs.get_logger("appliance.ha")
 
@@ -55,24 +63,50 @@ def ensure_control_topic(client_config: dict, group: str) -> None:
     log.warning("ha.control_topic_created", group=group, topic=topic)
 
 
-def start_from_kafka(config: Config, client_config: dict, partitions: int) -> str | None:
+def start_from_kafka(config: Config, client_config: dict, partitions: int,
+                     election: Election | None = None) -> str | None:
     """The query's ``startingOffsets`` from the offsets the pair committed to Kafka, this
-    instance's checkpoint moved aside; None when the group has none yet (the pair's first
-    start: the instance's own checkpoint, else ``[query] starting_offsets``)."""
+    instance's checkpoint moved aside. When the group has none yet (the pair's first
+    start), the instance starts from its own checkpoint if that committed anything, else
+    from ``[query] starting_offsets`` made exact (``latest`` as today's end offsets), and
+    ``election`` commits that start to the group before the query serves
+    (``ha.offsets_floor``): a partner that takes over before this query's first commit
+    starts there too, never later (a ``latest`` of its own would skip every event sent
+    while neither served)."""
     group = config.ha.group
     if group is None:
         return None
     topic = config.topics.events
     committed = group_offsets(client_config, group, topic, partitions)
-    if not committed:
-        log.info("ha.offsets_none", group=group, topic=topic,
-                 starting_offsets=config.query.starting_offsets)
-        return None
-    moved = reset_checkpoint(config.query.checkpoint_dir)
-    log.info("ha.offsets_from_kafka", group=group, topic=topic,
-             offsets={str(p): o for p, o in sorted(committed.items())},
-             stale_checkpoint=str(moved) if moved else None)
-    return starting_offsets(topic, committed, partitions)
+    if committed:
+        moved = reset_checkpoint(config.query.checkpoint_dir)
+        log.info("ha.offsets_from_kafka", group=group, topic=topic,
+                 offsets={str(p): o for p, o in sorted(committed.items())},
+                 stale_checkpoint=str(moved) if moved else None)
+        return starting_offsets(topic, committed, partitions)
+    own = committed_offsets(config.query.checkpoint_dir).get(topic, {})
+    query_start = None
+    if own:
+        floor = own
+    else:
+        # A checkpoint that never committed would replay its first batch from wherever
+        # that batch began: the start below is the exact one, so it goes aside.
+        reset_checkpoint(config.query.checkpoint_dir)
+        consumer = offsets_consumer(client_config)
+        try:
+            parts = [TopicPartition(topic, p) for p in range(partitions)]
+            ends = {tp.partition: o for tp, o in consumer.end_offsets(parts).items()}
+            beginnings = {tp.partition: o
+                          for tp, o in consumer.beginning_offsets(parts).items()}
+        finally:
+            consumer.close()
+        floor = first_start(config.query.starting_offsets, ends, beginnings)
+        query_start = starting_offsets(topic, floor, partitions)
+    took = election.commit_floor(floor) if election is not None and floor else False
+    log.info("ha.offsets_floor" if took else "ha.offsets_none", group=group, topic=topic,
+             offsets={str(p): o for p, o in sorted(floor.items())},
+             from_checkpoint=bool(own), starting_offsets=config.query.starting_offsets)
+    return query_start
 
 
 def announce_serving(election: Election, client_config: dict,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from child_env import child_env
-from kafka import KafkaAdminClient
+from kafka import KafkaAdminClient, KafkaProducer
 
 from appliance.broker import EmbeddedBroker
 from appliance.config import Config
@@ -25,7 +25,12 @@ from appliance.ha.election import Election, ElectionSettings, Role
 from appliance.ha.handover import HandoverError, hand_over
 from appliance.ha.kafka_offsets import group_offsets, reset_checkpoint, starting_offsets
 from appliance.ha.partner import PartnerMismatch, check_partner, pair_facts
-from appliance.ha.takeover import announce_serving, ensure_control_topic, step_down
+from appliance.ha.takeover import (
+    announce_serving,
+    ensure_control_topic,
+    start_from_kafka,
+    step_down,
+)
 from appliance.process.logwatch import log_events, wait_for_event
 
 SESSION_MS = 6000
@@ -171,6 +176,61 @@ def test_the_active_commits_its_checkpoints_processed_offsets_to_the_group(
     aside = reset_checkpoint(own)
     assert aside is not None and (aside / "offsets" / "0").exists() and not own.exists()
     assert reset_checkpoint(own) is None
+
+
+@pytest.mark.parametrize("spec, expect", [
+    ("latest", {0: 5, 1: 3}),       # today's end offsets: what "latest" meant at the start
+    ("earliest", {0: 0, 1: 0}),
+])
+def test_a_pairs_first_start_commits_where_its_query_begins_before_it_serves(
+        broker, pair, tmp_path, spec, expect):
+    """No offsets in the group yet: the first active's exact start goes to Kafka before
+    its query serves, so a partner taking over before the first commit (a real-time
+    batch commits minutes later) starts there, not at a "latest" of its own: the bench
+    lost 825 alerts that way, the events sent while neither served."""
+    group, events = pair
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap)
+    for part, count in ((0, 5), (1, 3)):
+        for _ in range(count):
+            producer.send(events, b"{}", partition=part)
+    producer.flush()
+    producer.close()
+    config = Config.model_validate({
+        "kafka": {"bootstrap_servers": broker.bootstrap}, "topics": {"events": events},
+        "query": {"checkpoint_dir": str(tmp_path / "a"),
+                  "starting_offsets": spec},
+        "ha": {"group": group}})
+    client = {"bootstrap_servers": broker.bootstrap.split(",")}
+    e = election(broker, group, events, "a", tmp_path / "a")
+    try:
+        active_within(e, 30)
+        start = start_from_kafka(config, client, 2, e)
+    finally:
+        e.close()
+    assert start is not None
+    assert json.loads(start) == {events: {str(p): o for p, o in expect.items()}}
+    assert group_offsets(client, group, events, 2) == expect
+    # The partner now starts there, from Kafka.
+    assert json.loads(start_from_kafka(config, client, 2)) == json.loads(start)
+
+
+def test_a_first_active_resuming_its_own_checkpoint_commits_that_checkpoint(
+        broker, pair, tmp_path):
+    group, events = pair
+    fake_checkpoint(tmp_path / "a", events, {0: 4, 1: 1})
+    config = Config.model_validate({
+        "kafka": {"bootstrap_servers": broker.bootstrap}, "topics": {"events": events},
+        "query": {"checkpoint_dir": str(tmp_path / "a"), "starting_offsets": "latest"},
+        "ha": {"group": group}})
+    client = {"bootstrap_servers": broker.bootstrap.split(",")}
+    e = election(broker, group, events, "a", tmp_path / "a")
+    try:
+        active_within(e, 30)
+        assert start_from_kafka(config, client, 2, e) is None  # it resumes its checkpoint
+        assert group_offsets(client, group, events, 2) == {0: 4, 1: 1}
+    finally:
+        e.close()
+    assert (tmp_path / "a" / "commits" / "0").exists()  # not moved aside
 
 
 def test_a_handover_request_moves_the_role_and_the_old_active_waits_as_standby(
