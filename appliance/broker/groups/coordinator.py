@@ -214,7 +214,10 @@ class GroupCoordinator:
         self.offsets = offsets
         self.groups: dict[str, Group] = {}
         self.metadata_total = 0  # every group's members' metadata and assignments
+        consumer = offsets.consumer_groups()  # KIP-848's: consumer_groups restores those
         for group_id in offsets.groups():  # groups survive a restart with their offsets
+            if group_id in consumer:
+                continue
             record = offsets.group_record(group_id)
             self.groups[group_id] = Group(
                 group_id, generation=record.generation if record else 0,
@@ -772,6 +775,18 @@ class GroupCoordinator:
 
     def has_group(self, group_id: str) -> bool:
         return group_id in self.groups
+
+    def give_up_empty(self, group_id: str) -> bool:
+        """A KIP-848 member joins ``group_id``: true if it is not a classic group (any
+        more). A classic group without members becomes a consumer group (its committed
+        offsets stay, as in Kafka's upgrade of an empty group); one with members stays."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return True
+        if group.members or group.pending:
+            return False
+        self.metadata_total -= self.groups.pop(group_id).counted
+        return True
 
     def subscribes_to(self, group_id: str, topic: str) -> bool:
         group = self.groups.get(group_id)
