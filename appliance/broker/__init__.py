@@ -25,11 +25,12 @@ Describe/AlterUserScramCredentials 0;
 consumer groups of the classic protocol: FindCoordinator 0-4, JoinGroup 0-9, SyncGroup 0-5,
 Heartbeat 0-4, LeaveGroup 0-5, OffsetCommit 0-9, OffsetFetch 0-9, DescribeGroups 0-5,
 ListGroups 0-5, DeleteGroups 0-2, OffsetDelete 0, and of KIP-848's consumer protocol:
-ConsumerGroupHeartbeat 0-1, ConsumerGroupDescribe 0-1 (the broker assigns); SaslHandshake 0-1 and SaslAuthenticate 0-2
-serve SASL listeners (PLAIN, SCRAM-SHA-256/512); DescribeAcls, CreateAcls, DeleteAcls 0-3
-manage Kafka ACLs, enforced with ``--authorizer acl``. Transactions are refused at once with
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED (FindCoordinator for a transactional id,
-InitProducerId with one, and the transaction APIs, which are not advertised).
+ConsumerGroupHeartbeat 0-1, ConsumerGroupDescribe 0-1 (the broker assigns); SaslHandshake
+0-1 and SaslAuthenticate 0-2 serve SASL listeners (PLAIN, SCRAM-SHA-256/512); DescribeAcls,
+CreateAcls, DeleteAcls 0-3 manage Kafka ACLs, enforced with ``--authorizer acl``.
+Transactions are refused at once with TRANSACTIONAL_ID_AUTHORIZATION_FAILED (FindCoordinator
+for a transactional id, InitProducerId with one, and the transaction APIs, which are not
+advertised).
 
 Rooms, top to bottom (each a layer of the ``broker`` import contract in pyproject.toml,
 and each sub-package under a contract of its own):
