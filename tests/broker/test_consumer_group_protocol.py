@@ -264,3 +264,49 @@ def test_assignors_spread_evenly_and_stick():
         assert first[m]["t"] <= second[m]["t"]
     assert range_(AssignorInput(fewer, {"t": 5}, {})) == {
         "a": {"t": frozenset({0, 1, 2})}, "b": {"t": frozenset({3, 4})}}
+
+
+def test_delete_groups_refuses_a_consumer_group_with_members(kbroker):
+    group = unique("kd")
+    with WireClient(kbroker.bootstrap) as c:
+        a = Member(c, group)
+        a.heartbeat()
+
+        def delete() -> int:
+            return c.request(schemas.DELETE_GROUPS, 2, {"groups_names": [group]})[
+                "results"][0]["error_code"]
+
+        assert delete() == errors.NON_EMPTY_GROUP
+        c.request(schemas.OFFSET_COMMIT, 9, {
+            "group_id": group, "generation_id": a.epoch, "member_id": a.member_id,
+            "group_instance_id": None, "topics": [{"name": TOPIC, "partitions": [
+                {"partition_index": 1, "committed_offset": 3, "committed_leader_epoch": -1,
+                 "committed_metadata": None}]}]})
+        a.heartbeat(epoch=-1)  # empty now, kept for its committed offsets
+        assert delete() == errors.NONE
+        assert delete() == errors.GROUP_ID_NOT_FOUND
+
+
+def test_an_empty_consumer_group_expires_with_its_offsets(tmp_path):
+    with EmbeddedBroker(topics={TOPIC: 2}, log_path=tmp_path / "broker.log",
+                        extra_args=["--offsets-retention-minutes", "0.02"]) as b, \
+            WireClient(b.bootstrap) as c:
+        group = unique("kx")
+        a = Member(c, group)
+        a.heartbeat()
+        c.request(schemas.OFFSET_COMMIT, 9, {
+            "group_id": group, "generation_id": a.epoch, "member_id": a.member_id,
+            "group_instance_id": None, "topics": [{"name": TOPIC, "partitions": [
+                {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
+                 "committed_metadata": None}]}]})
+        a.heartbeat(epoch=-1)
+
+        def listed() -> list[str]:
+            return [g["group_id"] for g in c.request(schemas.LIST_GROUPS, 5, {
+                "states_filter": [], "types_filter": []})["groups"]]
+
+        assert listed() == [group]
+        deadline = time.monotonic() + 20
+        while listed() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert listed() == []

@@ -27,7 +27,8 @@ A group id is either classic or consumer: the wire handlers (``apis``) route by
 ``has_group``. The group (epochs, members, assignments, target) is saved with the
 committed offsets (``offsets``) on every change, so a broker restart keeps it: members
 go on heartbeating with their epochs. Restored members' sessions start again when the
-coordinator is next used after the restart.
+coordinator is next used after the restart. An empty group expires with its committed
+offsets after ``offsets_retention_ms``, as classic groups do.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import re
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -126,6 +128,7 @@ class ConsumerGroup:
     target: dict[str, TopicPartitions] = field(default_factory=dict)
     sizes: dict[str, int] = field(default_factory=dict)  # subscribed topic -> partitions
     assignor: str = DEFAULT_ASSIGNOR
+    empty_since_ms: int = field(default_factory=lambda: int(time.time() * 1000))
 
     def state(self) -> ConsumerGroupState:
         if not self.members:
@@ -167,6 +170,7 @@ class ConsumerGroupCoordinator:
         self.topic_sizes = topic_sizes  # every topic's partition count, now
         self.groups: dict[str, ConsumerGroup] = {}
         self._unarmed: list[ConsumerMember] = []  # restored: no session timer yet
+        self._expiry_timer: asyncio.TimerHandle | None = None
         for group_id, snapshot in offsets.consumer_groups().items():
             group = self._restore(group_id, snapshot)
             self.groups[group_id] = group
@@ -412,6 +416,10 @@ class ConsumerGroupCoordinator:
     # -- liveness -------------------------------------------------------------------------
 
     def _arm_restored(self) -> None:
+        """Timers need the event loop: restored members' sessions and the expiry sweep
+        start with the first call that runs on it."""
+        if self._expiry_timer is None:
+            self._schedule_expiry()
         unarmed, self._unarmed = self._unarmed, []
         for member in unarmed:
             for group in self.groups.values():
@@ -454,8 +462,36 @@ class ConsumerGroupCoordinator:
         self._cancel_timers(member)
         group.members.pop(member.member_id, None)
         group.target.pop(member.member_id, None)
+        if not group.members:
+            group.empty_since_ms = int(time.time() * 1000)
         log.info("broker.group_member_removed", group=group.group_id,
                  member=member.member_id, reason=reason, members=len(group.members))
+
+    def _schedule_expiry(self) -> None:
+        c = self.config
+        every = min(c.offsets_retention_check_ms, c.offsets_retention_ms / 2) / 1000.0
+        self._expiry_timer = asyncio.get_running_loop().call_later(every, self._expiry_tick)
+
+    def _expiry_tick(self) -> None:
+        try:
+            self.expire_groups()
+        finally:
+            self._schedule_expiry()
+
+    def expire_groups(self, now_ms: int | None = None) -> int:
+        """Kafka's offsets.retention.minutes: a group without members goes, with its
+        committed offsets, once it has been empty and committed nothing for that long."""
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        horizon = now - self.config.offsets_retention_ms
+        gone = [g.group_id for g in self.groups.values() if not g.members and max(
+            g.empty_since_ms, self.offsets.newest_commit_ms(g.group_id)) < horizon]
+        for group_id in gone:
+            del self.groups[group_id]
+            self.offsets.delete_group(group_id)
+        if gone:
+            log.info("broker.groups_expired", groups=len(gone), protocol=PROTOCOL_TYPE,
+                     offsets_retention_ms=self.config.offsets_retention_ms)
+        return len(gone)
 
     def _forget_if_unused(self, group: ConsumerGroup) -> None:
         """An empty group without committed offsets is gone, as Kafka's cleanup does."""
