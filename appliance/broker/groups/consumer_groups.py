@@ -129,14 +129,16 @@ class ConsumerGroup:
     sizes: dict[str, int] = field(default_factory=dict)  # subscribed topic -> partitions
     assignor: str = DEFAULT_ASSIGNOR
     empty_since_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    rebalances: int = 0  # epochs moved since the broker started, for metrics
 
     def state(self) -> ConsumerGroupState:
         if not self.members:
             return ConsumerGroupState.EMPTY
         if self.assignment_epoch < self.epoch:
             return ConsumerGroupState.ASSIGNING
+        # a copy first: the metrics endpoint reads this off the event loop
         if any(m.epoch not in (self.assignment_epoch, STATIC_LEAVE_EPOCH)
-               or m.state is not MemberState.STABLE for m in self.members.values()):
+               or m.state is not MemberState.STABLE for m in list(self.members.values())):
             return ConsumerGroupState.RECONCILING
         return ConsumerGroupState.STABLE
 
@@ -361,6 +363,7 @@ class ConsumerGroupCoordinator:
     def _bump(self, group: ConsumerGroup, reason: str) -> None:
         """A new group epoch, and at once its target assignment."""
         group.epoch += 1
+        group.rebalances += 1
         sizes = self.topic_sizes()
         subscriptions = {m.member_id: self._member_topics(m, sizes)
                          for m in group.members.values()}
