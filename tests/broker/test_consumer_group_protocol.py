@@ -9,6 +9,7 @@ moves only after its owner acknowledged giving it up.
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 
@@ -16,7 +17,11 @@ import pytest
 from test_group_protocol import join_body
 
 from appliance.broker import EmbeddedBroker
+from appliance.broker.caller import Caller
 from appliance.broker.groups.assignors import AssignorInput, range_, uniform
+from appliance.broker.groups.consumer_groups import ConsumerGroupCoordinator, HeartbeatRequest
+from appliance.broker.groups.offsets import LOG_NAME, OffsetStore
+from appliance.broker.settings import BrokerConfig
 from appliance.broker.wire import errors, schemas
 from appliance.broker.wire.client import WireClient
 
@@ -310,3 +315,36 @@ def test_an_empty_consumer_group_expires_with_its_offsets(tmp_path):
         while listed() and time.monotonic() < deadline:
             time.sleep(0.2)
         assert listed() == []
+
+
+def test_the_group_is_written_on_change_only_and_read_back(tmp_path):
+    """The coordinator over a real offsets log: a steady heartbeat writes nothing, and a
+    coordinator started on the same data directory has the group as it was."""
+    config = BrokerConfig()
+    caller = Caller("c1", "127.0.0.1")
+
+    def request(epoch: int, owned=None, names=("t",)) -> HeartbeatRequest:
+        return HeartbeatRequest("g", "m1", epoch, None, None, 5000, names, None, None,
+                                owned, True)
+
+    async def run() -> tuple[int, int, int]:
+        store = OffsetStore(str(tmp_path))
+        coord = ConsumerGroupCoordinator(config, store, lambda: {"t": 4})
+        first = coord.heartbeat(request(0), caller)
+        assert first.error == errors.NONE and first.assignment == {"t": frozenset(range(4))}
+        lines = (tmp_path / LOG_NAME).read_text().count("\n")
+        for _ in range(5):
+            steady = coord.heartbeat(request(first.member_epoch, first.assignment, None),
+                                     caller)
+            assert steady.error == errors.NONE and steady.assignment is None
+        after = (tmp_path / LOG_NAME).read_text().count("\n")
+        store.close()
+        again = ConsumerGroupCoordinator(config, OffsetStore(str(tmp_path)),
+                                         lambda: {"t": 4})
+        back = again.heartbeat(request(first.member_epoch, first.assignment, None), caller)
+        assert back.error == errors.NONE and back.member_epoch == first.member_epoch
+        return lines, after, again.groups["g"].epoch
+
+    lines, after, epoch = asyncio.run(run())
+    assert after == lines  # five steady heartbeats: not one line
+    assert epoch == 1

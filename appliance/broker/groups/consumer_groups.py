@@ -130,6 +130,8 @@ class ConsumerGroup:
     assignor: str = DEFAULT_ASSIGNOR
     empty_since_ms: int = field(default_factory=lambda: int(time.time() * 1000))
     rebalances: int = 0  # epochs moved since the broker started, for metrics
+    saved: dict | None = None  # the snapshot last written (a heartbeat that changed
+    # nothing writes nothing)
 
     def state(self) -> ConsumerGroupState:
         if not self.members:
@@ -563,7 +565,7 @@ class ConsumerGroupCoordinator:
     def _save(self, group: ConsumerGroup) -> None:
         if group.group_id not in self.groups:
             return
-        self.offsets.record_consumer_group(group.group_id, {
+        snapshot = {
             "epoch": group.epoch, "assignment_epoch": group.assignment_epoch,
             "assignor": group.assignor, "sizes": group.sizes,
             "target": {m: _listed(tp) for m, tp in group.target.items()},
@@ -575,13 +577,17 @@ class ConsumerGroupCoordinator:
                 "assignor": m.server_assignor, "epoch": m.epoch,
                 "previous_epoch": m.previous_epoch, "state": m.state.value,
                 "assigned": _listed(m.assigned), "revoking": _listed(m.revoking),
-            } for m in group.members.values()]})
+            } for m in group.members.values()]}
+        if snapshot != group.saved:
+            self.offsets.record_consumer_group(group.group_id, snapshot)
+            group.saved = snapshot
 
     @staticmethod
     def _restore(group_id: str, s: dict) -> ConsumerGroup:
         group = ConsumerGroup(group_id, s["epoch"], s["assignment_epoch"],
                               assignor=s["assignor"], sizes=dict(s["sizes"]),
-                              target={m: _unlisted(tp) for m, tp in s["target"].items()})
+                              target={m: _unlisted(tp) for m, tp in s["target"].items()},
+                              saved=s)
         for m in s["members"]:
             group.members[m["id"]] = ConsumerMember(
                 m["id"], m["instance"], m["rack"], m["client_id"], m["host"],
