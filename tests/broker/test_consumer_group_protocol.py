@@ -232,11 +232,27 @@ def test_a_group_is_classic_or_consumer_never_both(kbroker):
             {"group_id": group, "protocol_type": "consumer", "group_state": "Stable",
              "group_type": "consumer"}]
         classic = unique("kc-classic")
-        c.request(schemas.JOIN_GROUP, 5, join_body(classic))  # a pending classic member
+        pending = c.request(schemas.JOIN_GROUP, 5, join_body(classic, session=6000))
+        assert pending["error_code"] == errors.MEMBER_ID_REQUIRED  # a classic member-to-be
         d = c.request(schemas.CONSUMER_GROUP_DESCRIBE, 0, {
             "group_ids": [classic, unique("nothing")],
             "include_authorized_operations": False})["groups"]
         assert [g["error_code"] for g in d] == [errors.GROUP_ID_NOT_FOUND] * 2
+        # a consumer-protocol member cannot join a classic group that has members ...
+        assert Member(c, classic).heartbeat()["error_code"] == errors.GROUP_ID_NOT_FOUND
+        # ... but takes over one that only has committed offsets, which it keeps
+        offsets_only = unique("kc-offsets")
+        c.request(schemas.OFFSET_COMMIT, 8, {
+            "group_id": offsets_only, "generation_id": -1, "member_id": "",
+            "group_instance_id": None, "topics": [{"name": TOPIC, "partitions": [
+                {"partition_index": 2, "committed_offset": 4, "committed_leader_epoch": -1,
+                 "committed_metadata": None}]}]})
+        taker = Member(c, offsets_only)
+        assert taker.heartbeat()["error_code"] == errors.NONE
+        fetched = c.request(schemas.OFFSET_FETCH, 9, {"groups": [{
+            "group_id": offsets_only, "member_id": taker.member_id,
+            "member_epoch": taker.epoch, "topics": None}], "require_stable": True})
+        assert fetched["groups"][0]["topics"][0]["partitions"][0]["committed_offset"] == 4
 
 
 def test_static_leave_keeps_the_assignment_for_the_same_instance(kbroker):
