@@ -47,8 +47,10 @@ class Member:
     """One hand-driven member: its id, epoch and what it owns (topic id -> partitions)."""
 
     def __init__(self, c: WireClient, group: str, topics=(TOPIC,), regex: str | None = None,
-                 assignor: str | None = None, instance: str | None = None) -> None:
+                 assignor: str | None = None, instance: str | None = None,
+                 rebalance_ms: int = 5000) -> None:
         self.c, self.group, self.instance = c, group, instance
+        self.rebalance_ms = rebalance_ms
         self.member_id = str(uuid.uuid4())
         self.epoch = 0
         self.owned: dict[bytes, list[int]] = {}
@@ -62,7 +64,7 @@ class Member:
             "group_id": self.group, "member_id": self.member_id,
             "member_epoch": self.epoch if epoch is None else epoch,
             "instance_id": self.instance, "rack_id": None,
-            "rebalance_timeout_ms": 5000 if first or full else -1,
+            "rebalance_timeout_ms": self.rebalance_ms if first or full else -1,
             "subscribed_topic_names": self.topics if first or full else None,
             "subscribed_topic_regex": self.regex if first or full else None,
             "server_assignor": self.assignor if first or full else None,
@@ -122,6 +124,23 @@ def test_a_member_leaving_hands_its_partitions_over(kbroker):
         settle([a], rounds=2)
         assert a.partitions() == set(range(6))
         assert b.heartbeat(epoch=b.epoch)["error_code"] == errors.UNKNOWN_MEMBER_ID
+
+
+def test_a_member_that_never_revokes_is_removed_after_its_rebalance_timeout(kbroker):
+    group = unique("kt")
+    with WireClient(kbroker.bootstrap) as c1, WireClient(kbroker.bootstrap) as c2:
+        stubborn = Member(c1, group, rebalance_ms=500)
+        stubborn.heartbeat()
+        everything = dict(stubborn.owned)
+        b = Member(c2, group)
+        b.heartbeat()
+        stubborn.heartbeat(owned=everything)  # told to give three up; claims all six
+        assert len(stubborn.partitions()) == 3
+        stubborn.heartbeat(owned=everything)  # still claiming them
+        time.sleep(1.0)
+        assert stubborn.heartbeat(owned=everything)["error_code"] == errors.UNKNOWN_MEMBER_ID
+        settle([b], rounds=2)
+        assert b.partitions() == set(range(6))
 
 
 def test_epochs_are_fenced_as_kafka_fences_them(kbroker):

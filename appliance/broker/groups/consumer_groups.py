@@ -173,12 +173,13 @@ class ConsumerGroupCoordinator:
         self.offsets = offsets
         self.topic_sizes = topic_sizes  # every topic's partition count, now
         self.groups: dict[str, ConsumerGroup] = {}
-        self._unarmed: list[ConsumerMember] = []  # restored: no session timer yet
+        # restored: no session (or revocation) timer yet
+        self._unarmed: list[tuple[ConsumerGroup, ConsumerMember]] = []
         self._expiry_timer: asyncio.TimerHandle | None = None
         for group_id, snapshot in offsets.consumer_groups().items():
             group = self._restore(group_id, snapshot)
             self.groups[group_id] = group
-            self._unarmed += [m for m in group.members.values()]
+            self._unarmed += [(group, m) for m in group.members.values()]
 
     # -- ConsumerGroupHeartbeat -----------------------------------------------------------
 
@@ -407,8 +408,7 @@ class ConsumerGroupCoordinator:
             member.assigned = _grouped(current & target)
             member.revoking = _grouped(revoke)
             member.state = MemberState.UNREVOKED_PARTITIONS
-            member.revoke_timer = asyncio.get_running_loop().call_later(
-                member.rebalance_timeout_ms / 1000.0, self._revoke_expired, group, member)
+            self._await_revocation(group, member)
             return
         missing = target - current
         free = missing - self._owner_elsewhere(group, member)
@@ -426,10 +426,17 @@ class ConsumerGroupCoordinator:
         if self._expiry_timer is None:
             self._schedule_expiry()
         unarmed, self._unarmed = self._unarmed, []
-        for member in unarmed:
-            for group in self.groups.values():
-                if group.members.get(member.member_id) is member:
-                    self._touch(group, member)
+        for group, member in unarmed:
+            if group.members.get(member.member_id) is member:
+                self._touch(group, member)
+                if member.revoking:
+                    self._await_revocation(group, member)
+
+    def _await_revocation(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+        if member.revoke_timer is not None:
+            member.revoke_timer.cancel()
+        member.revoke_timer = asyncio.get_running_loop().call_later(
+            member.rebalance_timeout_ms / 1000.0, self._revoke_expired, group, member)
 
     def _touch(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         if member.session_timer is not None:
