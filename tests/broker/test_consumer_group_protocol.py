@@ -383,3 +383,22 @@ def test_the_group_is_written_on_change_only_and_read_back(tmp_path):
     lines, after, epoch = asyncio.run(run())
     assert after == lines  # five steady heartbeats: not one line
     assert epoch == 1
+
+
+def test_max_groups_counts_classic_and_consumer_groups_together(tmp_path):
+    with EmbeddedBroker(topics={TOPIC: 2}, log_path=tmp_path / "broker.log",
+                        extra_args=["--max-groups", "2"]) as b, WireClient(b.bootstrap) as c:
+
+        def simple_commit(group: str) -> int:  # makes a classic group (offsets only)
+            return c.request(schemas.OFFSET_COMMIT, 8, {
+                "group_id": group, "generation_id": -1, "member_id": "",
+                "group_instance_id": None, "topics": [{"name": TOPIC, "partitions": [
+                    {"partition_index": 0, "committed_offset": 1,
+                     "committed_leader_epoch": -1, "committed_metadata": None}]}]}
+            )["topics"][0]["partitions"][0]["error_code"]
+
+        assert simple_commit("classic-1") == errors.NONE
+        assert Member(c, "consumer-1").heartbeat()["error_code"] == errors.NONE
+        assert Member(c, "consumer-2").heartbeat()["error_code"] == (
+            errors.GROUP_MAX_SIZE_REACHED)
+        assert simple_commit("classic-2") == errors.GROUP_MAX_SIZE_REACHED

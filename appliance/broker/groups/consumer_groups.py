@@ -168,9 +168,11 @@ def _regex(pattern: str) -> re.Pattern | None:
 
 class ConsumerGroupCoordinator:
     def __init__(self, config: BrokerConfig, offsets: OffsetStore,
-                 topic_sizes: Callable[[], Mapping[str, int]]) -> None:
+                 topic_sizes: Callable[[], Mapping[str, int]],
+                 other_groups: Callable[[], int] = lambda: 0) -> None:
         self.config = config
         self.offsets = offsets
+        self.other_groups = other_groups  # classic groups: --max-groups counts both kinds
         self.topic_sizes = topic_sizes  # every topic's partition count, now
         self.groups: dict[str, ConsumerGroup] = {}
         # restored: no session (or revocation) timer yet
@@ -512,7 +514,7 @@ class ConsumerGroupCoordinator:
             self.offsets.delete_group(group.group_id)
 
     def _room_for_group(self, group_id: str) -> bool:
-        if len(self.groups) < self.config.max_groups:
+        if len(self.groups) + self.other_groups() < self.config.max_groups:
             return True
         log.warning("broker.groups_at_max", group=group_id, limit=self.config.max_groups,
                     setting="--max-groups")

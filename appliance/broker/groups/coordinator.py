@@ -44,7 +44,7 @@ import enum
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -209,9 +209,11 @@ def _answer(waiter: asyncio.Future | None, result) -> None:
 
 
 class GroupCoordinator:
-    def __init__(self, config: BrokerConfig, offsets: OffsetStore) -> None:
+    def __init__(self, config: BrokerConfig, offsets: OffsetStore,
+                 other_groups: Callable[[], int] = lambda: 0) -> None:
         self.config = config
         self.offsets = offsets
+        self.other_groups = other_groups  # KIP-848 groups: --max-groups counts both kinds
         self.groups: dict[str, Group] = {}
         self.metadata_total = 0  # every group's members' metadata and assignments
         consumer = offsets.consumer_groups()  # KIP-848's: consumer_groups restores those
@@ -529,7 +531,7 @@ class GroupCoordinator:
         return None
 
     def _room_for_group(self, group_id: str) -> bool:
-        if len(self.groups) < self.config.max_groups:
+        if len(self.groups) + self.other_groups() < self.config.max_groups:
             return True
         log.warning("broker.groups_at_max", group=group_id, limit=self.config.max_groups,
                     setting="--max-groups")
