@@ -22,13 +22,15 @@ DescribeConfigs 0-4, AlterConfigs 0-2, IncrementalAlterConfigs 0-1, DescribeClus
 one node's answers to DescribeLogDirs 0-4, DescribeTopicPartitions 0, ListConfigResources
 0-1, ElectLeaders 0-2, Alter/ListPartitionReassignments 0; SCRAM users through
 Describe/AlterUserScramCredentials 0;
-consumer groups (the classic protocol): FindCoordinator 0-4, JoinGroup 0-9, SyncGroup 0-5,
-Heartbeat 0-4, LeaveGroup 0-5, OffsetCommit 0-8, OffsetFetch 0-8, DescribeGroups 0-5,
-ListGroups 0-5, DeleteGroups 0-2, OffsetDelete 0; SaslHandshake 0-1 and SaslAuthenticate 0-2
-serve SASL listeners (PLAIN, SCRAM-SHA-256/512); DescribeAcls, CreateAcls, DeleteAcls 0-3
-manage Kafka ACLs, enforced with ``--authorizer acl``. Transactions are refused at once with
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED (FindCoordinator for a transactional id,
-InitProducerId with one, and the transaction APIs, which are not advertised).
+consumer groups of the classic protocol: FindCoordinator 0-4, JoinGroup 0-9, SyncGroup 0-5,
+Heartbeat 0-4, LeaveGroup 0-5, OffsetCommit 0-9, OffsetFetch 0-9, DescribeGroups 0-5,
+ListGroups 0-5, DeleteGroups 0-2, OffsetDelete 0, and of KIP-848's consumer protocol:
+ConsumerGroupHeartbeat 0-1, ConsumerGroupDescribe 0-1 (the broker assigns); SaslHandshake
+0-1 and SaslAuthenticate 0-2 serve SASL listeners (PLAIN, SCRAM-SHA-256/512); DescribeAcls,
+CreateAcls, DeleteAcls 0-3 manage Kafka ACLs, enforced with ``--authorizer acl``.
+Transactions are refused at once with TRANSACTIONAL_ID_AUTHORIZATION_FAILED (FindCoordinator
+for a transactional id, InitProducerId with one, and the transaction APIs, which are not
+advertised).
 
 Rooms, top to bottom (each a layer of the ``broker`` import contract in pyproject.toml,
 and each sub-package under a contract of its own):
@@ -41,12 +43,12 @@ and each sub-package under a contract of its own):
   ``broker_metrics`` (``broker_*`` for Prometheus, ``--metrics-port``) and
   ``memory_bound`` (the memory formula, and the write-side constants it rests on);
 - ``admin_apis`` (configs and DeleteRecords), ``cluster_apis`` (log dirs, topic
-  partitions, config resources, elections, reassignments), ``scram_apis`` (SCRAM users)
-  ``groups/`` (consumer groups: ``apis``, ``coordinator``, ``consumer_protocol``,
-  ``offsets``) and ``connections/`` (one connection's pieces: ``dispatch``,
-  ``responses``, ``framing``, ``auth_steps``, ``read_gate``; and what one client address
-  may cost: the per-IP and broker-wide ``cap``, the per-IP ``rate``, the
-  ``preauth_queue``, the ``request_pool``);
+  partitions, config resources, elections, reassignments), ``scram_apis`` (SCRAM users),
+  ``groups/`` (consumer groups: ``apis``, ``coordinator``, ``consumer_groups``,
+  ``consumer_protocol``, ``offsets``, ``assignors``) and ``connections/`` (one
+  connection's pieces: ``dispatch``, ``responses``, ``framing``, ``auth_steps``,
+  ``read_gate``; and what one client address may cost: the per-IP and broker-wide
+  ``cap``, the per-IP ``rate``, the ``preauth_queue``, the ``request_pool``);
 - ``acl/`` (authorization: ``apis``, ``cli``, ``authorizer``, ``needs``, ``store``,
   ``model``) and ``security/`` (authentication: ``listener``, ``sasl``, ``tls``,
   ``credentials``, ``password_pool``, ``scram``);

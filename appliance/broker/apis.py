@@ -24,6 +24,7 @@ from appliance.broker.admin_apis import AdminApis
 from appliance.broker.caller import Caller
 from appliance.broker.cluster_apis import ClusterApis
 from appliance.broker.groups.apis import GroupApis
+from appliance.broker.groups.consumer_groups import ConsumerGroupCoordinator
 from appliance.broker.groups.coordinator import GroupCoordinator
 from appliance.broker.groups.offsets import OffsetStore
 from appliance.broker.scram_apis import ScramApis
@@ -102,7 +103,12 @@ class Apis:
         self.advertised_port = config.port
         self.slicer = Slicer()
         self.offsets = OffsetStore(config.data_dir, fsync=config.flush != "write")
-        self.coordinator = GroupCoordinator(config, self.offsets)
+        self.coordinator = GroupCoordinator(
+            config, self.offsets, lambda: len(self.consumer_groups.groups))
+        self.consumer_groups = ConsumerGroupCoordinator(
+            config, self.offsets,
+            lambda: {name: len(t.partitions) for name, t in registry.topics.items()},
+            lambda: len(self.coordinator.groups))
         registry.read_through = self.offsets.read_through
         self._refusing = False  # produces refused for a full log budget, until one fits
         # AclStoreError (a bad acls.json) stops the start: serving with fewer ACLs than
@@ -112,7 +118,8 @@ class Apis:
                                      self.acl_store.load() if config.authorizer != "none"
                                      else [])
         authz = self.authorizer
-        groups = GroupApis(self.coordinator, self.offsets, registry, authz)
+        groups = GroupApis(self.coordinator, self.consumer_groups, self.offsets, registry,
+                           authz)
         admin = AdminApis(config, registry, authz, lambda: (self.advertised_host,
                                                             self.advertised_port))
         acls = AclApis(authz, self.acl_store)
@@ -139,6 +146,8 @@ class Apis:
             schemas.LIST_GROUPS.key: groups.list_groups,
             schemas.DELETE_GROUPS.key: groups.delete_groups,
             schemas.OFFSET_DELETE.key: groups.offset_delete,
+            schemas.CONSUMER_GROUP_HEARTBEAT.key: groups.consumer_group_heartbeat,
+            schemas.CONSUMER_GROUP_DESCRIBE.key: groups.consumer_group_describe,
             schemas.DESCRIBE_CONFIGS.key: admin.describe_configs,
             schemas.ALTER_CONFIGS.key: admin.alter_configs,
             schemas.INCREMENTAL_ALTER_CONFIGS.key: admin.incremental_alter_configs,

@@ -22,6 +22,7 @@ from bisect import bisect_left
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
+from appliance.broker.groups.consumer_groups import ConsumerGroupState
 from appliance.broker.groups.coordinator import GroupState
 from appliance.broker.wire import errors, schemas
 
@@ -204,7 +205,6 @@ class BrokerCollector:
         if not names:
             yield from self._groups_summed()
             return
-        coordinator = self.server.apis.coordinator
         offsets = self.server.apis.offsets
         topics = self.server.registry.topics.copy()
         members = GaugeMetricFamily("broker_group_members", "members of the consumer group",
@@ -224,15 +224,12 @@ class BrokerCollector:
         lag = GaugeMetricFamily("broker_group_lag",
                                 "records between the committed offset and the log end",
                                 labels=["group", "topic", "partition"])
-        for group in sorted(list(coordinator.groups.values()), key=lambda g: g.group_id):
-            gid = group.group_id
-            members.add_metric([gid], float(len(group.members)))
-            current = group.state
-            for s in GroupState:
-                if s is not GroupState.DEAD:
-                    state.add_metric([gid, s.value], 1.0 if s is current else 0.0)
-            generation.add_metric([gid], float(group.generation))
-            rebalances.add_metric([gid], float(group.rebalances))
+        for gid, count, states, current, gen, done in sorted(self._group_rows()):
+            members.add_metric([gid], float(count))
+            for s in states:
+                state.add_metric([gid, s], 1.0 if s == current else 0.0)
+            generation.add_metric([gid], float(gen))
+            rebalances.add_metric([gid], float(done))
             for key, c in sorted(offsets.committed(gid).items()):
                 labels = [gid, key.topic, str(key.partition)]
                 committed.add_metric(labels, float(c.offset))
@@ -242,15 +239,25 @@ class BrokerCollector:
                     lag.add_metric(labels, float(max(end - c.offset, 0)))
         yield from (members, state, generation, rebalances, committed, lag)
 
+    def _group_rows(self) -> list[tuple[str, int, tuple[str, ...], str, int, int]]:
+        """(group, members, its protocol's states, current state, generation, rebalances)
+        of every group: classic ones, and KIP-848 consumer groups (generation: the group
+        epoch; rebalances: epochs moved since the broker started)."""
+        classic = tuple(s.value for s in GroupState if s is not GroupState.DEAD)
+        consumer = tuple(s.value for s in ConsumerGroupState if s is not ConsumerGroupState.DEAD)
+        return [(g.group_id, len(g.members), classic, g.state.value, g.generation,
+                 g.rebalances) for g in list(self.server.apis.coordinator.groups.values())] + [
+            (g.group_id, len(g.members), consumer, g.state().value, g.epoch, g.rebalances)
+            for g in list(self.server.apis.consumer_groups.groups.values())]
+
 
     def _groups_summed(self):
-        coordinator = self.server.apis.coordinator
         offsets = self.server.apis.offsets
         topics = self.server.registry.topics.copy()
-        groups = list(coordinator.groups.values())
+        groups = self._group_rows()
         total_lag = 0
-        for group in groups:
-            for key, c in offsets.committed(group.group_id).items():
+        for gid, *_ in groups:
+            for key, c in offsets.committed(gid).items():
                 topic = topics.get(key.topic)
                 if topic is not None and key.partition < len(topic.partitions):
                     total_lag += max(topic.partitions[key.partition].high_watermark
@@ -258,9 +265,9 @@ class BrokerCollector:
         for family, name, value, text in (
                 (GaugeMetricFamily, "broker_groups", len(groups), "consumer groups"),
                 (GaugeMetricFamily, "broker_group_members",
-                 sum(len(g.members) for g in groups), "members of every consumer group"),
+                 sum(row[1] for row in groups), "members of every consumer group"),
                 (CounterMetricFamily, "broker_group_rebalances",
-                 sum(g.rebalances for g in groups), "rebalances completed, every group"),
+                 sum(row[5] for row in groups), "rebalances completed, every group"),
                 (GaugeMetricFamily, "broker_group_lag", total_lag,
                  "records between committed offsets and the log end, every group")):
             metric = family(name, text)

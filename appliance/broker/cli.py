@@ -222,6 +222,17 @@ def add_broker_options(parser: argparse.ArgumentParser) -> None:
                      metavar="DURATION", default=1_800_000,
                      help="largest session.timeout.ms a member may ask for (default 30m; "
                           f"{DURATION_HELP} ms)")
+    grp.add_argument("--group-consumer-session-timeout-ms", type=_ms, metavar="DURATION",
+                     default=45_000,
+                     help="a KIP-848 member (group.protocol=consumer) that sends no heartbeat "
+                          "for this long leaves its group (Kafka's "
+                          f"group.consumer.session.timeout.ms; default 45s; {DURATION_HELP} "
+                          "ms)")
+    grp.add_argument("--group-consumer-heartbeat-interval-ms", type=_ms, metavar="DURATION",
+                     default=5_000,
+                     help="how often a KIP-848 member heartbeats (Kafka's "
+                          "group.consumer.heartbeat.interval.ms; default 5s; "
+                          f"{DURATION_HELP} ms)")
     grp.add_argument("--offsets-retention-minutes", type=_minutes,
                      default=float(DEFAULT_OFFSETS_RETENTION_MS), metavar="DURATION",
                      dest="offsets_retention_ms",
@@ -291,6 +302,12 @@ def _mechanisms(value: str) -> tuple[str, ...]:
 
 
 def run_from_args(args: argparse.Namespace) -> int:
+    if args.group_consumer_heartbeat_interval_ms >= args.group_consumer_session_timeout_ms:
+        print(f"broker: --group-consumer-heartbeat-interval-ms "
+              f"{args.group_consumer_heartbeat_interval_ms} must be below "
+              f"--group-consumer-session-timeout-ms {args.group_consumer_session_timeout_ms}",
+              file=sys.stderr)
+        return 2
     if args.group_min_session_timeout_ms > args.group_max_session_timeout_ms:
         print(f"broker: --group-min-session-timeout-ms {args.group_min_session_timeout_ms} "
               f"is above --group-max-session-timeout-ms {args.group_max_session_timeout_ms}",
@@ -342,6 +359,9 @@ def run_from_args(args: argparse.Namespace) -> int:
                "group_initial_rebalance_delay_ms": args.group_initial_rebalance_delay_ms,
                "group_min_session_timeout_ms": args.group_min_session_timeout_ms,
                "group_max_session_timeout_ms": args.group_max_session_timeout_ms,
+               "group_consumer_session_timeout_ms": args.group_consumer_session_timeout_ms,
+               "group_consumer_heartbeat_interval_ms":
+                   args.group_consumer_heartbeat_interval_ms,
                "authorizer": AuthorizerKind(args.authorizer), "super_users": args.super_users}
     if args.max_message_bytes is not None:
         options["max_message_bytes"] = args.max_message_bytes

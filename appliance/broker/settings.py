@@ -152,6 +152,11 @@ class BrokerConfig:
     group_min_session_timeout_ms: int = 6_000
     group_max_session_timeout_ms: int = 1_800_000
     group_initial_rebalance_delay_ms: int = 3_000
+    # KIP-848 consumer groups (groups/consumer_groups.py): the broker decides a member's
+    # session and how often it heartbeats (group.consumer.session.timeout.ms and
+    # group.consumer.heartbeat.interval.ms, Kafka's defaults).
+    group_consumer_session_timeout_ms: int = 45_000
+    group_consumer_heartbeat_interval_ms: int = 5_000
     offsets_retention_ms: int = DEFAULT_OFFSETS_RETENTION_MS
     offsets_retention_check_ms: int = 60_000
     max_groups: int = DEFAULT_MAX_GROUPS

@@ -92,3 +92,35 @@ def test_group_metrics_members_state_committed_offset_and_lag(tmp_path):
     assert idle[("broker_group_members", group)] == 0
     assert idle[("broker_group_state", (*group, ("state", "Empty")))] == 1
     assert per_partition(idle, "broker_group_lag") == {"0": 3.0, "1": 0.0}
+
+
+def test_kip848_consumer_groups_have_the_same_group_metrics(tmp_path):
+    import uuid
+
+    args = ["--metrics-port", "0"]
+    with EmbeddedBroker(extra_args=args, topics={"k-events": 2},
+                        log_path=tmp_path / "broker.log", start_timeout=300) as broker, \
+            WireClient(broker.bootstrap) as c:
+        member_id = str(uuid.uuid4())
+        joined = c.request(schemas.CONSUMER_GROUP_HEARTBEAT, 1, {
+            "group_id": "kip848-forwarder", "member_id": member_id, "member_epoch": 0,
+            "instance_id": None, "rack_id": None, "rebalance_timeout_ms": 5000,
+            "subscribed_topic_names": ["k-events"], "subscribed_topic_regex": None,
+            "server_assignor": None, "topic_partitions": []})
+        assert joined["error_code"] == 0
+        c.request(schemas.OFFSET_COMMIT, 9, {
+            "group_id": "kip848-forwarder", "generation_id": joined["member_epoch"],
+            "member_id": member_id, "group_instance_id": None, "topics": [
+                {"name": "k-events", "partitions": [
+                    {"partition_index": 0, "committed_offset": 0,
+                     "committed_leader_epoch": -1, "committed_metadata": None}]}]})
+        got = scrape_samples(broker.metrics_url)
+    group = (("group", "kip848-forwarder"),)
+    assert got[("broker_group_members", group)] == 1
+    assert got[("broker_group_generation", group)] == joined["member_epoch"]
+    assert got[("broker_group_state", (*group, ("state", "Stable")))] == 1
+    assert got[("broker_group_state", (*group, ("state", "Reconciling")))] == 0
+    assert [v for (name, labels), v in got.items()
+            if name == "broker_group_committed_offset"
+            and dict(labels) == {"group": "kip848-forwarder", "topic": "k-events",
+                                 "partition": "0"}] == [0]

@@ -66,6 +66,10 @@ JOIN_GROUP = Need(schemas.JOIN_GROUP, R.GROUP, Op.READ, GROUP_DENIED, "group mem
 SYNC_GROUP = Need(schemas.SYNC_GROUP, R.GROUP, Op.READ, GROUP_DENIED, "group membership")
 HEARTBEAT = Need(schemas.HEARTBEAT, R.GROUP, Op.READ, GROUP_DENIED, "group membership")
 LEAVE_GROUP = Need(schemas.LEAVE_GROUP, R.GROUP, Op.READ, GROUP_DENIED, "group membership")
+CONSUMER_GROUP_HEARTBEAT = Need(schemas.CONSUMER_GROUP_HEARTBEAT, R.GROUP, Op.READ,
+                                GROUP_DENIED, "group membership (KIP-848)")
+CONSUMER_GROUP_DESCRIBE = Need(schemas.CONSUMER_GROUP_DESCRIBE, R.GROUP, Op.DESCRIBE,
+                               GROUP_DENIED, "a consumer group's members and assignments")
 DESCRIBE_GROUPS = Need(schemas.DESCRIBE_GROUPS, R.GROUP, Op.DESCRIBE, GROUP_DENIED,
                        "a group's members and assignments")
 LIST_GROUPS_CLUSTER = Need(schemas.LIST_GROUPS, R.CLUSTER, Op.DESCRIBE, CLUSTER_DENIED,

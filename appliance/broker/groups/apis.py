@@ -2,7 +2,10 @@
 
 Each handler turns one version's layout into a call on the ``GroupCoordinator`` (member
 state) or the ``OffsetStore`` (committed offsets) and the answer back into that version's
-layout. JoinGroup and SyncGroup may return a future: the answer of a member parked in a
+layout. A group id is either classic or a KIP-848 consumer group (``consumer_groups``):
+the shared APIs (offsets, listing, deletion) go to whichever holds it, and the other
+protocol's membership APIs are refused as Kafka refuses them. JoinGroup and SyncGroup may
+return a future: the answer of a member parked in a
 rebalance. When its connection goes away the server cancels that future, and the
 cancellation reaches the coordinator, so a vanished member is no longer waited for.
 """
@@ -17,6 +20,15 @@ from appliance.broker.acl import needs
 from appliance.broker.acl.authorizer import Authorizer
 from appliance.broker.acl.model import CLUSTER_NAME, Operation, ResourceType
 from appliance.broker.caller import Caller
+from appliance.broker.groups.consumer_groups import (
+    PROTOCOL_TYPE as CONSUMER_TYPE,
+)
+from appliance.broker.groups.consumer_groups import (
+    ConsumerGroup,
+    ConsumerGroupCoordinator,
+    HeartbeatRequest,
+    TopicPartitions,
+)
 from appliance.broker.groups.coordinator import (
     GroupCoordinator,
     GroupState,
@@ -34,7 +46,7 @@ log = get_logger("appliance.broker")
 
 # Kafka's offset.metadata.max.bytes: longer commit metadata is refused.
 MAX_METADATA_CHARS = 4096
-GROUP_TYPE = "classic"  # ListGroups v5: the KIP-848 "consumer" type is not served
+GROUP_TYPE = "classic"  # ListGroups v5's group type of the classic protocol's groups
 # What DescribeGroups reports the caller may do to a group (all, without ACLs).
 GROUP_OPERATIONS = (Operation.READ, Operation.DELETE, Operation.DESCRIBE)
 NOT_REQUESTED = -2147483648
@@ -68,9 +80,11 @@ def _respond(result, render: Callable):
 
 
 class GroupApis:
-    def __init__(self, coordinator: GroupCoordinator, offsets: OffsetStore,
-                 registry: TopicRegistry, authorizer: Authorizer) -> None:
+    def __init__(self, coordinator: GroupCoordinator, consumer: ConsumerGroupCoordinator,
+                 offsets: OffsetStore, registry: TopicRegistry,
+                 authorizer: Authorizer) -> None:
         self.coordinator = coordinator
+        self.consumer = consumer
         self.offsets = offsets
         self.registry = registry
         self.authorizer = authorizer
@@ -80,6 +94,11 @@ class GroupApis:
     def join_group(self, version: int, req: dict, caller: Caller):
         if not self.authorizer.allows(caller, needs.JOIN_GROUP, req["group_id"]):
             return {"throttle_time_ms": 0, "error_code": errors.GROUP_AUTHORIZATION_FAILED,
+                    "generation_id": -1, "protocol_type": None,
+                    "protocol_name": None if version >= 7 else "", "leader": "",
+                    "member_id": req["member_id"], "members": []}
+        if self.consumer.has_group(req["group_id"]):  # a consumer group: not for JoinGroup
+            return {"throttle_time_ms": 0, "error_code": errors.INCONSISTENT_GROUP_PROTOCOL,
                     "generation_id": -1, "protocol_type": None,
                     "protocol_name": None if version >= 7 else "", "leader": "",
                     "member_id": req["member_id"], "members": []}
@@ -153,10 +172,13 @@ class GroupApis:
         authz = self.authorizer
         if not authz.allows(caller, needs.OFFSET_COMMIT_GROUP, group):
             error = errors.GROUP_AUTHORIZATION_FAILED
+        elif not group:
+            error = errors.INVALID_GROUP_ID
+        elif self.consumer.has_group(group):  # v9+: generation_id is the member epoch
+            error = self.consumer.check_commit(group, req["member_id"], req["generation_id"])
         else:
             error = self.coordinator.check_commit(
-                group, req["generation_id"], req["member_id"], req["group_instance_id"]
-            ) if group else errors.INVALID_GROUP_ID
+                group, req["generation_id"], req["member_id"], req["group_instance_id"])
         now = int(time.time() * 1000)
         entries: list[tuple[OffsetKey, Committed]] = []
         topics = []
@@ -219,6 +241,12 @@ class GroupApis:
         if version >= 8:
             groups = []
             for g in req["groups"]:
+                error = self.consumer.check_fetch(g["group_id"], g.get("member_id"),
+                                                  g.get("member_epoch", -1))
+                if error:
+                    groups.append({"group_id": g["group_id"], "topics": [],
+                                   "error_code": error})
+                    continue
                 topics, error = self._fetch_group(caller, g["group_id"], g["topics"])
                 groups.append({"group_id": g["group_id"], "topics": topics,
                                "error_code": error})
@@ -231,13 +259,15 @@ class GroupApis:
         if not self.authorizer.allows(caller, needs.OFFSET_DELETE_GROUP, group):
             return {"error_code": errors.GROUP_AUTHORIZATION_FAILED, "throttle_time_ms": 0,
                     "topics": []}
-        if not group or not self.coordinator.has_group(group):
+        if not group or not (self.coordinator.has_group(group)
+                             or self.consumer.has_group(group)):
             return {"error_code": errors.INVALID_GROUP_ID if not group
                     else errors.GROUP_ID_NOT_FOUND, "throttle_time_ms": 0, "topics": []}
         gone: list[OffsetKey] = []
         topics = []
         for t in req["topics"]:
-            subscribed = self.coordinator.subscribes_to(group, t["name"])
+            subscribed = (self.coordinator.subscribes_to(group, t["name"])
+                          or self.consumer.subscribes_to(group, t["name"]))
             parts = []
             for p in t["partitions"]:
                 index = p["partition_index"]
@@ -286,20 +316,124 @@ class GroupApis:
     def list_groups(self, version: int, req: dict, caller: Caller):
         states = {s.lower() for s in req["states_filter"] or ()}
         types = {t.lower() for t in req["types_filter"] or ()}
-        if types and GROUP_TYPE not in types:
-            return {"throttle_time_ms": 0, "error_code": errors.NONE, "groups": []}
         authz = self.authorizer
         every = authz.allows(caller, needs.LIST_GROUPS_CLUSTER, CLUSTER_NAME)
-        groups = [{"group_id": s.group_id, "protocol_type": s.protocol_type,
-                   "group_state": s.state.value, "group_type": GROUP_TYPE}
-                  for s in self.coordinator.listed()
-                  if (not states or s.state.value.lower() in states)
-                  and (every or authz.allows(caller, needs.LIST_GROUPS_GROUP, s.group_id))]
+        listed = []
+        if not types or GROUP_TYPE in types:
+            listed += [(s.group_id, s.protocol_type, s.state.value, GROUP_TYPE)
+                       for s in self.coordinator.listed()]
+        if not types or CONSUMER_TYPE in types:
+            listed += [(g.group_id, CONSUMER_TYPE, g.state().value, CONSUMER_TYPE)
+                       for g in self.consumer.listed()]
+        groups = [{"group_id": group_id, "protocol_type": protocol_type,
+                   "group_state": state, "group_type": group_type}
+                  for group_id, protocol_type, state, group_type in sorted(listed)
+                  if (not states or state.lower() in states)
+                  and (every or authz.allows(caller, needs.LIST_GROUPS_GROUP, group_id))]
         return {"throttle_time_ms": 0, "error_code": errors.NONE, "groups": groups}
 
     def delete_groups(self, version: int, req: dict, caller: Caller):
         return {"throttle_time_ms": 0, "results": [
-            {"group_id": g, "error_code": self.coordinator.delete(g)
+            {"group_id": g, "error_code": self._delete_group(g)
              if self.authorizer.allows(caller, needs.DELETE_GROUPS, g)
              else errors.GROUP_AUTHORIZATION_FAILED}
             for g in req["groups_names"]]}
+
+    def _delete_group(self, group_id: str) -> int:
+        if self.consumer.has_group(group_id):
+            return self.consumer.delete(group_id)
+        return self.coordinator.delete(group_id)
+
+    # -- KIP-848 consumer groups ----------------------------------------------------------
+
+    def _topic_names(self) -> dict[bytes, str]:
+        return {t.topic_id: name for name, t in self.registry.topics.items()}
+
+    def consumer_group_heartbeat(self, version: int, req: dict, caller: Caller):
+        group_id, member_id = req["group_id"], req["member_id"]
+
+        def refused(code: int, message: str) -> dict:
+            return {"throttle_time_ms": 0, "error_code": code, "error_message": message,
+                    "member_id": None, "member_epoch": -1, "heartbeat_interval_ms": 0,
+                    "assignment": None}
+
+        if not self.authorizer.allows(caller, needs.CONSUMER_GROUP_HEARTBEAT, group_id):
+            return refused(errors.GROUP_AUTHORIZATION_FAILED,
+                           f"not authorized to read group {group_id}")
+        if group_id and not self.consumer.has_group(group_id) and (
+                not self.coordinator.give_up_empty(group_id)):
+            return refused(errors.GROUP_ID_NOT_FOUND,
+                           f"Group {group_id} is not a consumer group: it is a classic "
+                           "group with members (group.protocol=classic)")
+        owned: TopicPartitions | None = None
+        if req["topic_partitions"] is not None:
+            names = self._topic_names()
+            owned = {names[t["topic_id"]]: frozenset(t["partitions"])
+                     for t in req["topic_partitions"] if t["topic_id"] in names}
+        names_in = req["subscribed_topic_names"]
+        result = self.consumer.heartbeat(HeartbeatRequest(
+            group_id=group_id, member_id=member_id, member_epoch=req["member_epoch"],
+            instance_id=req["instance_id"], rack_id=req["rack_id"],
+            rebalance_timeout_ms=req["rebalance_timeout_ms"],
+            subscribed_topic_names=tuple(names_in) if names_in is not None else None,
+            subscribed_topic_regex=req.get("subscribed_topic_regex"),
+            server_assignor=req["server_assignor"], owned=owned,
+            member_id_from_client=version >= 1), caller)
+        assignment = None
+        if result.assignment is not None:
+            topics = self.registry.topics
+            assignment = {"topic_partitions": [
+                {"topic_id": topics[t].topic_id, "partitions": sorted(parts)}
+                for t, parts in sorted(result.assignment.items()) if t in topics and parts]}
+        return {"throttle_time_ms": 0, "error_code": result.error,
+                "error_message": result.message, "member_id": result.member_id,
+                "member_epoch": result.member_epoch if not result.error else -1,
+                "heartbeat_interval_ms": result.heartbeat_interval_ms,
+                "assignment": assignment}
+
+    def _described(self, tp: TopicPartitions) -> dict:
+        topics = self.registry.topics
+        return {"topic_partitions": [
+            {"topic_id": topics[t].topic_id, "topic_name": t, "partitions": sorted(parts)}
+            for t, parts in sorted(tp.items()) if t in topics and parts]}
+
+    def _describe_consumer_group(self, group: ConsumerGroup) -> dict:
+        return {"error_code": errors.NONE, "error_message": None, "group_id": group.group_id,
+                "group_state": group.state().value, "group_epoch": group.epoch,
+                "assignment_epoch": group.assignment_epoch, "assignor_name": group.assignor,
+                "members": [{
+                    "member_id": m.member_id, "instance_id": m.instance_id,
+                    "rack_id": m.rack_id, "member_epoch": m.epoch, "client_id": m.client_id,
+                    "client_host": m.client_host,
+                    "subscribed_topic_names": list(m.subscribed_names),
+                    "subscribed_topic_regex": m.subscribed_regex,
+                    "assignment": self._described(m.assigned),
+                    "target_assignment": self._described(group.target.get(m.member_id, {})),
+                    "member_type": 1,  # a consumer-protocol member (0 would be classic)
+                } for m in group.members.values()]}
+
+    def consumer_group_describe(self, version: int, req: dict, caller: Caller):
+        authz = self.authorizer
+        out = []
+        for group_id in req["group_ids"]:
+            empty = {"group_id": group_id, "group_state": "", "group_epoch": -1,
+                     "assignment_epoch": -1, "assignor_name": "", "members": [],
+                     "authorized_operations": NOT_REQUESTED}
+            if not authz.allows(caller, needs.CONSUMER_GROUP_DESCRIBE, group_id):
+                out.append({**empty, "error_code": errors.GROUP_AUTHORIZATION_FAILED,
+                            "error_message": None})
+                continue
+            group = self.consumer.get(group_id)
+            if group is None:
+                kind = "a classic group" if self.coordinator.has_group(group_id) else (
+                    "unknown")
+                out.append({**empty, "error_code": errors.GROUP_ID_NOT_FOUND,
+                            "error_message": f"Group {group_id} is not a consumer group "
+                                             f"({kind})."})
+                continue
+            described = self._describe_consumer_group(group)
+            described["authorized_operations"] = authz.authorized_operations(
+                caller, ResourceType.GROUP, group_id, GROUP_OPERATIONS) if req[
+                "include_authorized_operations"] else NOT_REQUESTED
+            out.append(described)
+        return {"throttle_time_ms": 0, "groups": out}

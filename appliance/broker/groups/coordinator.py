@@ -44,7 +44,7 @@ import enum
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -209,12 +209,17 @@ def _answer(waiter: asyncio.Future | None, result) -> None:
 
 
 class GroupCoordinator:
-    def __init__(self, config: BrokerConfig, offsets: OffsetStore) -> None:
+    def __init__(self, config: BrokerConfig, offsets: OffsetStore,
+                 other_groups: Callable[[], int] = lambda: 0) -> None:
         self.config = config
         self.offsets = offsets
+        self.other_groups = other_groups  # KIP-848 groups: --max-groups counts both kinds
         self.groups: dict[str, Group] = {}
         self.metadata_total = 0  # every group's members' metadata and assignments
+        consumer = offsets.consumer_groups()  # KIP-848's: consumer_groups restores those
         for group_id in offsets.groups():  # groups survive a restart with their offsets
+            if group_id in consumer:
+                continue
             record = offsets.group_record(group_id)
             self.groups[group_id] = Group(
                 group_id, generation=record.generation if record else 0,
@@ -526,7 +531,7 @@ class GroupCoordinator:
         return None
 
     def _room_for_group(self, group_id: str) -> bool:
-        if len(self.groups) < self.config.max_groups:
+        if len(self.groups) + self.other_groups() < self.config.max_groups:
             return True
         log.warning("broker.groups_at_max", group=group_id, limit=self.config.max_groups,
                     setting="--max-groups")
@@ -772,6 +777,18 @@ class GroupCoordinator:
 
     def has_group(self, group_id: str) -> bool:
         return group_id in self.groups
+
+    def give_up_empty(self, group_id: str) -> bool:
+        """A KIP-848 member joins ``group_id``: true if it is not a classic group (any
+        more). A classic group without members becomes a consumer group (its committed
+        offsets stay, as in Kafka's upgrade of an empty group); one with members stays."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return True
+        if group.members or group.pending:
+            return False
+        self.metadata_total -= self.groups.pop(group_id).counted
+        return True
 
     def subscribes_to(self, group_id: str, topic: str) -> bool:
         group = self.groups.get(group_id)

@@ -17,7 +17,10 @@ died mid-write: that request was never answered) is cut off. An older
 ``consumer_offsets.json`` is read once and carried over.
 
 The generation is kept so a group that restarts with the broker continues counting
-instead of starting again at 1 (tools and logs compare generations).
+instead of starting again at 1 (tools and logs compare generations). A KIP-848 consumer
+group is kept whole (its epochs, members, their assignments and the target: an opaque
+snapshot its coordinator, ``consumer_groups``, writes on every change and reads back), so
+its members go on heartbeating across a restart.
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ class OffsetStore:
         self._fsync = fsync
         self._offsets: dict[str, dict[OffsetKey, Committed]] = {}
         self._groups: dict[str, GroupRecord] = {}
+        self._consumer_groups: dict[str, dict] = {}  # KIP-848 groups' snapshots
         self._fd: int | None = None
         self._lines = 0
         self._size = 0  # bytes of whole lines in the log
@@ -108,6 +112,10 @@ class OffsetStore:
     def group_record(self, group: str) -> GroupRecord | None:
         return self._groups.get(group)
 
+    def consumer_groups(self) -> dict[str, dict]:
+        """Every KIP-848 consumer group's last snapshot."""
+        return dict(self._consumer_groups)
+
     # -- writes (each call is one durable write) -------------------------------------------
 
     def commit(self, group: str, entries: list[tuple[OffsetKey, Committed]]) -> None:
@@ -131,7 +139,8 @@ class OffsetStore:
         self._append_or_log([{"d": [group, k.topic, k.partition]} for k in gone])
 
     def delete_group(self, group: str) -> None:
-        if self._offsets.pop(group, None) is not None or self._groups.pop(group, False):
+        if (self._offsets.pop(group, None) is not None or self._groups.pop(group, False)
+                or self._consumer_groups.pop(group, None) is not None):
             self._append_or_log([{"dg": group}])
 
     def forget_topic(self, topic: str) -> None:
@@ -149,6 +158,13 @@ class OffsetStore:
     def record_generation(self, group: str, generation: int, protocol_type: str | None) -> None:
         self._groups[group] = GroupRecord(generation, protocol_type)
         self._append_or_log([{"g": [group, generation, protocol_type]}])
+
+    def record_consumer_group(self, group: str, snapshot: dict) -> None:
+        """The consumer group's whole state, replacing the last (a failed write is
+        logged: after a restart the group is as it was at its last written change)."""
+        self._consumer_groups[group] = snapshot
+        self._append_or_log([{"cg": [group, snapshot]}])
+        self._maybe_compact()
 
     def close(self) -> None:
         if self._fd is not None:
@@ -186,7 +202,8 @@ class OffsetStore:
             log.error("broker.offsets_write_failed", error=str(exc))
 
     def _maybe_compact(self) -> None:
-        live = sum(map(len, self._offsets.values())) + len(self._groups)
+        live = (sum(map(len, self._offsets.values())) + len(self._groups)
+                + len(self._consumer_groups))
         if self._lines > _COMPACT_MIN_LINES and self._lines > _COMPACT_RATIO * live:
             self._compact()
 
@@ -204,6 +221,10 @@ class OffsetStore:
         elif "dg" in r:
             self._offsets.pop(r["dg"], None)
             self._groups.pop(r["dg"], None)
+            self._consumer_groups.pop(r["dg"], None)
+        elif "cg" in r:
+            group, snapshot = r["cg"]
+            self._consumer_groups[group] = snapshot
         elif "dt" in r:
             for group in list(self._offsets):
                 offsets = self._offsets[group]
@@ -269,6 +290,7 @@ class OffsetStore:
         assert self._path is not None
         records: list[dict] = [{"g": [g, rec.generation, rec.protocol_type]}
                                for g, rec in self._groups.items()]
+        records += [{"cg": [g, snapshot]} for g, snapshot in self._consumer_groups.items()]
         records += [{"c": [g, k.topic, k.partition, *v]}
                     for g, offsets in self._offsets.items() for k, v in offsets.items()]
         tmp = self._path.with_suffix(".tmp")

@@ -327,13 +327,13 @@ def response_header_flexible(api_key: int, api_version: int) -> bool:
 
 
 # -- consumer groups ------------------------------------------------------------------------
-# The classic group protocol (JoinGroup/SyncGroup/Heartbeat/LeaveGroup) and the committed
-# offsets; ``groups.apis`` serves them. Versions stop before the ones that only carry the
-# KIP-848 consumer protocol (member epochs: OffsetCommit 9, OffsetFetch 9) or change what
-# an unknown group answers (DescribeGroups 6).
+# The classic group protocol (JoinGroup/SyncGroup/Heartbeat/LeaveGroup), KIP-848's consumer
+# protocol (ConsumerGroupHeartbeat/ConsumerGroupDescribe) and the committed offsets;
+# ``groups.apis`` serves them. OffsetCommit 9 and OffsetFetch 9 carry member epochs;
+# DescribeGroups stops before v6, which changes what an unknown group answers.
 
 OFFSET_COMMIT = Schema(
-    8, "OffsetCommit", 0, 8, 8,
+    8, "OffsetCommit", 0, 9, 8,  # v9: generation_id is a KIP-848 member's epoch
     request=[
         F("group_id", "string"),
         F("generation_id", "int32", 1, default=-1),
@@ -369,12 +369,14 @@ _OFFSET_FETCH_TOPICS = Array([
 ], nullable=True)
 
 OFFSET_FETCH = Schema(
-    9, "OffsetFetch", 0, 8, 6,
+    9, "OffsetFetch", 0, 9, 6,
     request=[
         F("group_id", "string", 0, 7),
         F("topics", _OFFSET_FETCH_TOPICS, 0, 7),
         F("groups", Array([
             F("group_id", "string"),
+            F("member_id", "nstring", 9),
+            F("member_epoch", "int32", 9, default=-1),
             F("topics", _OFFSET_FETCH_TOPICS),
         ]), 8),
         F("require_stable", "bool", 7, default=False),
@@ -583,8 +585,86 @@ OFFSET_DELETE = Schema(
     ],
 )
 
+_HEARTBEAT_TOPICS = Array([
+    F("topic_id", "uuid"),
+    F("partitions", Array("int32")),
+], nullable=True)
+
+CONSUMER_GROUP_HEARTBEAT = Schema(
+    68, "ConsumerGroupHeartbeat", 0, 1, 0,  # v1: the member makes its own id; regexes
+    request=[
+        F("group_id", "string"),
+        F("member_id", "string"),
+        F("member_epoch", "int32"),
+        F("instance_id", "nstring"),
+        F("rack_id", "nstring"),
+        F("rebalance_timeout_ms", "int32", default=-1),
+        F("subscribed_topic_names", Array("string", nullable=True)),
+        F("subscribed_topic_regex", "nstring", 1),
+        F("server_assignor", "nstring"),
+        F("topic_partitions", _HEARTBEAT_TOPICS),  # what the member owns; null: unchanged
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("error_code", "int16"),
+        F("error_message", "nstring"),
+        F("member_id", "nstring"),
+        F("member_epoch", "int32"),
+        F("heartbeat_interval_ms", "int32"),
+        F("assignment", Struct([
+            F("topic_partitions", Array([
+                F("topic_id", "uuid"),
+                F("partitions", Array("int32")),
+            ])),
+        ], nullable=True)),  # null: unchanged
+    ],
+)
+
+_DESCRIBED_ASSIGNMENT = Struct([
+    F("topic_partitions", Array([
+        F("topic_id", "uuid"),
+        F("topic_name", "string"),
+        F("partitions", Array("int32")),
+    ])),
+])
+
+CONSUMER_GROUP_DESCRIBE = Schema(
+    69, "ConsumerGroupDescribe", 0, 1, 0,  # v1: the member type (classic or consumer)
+    request=[
+        F("group_ids", Array("string")),
+        F("include_authorized_operations", "bool"),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("groups", Array([
+            F("error_code", "int16"),
+            F("error_message", "nstring"),
+            F("group_id", "string"),
+            F("group_state", "string"),
+            F("group_epoch", "int32"),
+            F("assignment_epoch", "int32"),
+            F("assignor_name", "string"),
+            F("members", Array([
+                F("member_id", "string"),
+                F("instance_id", "nstring"),
+                F("rack_id", "nstring"),
+                F("member_epoch", "int32"),
+                F("client_id", "string"),
+                F("client_host", "string"),
+                F("subscribed_topic_names", Array("string")),
+                F("subscribed_topic_regex", "nstring"),
+                F("assignment", _DESCRIBED_ASSIGNMENT),
+                F("target_assignment", _DESCRIBED_ASSIGNMENT),
+                F("member_type", "int8", 1, default=-1),
+            ])),
+            F("authorized_operations", "int32", default=-2147483648),
+        ])),
+    ],
+)
+
 GROUP_APIS = [OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP,
-              DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE]
+              DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE,
+              CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE]
 
 
 # -- administration -------------------------------------------------------------------------
