@@ -110,7 +110,8 @@ class PairTurns:
                     and self.config.query.warmup:
                 next_warmup = time.monotonic() + rewarm_s
                 self.rewarm()
-        self.host.starting_offsets = start_from_kafka(self.config, client, self.partitions)
+        self.host.starting_offsets = start_from_kafka(self.config, client, self.partitions,
+                                                      election)
 
     def rewarm(self) -> None:
         """The warm-up again: the query's code stays compiled, the producer connected."""
