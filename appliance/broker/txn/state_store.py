@@ -1,0 +1,108 @@
+"""Each transactional id's state, and where it is kept: ``DATA_DIR/transactions.json``.
+
+The file is rewritten durably (``durable_io.replace_file``: a temporary file, fsync,
+rename) at every change of state the coordinator must not forget across a kill -9: a new
+producer epoch, partitions or a group joining a transaction, offsets committed in it, the
+decision to commit or abort (``PrepareCommit``/``PrepareAbort``, written before any
+marker) and its completion. Without ``--data-dir`` it lives in memory only.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import NamedTuple
+
+from appliance.broker.storage.durable_io import replace_file
+
+FILE_NAME = "transactions.json"
+
+
+class TxnStatus(Enum):
+    EMPTY = "Empty"
+    ONGOING = "Ongoing"
+    PREPARE_COMMIT = "PrepareCommit"
+    PREPARE_ABORT = "PrepareAbort"
+    COMPLETE_COMMIT = "CompleteCommit"
+    COMPLETE_ABORT = "CompleteAbort"
+
+    @property
+    def preparing(self) -> bool:
+        return self in (TxnStatus.PREPARE_COMMIT, TxnStatus.PREPARE_ABORT)
+
+
+class TopicPartition(NamedTuple):
+    topic: str
+    partition: int
+
+
+class PendingOffset(NamedTuple):
+    """An offset committed inside a transaction: the group's only once it commits."""
+
+    offset: int
+    leader_epoch: int
+    metadata: str | None
+
+
+@dataclass
+class TxnState:
+    transactional_id: str
+    producer_id: int
+    epoch: int
+    timeout_ms: int
+    status: TxnStatus = TxnStatus.EMPTY
+    partitions: set[TopicPartition] = field(default_factory=set)
+    groups: set[str] = field(default_factory=set)
+    offsets: dict[str, dict[TopicPartition, PendingOffset]] = field(default_factory=dict)
+    started_ms: int = -1  # when it became Ongoing (its timeout counts from here)
+
+    def to_json(self) -> dict:
+        return {"id": self.transactional_id, "pid": self.producer_id, "epoch": self.epoch,
+                "timeout_ms": self.timeout_ms, "status": self.status.value,
+                "partitions": sorted(self.partitions), "groups": sorted(self.groups),
+                "offsets": {g: [[tp.topic, tp.partition, *o] for tp, o in by_tp.items()]
+                            for g, by_tp in self.offsets.items()},
+                "started_ms": self.started_ms}
+
+    @classmethod
+    def from_json(cls, doc: dict) -> TxnState:
+        return cls(str(doc["id"]), int(doc["pid"]), int(doc["epoch"]), int(doc["timeout_ms"]),
+                   TxnStatus(doc["status"]),
+                   {TopicPartition(str(t), int(p)) for t, p in doc["partitions"]},
+                   {str(g) for g in doc["groups"]},
+                   {str(g): {TopicPartition(str(t), int(p)): PendingOffset(int(o), int(e), m)
+                             for t, p, o, e, m in rows}
+                    for g, rows in doc["offsets"].items()},
+                   int(doc["started_ms"]))
+
+
+class TxnStateError(Exception):
+    """The transaction state file exists but cannot be read: the broker stops rather than
+    forget open transactions (their partitions' consumers would wait forever)."""
+
+
+class TxnStateStore:
+    def __init__(self, data_dir: str | None) -> None:
+        self.path = Path(data_dir) / FILE_NAME if data_dir else None
+
+    def load(self) -> list[TxnState]:
+        if self.path is None:
+            return []
+        try:
+            doc = json.loads(self.path.read_bytes())
+            return [TxnState.from_json(t) for t in doc["transactions"]]
+        except FileNotFoundError:
+            return []
+        except (KeyError, TypeError, ValueError) as exc:
+            raise TxnStateError(f"{self.path}: not a transaction state file ({exc}); "
+                                f"move it aside to start without the transactions it holds"
+                                ) from None
+
+    def save(self, states: list[TxnState]) -> None:
+        """Raises OSError if the state could not be made durable."""
+        if self.path is None:
+            return
+        doc = {"transactions": [s.to_json() for s in states]}
+        replace_file(self.path, json.dumps(doc, separators=(",", ":")).encode())

@@ -1,0 +1,220 @@
+"""Transactions (KIP-98, KIP-447) with real clients: librdkafka's transactional producer
+and read_committed consumers, consume-transform-produce with offsets in the transaction,
+fencing by a second producer of the same transactional id, a transaction timing out, and
+an open transaction across a kill -9 of the broker."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import confluent_kafka as ck
+import pytest
+
+from appliance.broker import EmbeddedBroker
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    data = tmp_path_factory.mktemp("txn")
+    with EmbeddedBroker(data_dir=data, log_path=data / "broker.log") as b:
+        yield b
+
+
+def _name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def _producer(bootstrap: str, txn_id: str, **extra) -> ck.Producer:
+    p = ck.Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id,
+                     "linger.ms": 5, **extra})
+    p.init_transactions(30)
+    return p
+
+
+def _values(bootstrap: str, topic: str, isolation: str, expect: int | None = None,
+            wait_s: float = 10.0, partitions: int = 1) -> list[bytes]:
+    """Every value a consumer with this isolation level reads from the partitions' start:
+    ``expect`` values, or (None) all up to where it reaches the end of every partition."""
+    c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": _name("g"),
+                     "isolation.level": isolation, "enable.auto.commit": False,
+                     "enable.partition.eof": True})
+    c.assign([ck.TopicPartition(topic, i, ck.OFFSET_BEGINNING) for i in range(partitions)])
+    out: list[bytes] = []
+    at_end: set[int] = set()
+    deadline = time.monotonic() + wait_s
+    try:
+        while time.monotonic() < deadline:
+            m = c.poll(0.2)
+            if m is None:
+                continue
+            if m.error():
+                if m.error().code() != ck.KafkaError._PARTITION_EOF:
+                    raise ck.KafkaException(m.error())
+                at_end.add(m.partition())
+                done = len(out) >= expect if expect is not None else (
+                    len(at_end) == partitions)
+                if done:
+                    break
+                continue
+            at_end.discard(m.partition())
+            out.append(m.value())
+    finally:
+        c.close()
+    return out
+
+
+def test_commit_and_abort_seen_by_read_committed_and_uncommitted(broker):
+    topic = _name("tx")
+    broker.create_topics({topic: 1})
+    p = _producer(broker.bootstrap, _name("tid"))
+    p.begin_transaction()
+    for i in range(5):
+        p.produce(topic, value=b"c1-%d" % i)
+    p.commit_transaction(30)
+    p.begin_transaction()
+    for i in range(5):
+        p.produce(topic, value=b"ab-%d" % i)
+    p.flush(10)
+    p.abort_transaction(30)
+    p.begin_transaction()
+    for i in range(3):
+        p.produce(topic, value=b"c2-%d" % i)
+    p.commit_transaction(30)
+    committed = [b"c1-%d" % i for i in range(5)] + [b"c2-%d" % i for i in range(3)]
+    assert _values(broker.bootstrap, topic, "read_committed", expect=8) == committed
+    everything = _values(broker.bootstrap, topic, "read_uncommitted", expect=13)
+    assert everything == ([b"c1-%d" % i for i in range(5)] + [b"ab-%d" % i for i in range(5)]
+                          + [b"c2-%d" % i for i in range(3)])
+
+
+def test_read_committed_stops_at_an_open_transaction(broker):
+    topic = _name("open")
+    broker.create_topics({topic: 1})
+    plain = ck.Producer({"bootstrap.servers": broker.bootstrap})
+    plain.produce(topic, value=b"before")
+    plain.flush(10)
+    p = _producer(broker.bootstrap, _name("tid"))
+    p.begin_transaction()
+    p.produce(topic, value=b"in-txn")
+    p.flush(10)
+    plain.produce(topic, value=b"after")  # behind the open transaction: not stable yet
+    plain.flush(10)
+    assert _values(broker.bootstrap, topic, "read_committed", wait_s=3) == [b"before"]
+    assert _values(broker.bootstrap, topic, "read_uncommitted", expect=3) == [
+        b"before", b"in-txn", b"after"]
+    p.commit_transaction(30)
+    assert _values(broker.bootstrap, topic, "read_committed", expect=3) == [
+        b"before", b"in-txn", b"after"]
+
+
+def test_a_second_producer_with_the_same_id_fences_the_first(broker):
+    topic = _name("fence")
+    broker.create_topics({topic: 1})
+    txn_id = _name("tid")
+    first = _producer(broker.bootstrap, txn_id)
+    first.begin_transaction()
+    first.produce(topic, value=b"zombie")
+    first.flush(10)
+    second = _producer(broker.bootstrap, txn_id)  # aborts the first one's transaction
+    second.begin_transaction()
+    second.produce(topic, value=b"live")
+    second.commit_transaction(30)
+    with pytest.raises(ck.KafkaException) as info:
+        first.produce(topic, value=b"zombie-2")
+        first.commit_transaction(10)
+    err = info.value.args[0]
+    assert err.fatal() and err.code() in (ck.KafkaError._FENCED,
+                                          ck.KafkaError.PRODUCER_FENCED,
+                                          ck.KafkaError.INVALID_PRODUCER_EPOCH)
+    assert _values(broker.bootstrap, topic, "read_committed", expect=1) == [b"live"]
+
+
+def test_offsets_sent_to_a_transaction_commit_only_with_it(broker):
+    src, dst = _name("src"), _name("dst")
+    broker.create_topics({src: 1, dst: 1})
+    group = _name("ctp")
+    plain = ck.Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(10):
+        plain.produce(src, value=b"in-%d" % i)
+    plain.flush(10)
+    consumer = ck.Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group,
+                            "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                            "isolation.level": "read_committed"})
+    consumer.subscribe([src])
+    got = []
+    deadline = time.monotonic() + 20
+    while len(got) < 10 and time.monotonic() < deadline:
+        m = consumer.poll(0.5)
+        if m is not None and not m.error():
+            got.append(m)
+    assert len(got) == 10
+    p = _producer(broker.bootstrap, _name("tid"))
+
+    def transform(batch, commit: bool) -> None:
+        p.begin_transaction()
+        for m in batch:
+            p.produce(dst, value=m.value().upper())
+        p.send_offsets_to_transaction(
+            [ck.TopicPartition(src, 0, batch[-1].offset() + 1)],
+            consumer.consumer_group_metadata(), 10)
+        if commit:
+            p.commit_transaction(30)
+        else:
+            p.abort_transaction(30)
+
+    transform(got[:4], commit=True)
+    transform(got[4:], commit=False)  # neither the output nor the offset stays
+    committed = consumer.committed([ck.TopicPartition(src, 0)], 10)[0].offset
+    consumer.close()
+    assert committed == 4
+    assert _values(broker.bootstrap, dst, "read_committed", expect=4) == [
+        b"IN-%d" % i for i in range(4)]
+
+
+def test_a_transaction_past_its_timeout_is_aborted(broker):
+    topic = _name("timeout")
+    broker.create_topics({topic: 1})
+    p = _producer(broker.bootstrap, _name("tid"), **{"transaction.timeout.ms": 1000})
+    p.begin_transaction()
+    p.produce(topic, value=b"forgotten")
+    p.flush(10)
+    time.sleep(2.5)  # the broker aborts it; read_committed moves past it
+    plain = ck.Producer({"bootstrap.servers": broker.bootstrap})
+    plain.produce(topic, value=b"later")
+    plain.flush(10)
+    assert _values(broker.bootstrap, topic, "read_committed", expect=1) == [b"later"]
+
+
+def test_an_open_transaction_across_kill_9_is_aborted_at_its_timeout(tmp_path):
+    with EmbeddedBroker(data_dir=tmp_path, log_path=tmp_path / "broker.log") as b:
+        b.create_topics({"k9": 2})
+        p = _producer(b.bootstrap, "k9-tid", **{"transaction.timeout.ms": 4000})
+        p.begin_transaction()
+        for i in range(4):
+            p.produce("k9", value=b"committed-%d" % i, partition=i % 2)
+        p.commit_transaction(30)
+        p.begin_transaction()
+        for i in range(4):
+            p.produce("k9", value=b"open-%d" % i, partition=i % 2)
+        p.flush(10)
+        assert b.kill() == -9
+        del p
+        b.start()
+        plain = ck.Producer({"bootstrap.servers": b.bootstrap})
+        for i in range(2):
+            plain.produce("k9", value=b"after-%d" % i, partition=i)
+        plain.flush(10)
+        started = time.monotonic()
+        seen = _values(b.bootstrap, "k9", "read_committed", expect=6, wait_s=20,
+                       partitions=2)
+        assert sorted(seen) == sorted([b"committed-%d" % i for i in range(4)]
+                                      + [b"after-0", b"after-1"])
+        assert time.monotonic() - started < 15
+        # a new producer of the id carries on at once
+        again = _producer(b.bootstrap, "k9-tid")
+        again.begin_transaction()
+        again.produce("k9", value=b"next", partition=0)
+        again.commit_transaction(30)
+        seen = _values(b.bootstrap, "k9", "read_committed", expect=7, partitions=2)
+        assert b"next" in seen and not any(v.startswith(b"open-") for v in seen)
