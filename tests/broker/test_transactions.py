@@ -10,6 +10,7 @@ import uuid
 
 import confluent_kafka as ck
 import pytest
+from kafka import KafkaProducer
 
 from appliance.broker import EmbeddedBroker
 
@@ -218,3 +219,23 @@ def test_an_open_transaction_across_kill_9_is_aborted_at_its_timeout(tmp_path):
         again.commit_transaction(30)
         seen = _values(b.bootstrap, "k9", "read_committed", expect=7, partitions=2)
         assert b"next" in seen and not any(v.startswith(b"open-") for v in seen)
+
+
+def test_kafka_python_transactional_producer(broker):
+    topic = _name("kp")
+    broker.create_topics({topic: 1})
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id=_name("kp"))
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send(topic, b"kept", partition=0)
+        producer.commit_transaction()
+        producer.begin_transaction()
+        producer.send(topic, b"dropped", partition=0)
+        producer.flush()
+        producer.abort_transaction()
+    finally:
+        producer.close(timeout=5)
+    assert _values(broker.bootstrap, topic, "read_committed", expect=1) == [b"kept"]
+    assert _values(broker.bootstrap, topic, "read_uncommitted", expect=2) == [
+        b"kept", b"dropped"]
