@@ -5,14 +5,20 @@ an open transaction across a kill -9 of the broker."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 import uuid
 
 import confluent_kafka as ck
 import pytest
 from kafka import KafkaProducer
+from wire_helpers import batch, produce_body
 
 from appliance.broker import EmbeddedBroker
+from appliance.broker.acl import needs
+from appliance.broker.wire import errors, schemas
+from appliance.broker.wire.client import WireClient
 
 
 @pytest.fixture(scope="module")
@@ -239,3 +245,44 @@ def test_kafka_python_transactional_producer(broker):
     assert _values(broker.bootstrap, topic, "read_committed", expect=1) == [b"kept"]
     assert _values(broker.bootstrap, topic, "read_uncommitted", expect=2) == [
         b"kept", b"dropped"]
+
+
+def test_transactional_ids_are_authorized_as_kafka_does(tmp_path):
+    """WRITE on the transactional id (which implies DESCRIBE) for InitProducerId,
+    FindCoordinator, AddPartitionsToTxn and a produce naming it; the topic needs WRITE."""
+    data = tmp_path / "acl"
+    data.mkdir()
+    for args in (["--operation", "WRITE", "--transactional-id", "ok-",
+                  "--resource-pattern-type", "prefixed"],
+                 ["--operation", "WRITE", "--topic", "t"]):
+        done = subprocess.run([sys.executable, "-m", "appliance", "broker-user", "acl", "add",
+                               "--allow-principal", "User:ANONYMOUS", *args,
+                               "--data-dir", str(data)], capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 0, done.stderr
+    with EmbeddedBroker(data_dir=data, log_path=tmp_path / "b.log", extra_args=[
+            "--topics", "t:1,u:1", "--authorizer", "acl"]) as b, WireClient(b.bootstrap) as c:
+        found = c.request(schemas.FIND_COORDINATOR, 4, {"key_type": 1,
+                                                        "coordinator_keys": ["ok-1", "no-1"]})
+        assert [x["error_code"] for x in found["coordinators"]] == [0, needs.TXN_DENIED]
+
+        def init(txn_id):
+            return c.request(schemas.INIT_PRODUCER_ID, 4, {
+                "transactional_id": txn_id, "transaction_timeout_ms": 60000,
+                "producer_id": -1, "producer_epoch": -1})
+
+        assert init("no-1")["error_code"] == needs.TXN_DENIED
+        ok = init("ok-1")
+        assert ok["error_code"] == 0
+        added = c.request(schemas.ADD_PARTITIONS_TO_TXN, 3, {
+            "transactional_id": "ok-1", "producer_id": ok["producer_id"],
+            "producer_epoch": ok["producer_epoch"],
+            "topics": [{"name": "t", "partitions": [0]}, {"name": "u", "partitions": [0]}]})
+        assert [[p["partition_error_code"] for p in t["results"]]
+                for t in added["results"]] == [[errors.OPERATION_NOT_ATTEMPTED],
+                                               [errors.TOPIC_AUTHORIZATION_FAILED]]
+        body = produce_body("t", 0, batch([b"x"]))
+        body["transactional_id"] = "no-1"
+        refused = c.request(schemas.PRODUCE, 8, body)
+        assert refused["responses"][0]["partition_responses"][0]["error_code"] == \
+            needs.TXN_DENIED
