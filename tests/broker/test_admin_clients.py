@@ -122,6 +122,7 @@ def test_confluent_admin_client_groups_and_topic_configs(group_broker, tmp_path)
 
 @pytest.mark.java
 def test_java_admin_client_and_a_transactional_producer(group_broker, java_checks):
+    group_broker.create_topics({"java-admin-txn": 1})
     out = run_java(java_checks, "AdminCheck", group_broker.bootstrap, "java-admin",
                    "java-admin-group", timeout=180)
     assert out["CLUSTER"] == "appliance-embedded,1,0"
