@@ -12,6 +12,7 @@ import uuid
 
 import confluent_kafka as ck
 import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaProducer
 from wire_helpers import batch, produce_body
 
@@ -286,3 +287,41 @@ def test_transactional_ids_are_authorized_as_kafka_does(tmp_path):
         refused = c.request(schemas.PRODUCE, 8, body)
         assert refused["responses"][0]["partition_responses"][0]["error_code"] == \
             needs.TXN_DENIED
+
+
+def test_compaction_keeps_markers_and_transactions_sane(tmp_path):
+    """A compacted topic holding committed and aborted transactions: the cleaner removes
+    superseded plain records, and read_committed still sees every committed transactional
+    record and never an aborted one."""
+    log_path = tmp_path / "broker.log"
+    with EmbeddedBroker(data_dir=tmp_path / "data", log_path=log_path) as b:
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        admin.create_topics([NewTopic("ctx", 1, 1, config={
+            "cleanup.policy": "compact", "segment.bytes": "4096",
+            "min.cleanable.dirty.ratio": "0.01"})])["ctx"].result(timeout=30)
+        plain = ck.Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 2})
+        for version in range(3):
+            for k in range(10):
+                plain.produce("ctx", key=b"k%d" % k, value=b"plain-%d" % version)
+        plain.flush(10)
+        p = _producer(b.bootstrap, "ctx-tid")
+        p.begin_transaction()
+        for k in range(5):
+            p.produce("ctx", key=b"k%d" % k, value=b"committed")
+        p.commit_transaction(30)
+        p.begin_transaction()
+        for k in range(5, 10):
+            p.produce("ctx", key=b"k%d" % k, value=b"aborted")
+        p.flush(10)
+        p.abort_transaction(30)
+        for i in range(80):  # distinct keys: push the above out of the active segment
+            plain.produce("ctx", key=b"fill-%d" % i, value=b"x" * 100)
+        plain.flush(10)
+        deadline = time.monotonic() + 30
+        while not any('"broker.log_cleaned"' in line and '"records_removed": 0' not in line
+                      for line in log_path.read_text().splitlines()):
+            assert time.monotonic() < deadline, "no compaction pass removed anything"
+            time.sleep(0.5)
+        values = _values(b.bootstrap, "ctx", "read_committed", wait_s=15)
+    assert values.count(b"committed") == 5 and b"aborted" not in values
+    assert values.count(b"plain-2") == 10 and b"plain-0" not in values
