@@ -14,7 +14,8 @@ import confluent_kafka as ck
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaProducer
-from wire_helpers import batch, produce_body
+from kafka.record.default_records import DefaultRecordBatchBuilder
+from wire_helpers import batch, fetch_body, produce_body, record_values
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.acl import needs
@@ -26,6 +27,13 @@ from appliance.broker.wire.client import WireClient
 def broker(tmp_path_factory):
     data = tmp_path_factory.mktemp("txn")
     with EmbeddedBroker(data_dir=data, log_path=data / "broker.log") as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def memory_broker(tmp_path_factory):
+    """Without --data-dir: the log and the transactions in memory."""
+    with EmbeddedBroker(log_path=tmp_path_factory.mktemp("txn-mem") / "broker.log") as b:
         yield b
 
 
@@ -96,7 +104,9 @@ def test_commit_and_abort_seen_by_read_committed_and_uncommitted(broker):
                           + [b"c2-%d" % i for i in range(3)])
 
 
-def test_read_committed_stops_at_an_open_transaction(broker):
+@pytest.mark.parametrize("store", ["segments", "memory"])
+def test_read_committed_stops_at_an_open_transaction(request, store):
+    broker = request.getfixturevalue("broker" if store == "segments" else "memory_broker")
     topic = _name("open")
     broker.create_topics({topic: 1})
     plain = ck.Producer({"bootstrap.servers": broker.bootstrap})
@@ -106,14 +116,16 @@ def test_read_committed_stops_at_an_open_transaction(broker):
     p.begin_transaction()
     p.produce(topic, value=b"in-txn")
     p.flush(10)
-    plain.produce(topic, value=b"after")  # behind the open transaction: not stable yet
+    for i in range(50):  # behind the open transaction: not stable yet
+        plain.produce(topic, value=b"after-%d" % i)
     plain.flush(10)
     assert _values(broker.bootstrap, topic, "read_committed", wait_s=3) == [b"before"]
-    assert _values(broker.bootstrap, topic, "read_uncommitted", expect=3) == [
-        b"before", b"in-txn", b"after"]
+    after = [b"after-%d" % i for i in range(50)]
+    assert _values(broker.bootstrap, topic, "read_uncommitted", expect=52) == [
+        b"before", b"in-txn", *after]
     p.commit_transaction(30)
-    assert _values(broker.bootstrap, topic, "read_committed", expect=3) == [
-        b"before", b"in-txn", b"after"]
+    assert _values(broker.bootstrap, topic, "read_committed", expect=52) == [
+        b"before", b"in-txn", *after]
 
 
 def test_a_second_producer_with_the_same_id_fences_the_first(broker):
@@ -325,3 +337,62 @@ def test_compaction_keeps_markers_and_transactions_sane(tmp_path):
         values = _values(b.bootstrap, "ctx", "read_committed", wait_s=15)
     assert values.count(b"committed") == 5 and b"aborted" not in values
     assert values.count(b"plain-2") == 10 and b"plain-0" not in values
+
+
+
+def test_the_last_stable_offset_and_aborted_transactions_on_the_wire(broker):
+    """Fetch read_committed stops at the open transaction's first offset (its LSO), and
+    ListOffsets latest answers the LSO; after the abort its marker ends it and the fetch
+    names it (producer id, first offset) so clients drop its records."""
+    topic, txn_id = _name("lso"), _name("w")
+    broker.create_topics({topic: 1})
+    with WireClient(broker.bootstrap) as c:
+        init = c.request(schemas.INIT_PRODUCER_ID, 4, {
+            "transactional_id": txn_id, "transaction_timeout_ms": 60000,
+            "producer_id": -1, "producer_epoch": -1})
+        pid, epoch = init["producer_id"], init["producer_epoch"]
+
+        def send(records: bytes) -> dict:
+            return c.request(schemas.PRODUCE, 8, produce_body(topic, 0, records))[
+                "responses"][0]["partition_responses"][0]
+
+        def read(isolation: int) -> dict:
+            body = fetch_body(topic, 0, 0)
+            body["isolation_level"] = isolation
+            return c.request(schemas.FETCH, 11, body)["responses"][0]["partitions"][0]
+
+        def latest(isolation: int) -> int:
+            return c.request(schemas.LIST_OFFSETS, 5, {
+                "replica_id": -1, "isolation_level": isolation,
+                "topics": [{"name": topic, "partitions": [{
+                    "partition_index": 0, "current_leader_epoch": -1,
+                    "timestamp": -1}]}]})["topics"][0]["partitions"][0]["offset"]
+
+        builder = DefaultRecordBatchBuilder(
+            magic=2, compression_type=0, is_transactional=True, producer_id=pid,
+            producer_epoch=epoch, base_sequence=0, batch_size=1 << 30)
+        for i in range(2):
+            builder.append(i, timestamp=1_700_000_000_000, key=None, value=b"t%d" % i,
+                           headers=[])
+        in_txn = bytes(builder.build())
+        assert send(batch([b"plain-0"]))["base_offset"] == 0
+        assert send(in_txn)["error_code"] == errors.INVALID_TXN_STATE  # not added yet
+        added = c.request(schemas.ADD_PARTITIONS_TO_TXN, 3, {
+            "transactional_id": txn_id, "producer_id": pid, "producer_epoch": epoch,
+            "topics": [{"name": topic, "partitions": [0]}]})
+        assert added["results"][0]["results"][0]["partition_error_code"] == 0
+        assert send(in_txn)["base_offset"] == 1
+        assert send(batch([b"plain-3"]))["base_offset"] == 3
+        committed, everything = read(1), read(0)
+        assert (committed["last_stable_offset"], committed["high_watermark"]) == (1, 4)
+        assert record_values(committed["records"]) == [b"plain-0"]
+        assert committed["aborted_transactions"] == []
+        assert record_values(everything["records"]) == [b"plain-0", b"t0", b"t1", b"plain-3"]
+        assert (latest(1), latest(0)) == (1, 4)
+        assert c.request(schemas.END_TXN, 3, {
+            "transactional_id": txn_id, "producer_id": pid, "producer_epoch": epoch,
+            "committed": False})["error_code"] == 0
+        committed = read(1)
+        assert (committed["last_stable_offset"], committed["high_watermark"]) == (5, 5)
+        assert committed["aborted_transactions"] == [{"producer_id": pid, "first_offset": 1}]
+        assert latest(1) == 5
