@@ -396,3 +396,24 @@ def test_the_last_stable_offset_and_aborted_transactions_on_the_wire(broker):
         assert (committed["last_stable_offset"], committed["high_watermark"]) == (5, 5)
         assert committed["aborted_transactions"] == [{"producer_id": pid, "first_offset": 1}]
         assert latest(1) == 5
+
+
+def test_an_open_transaction_whose_id_was_moved_aside_is_aborted_at_start(tmp_path):
+    """The operator moved an unreadable transactions.json aside: a partition's open
+    transaction has no coordinator any more. The broker aborts it at start (logged), so
+    read_committed is not held at it for ever."""
+    log_path = tmp_path / "broker.log"
+    with EmbeddedBroker(data_dir=tmp_path / "data", log_path=log_path) as b:
+        b.create_topics({"aside": 1})
+        p = _producer(b.bootstrap, "aside-tid")
+        p.begin_transaction()
+        p.produce("aside", value=b"orphan")
+        p.flush(10)
+        b.stop()
+        (tmp_path / "data" / "transactions.json").rename(tmp_path / "transactions.json.bad")
+        b.start()
+        plain = ck.Producer({"bootstrap.servers": b.bootstrap})
+        plain.produce("aside", value=b"later")
+        plain.flush(10)
+        assert _values(b.bootstrap, "aside", "read_committed", expect=1) == [b"later"]
+    assert '"broker.txn_state_reconciled"' in log_path.read_text()

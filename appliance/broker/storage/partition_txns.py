@@ -69,7 +69,8 @@ class PartitionTxns:
             raise
 
     def end(self, producer_id: int, marker_offset: int, committed: bool) -> None:
-        """The producer's marker was appended at ``marker_offset``."""
+        """The producer's marker was appended at ``marker_offset`` (or, committed, was
+        found appended already: nothing is recorded aborted)."""
         first = self.open.pop(producer_id, None)
         if first is not None and not committed:
             self.aborted.append(AbortedTxn(producer_id, first, marker_offset))

@@ -82,6 +82,10 @@ class ProducerStates:
         while len(self._producers) > self.max_producers:
             self._producers.popitem(last=False)
 
+    def epoch_of(self, pid: int) -> int | None:
+        p = self._producers.get(pid)
+        return None if p is None else p.epoch
+
     def fence(self, pid: int, epoch: int, now_ms: int) -> None:
         """A transaction marker of ``epoch``: older epochs of the producer are refused
         from now on (a newer epoch starts its sequence again)."""

@@ -58,12 +58,29 @@ class TxnCoordinator:
     # -- lifecycle ------------------------------------------------------------------------
 
     def recover(self, now_ms: int) -> None:
-        """Complete what a crash left preparing (the decision was durable)."""
+        """Complete what a crash left preparing (the decision was durable), then end any
+        transaction a partition still holds open that the coordinator does not."""
         for t in list(self.txns.values()):
             if t.status.preparing:
                 self._complete(t, now_ms)
                 log.info("broker.txn_completed_after_restart", transactional_id=t.
                          transactional_id, status=t.status.value)
+        for part in self.registry.all_partitions():
+            for pid in list(part.txns.open):
+                holder = self.by_pid.get(pid)
+                tp = TopicPartition(part.topic, part.index)
+                if (holder is not None and holder.status is TxnStatus.ONGOING
+                        and tp in holder.partitions):
+                    continue  # ended by EndTxn or its timeout
+                if holder is None:  # its transactional id is gone (transactions.json moved aside)
+                    epoch = part.producers.epoch_of(pid)
+                    part.append_marker(pid, epoch if epoch is not None else 0, False, now_ms)
+                    outcome = "aborted"
+                else:  # its marker is in the log; the partition's file missed it
+                    part.txns.end(pid, -1, committed=True)
+                    outcome = "closed"
+                log.warning("broker.txn_state_reconciled", topic=part.topic,
+                            partition=part.index, producer_id=pid, outcome=outcome)
 
     def abort_expired(self, now_ms: int) -> int:
         """Abort every Ongoing transaction past its timeout (its epoch bumped, fencing the
