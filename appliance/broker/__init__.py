@@ -53,7 +53,7 @@ and each sub-package under a contract of its own):
   ``timestamp_search``, ``partition``, ``segments``, ``batch_policy``, ``topic_configs``,
   ``log_budget``, ``cleaned_swap``, ``segment_file``, ``framed_scan``,
   ``producer_state``, ``producer_ids``, ``cleaner``, ``partition_txns``, ``memory_log``,
-  ``offset_index``,
+  ``offset_index``, ``json_lines``,
   ``batch_scan``, ``compact_batch``, ``durable_io``);
 - ``wire/`` (Kafka's wire format: ``client``, ``request_limits``, ``schemas``,
   ``codegen``, ``control_batch``, ``codec``, ``errors``, ``records``, ``compression``);

@@ -115,7 +115,8 @@ class Apis:
         cluster = ClusterApis(config, registry, authz)
         scram = ScramApis(config, users, authz)
         self.txn_coordinator = TxnCoordinator(registry, registry.producer_ids,
-                                              TxnStateStore(config.data_dir),
+                                              TxnStateStore(config.data_dir,
+                                                            sync=config.flush != "write"),
                                               self._commit_txn_offsets)
         self.txn_coordinator.recover(_now_ms())
         txn = self.txn = TxnApis(self.txn_coordinator, registry, authz)

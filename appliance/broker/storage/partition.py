@@ -15,9 +15,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
+from appliance.broker.settings import Flush
 from appliance.broker.storage.durable_io import StorageError
 from appliance.broker.storage.log_budget import LogBudget
 from appliance.broker.storage.memory_log import BATCH_OVERHEAD, MemoryLog, StoredBatch
+from appliance.broker.storage.partition_txns import FILE_NAME as TXN_STATE
 from appliance.broker.storage.partition_txns import AbortedTxn, PartitionTxns
 from appliance.broker.storage.producer_state import ProducerStates, last_sequence
 from appliance.broker.storage.segments import PartitionSegments
@@ -59,12 +61,13 @@ class PartitionLog:
         self._refused = 0  # produces refused by the disk since the last append that worked
         self.txns = PartitionTxns()
         if isinstance(store, PartitionSegments):
+            sync = store.flush is not Flush.WRITE
             try:
-                self.txns = PartitionTxns.load(store.dir)
+                self.txns = PartitionTxns.load(store.dir, sync)
             except ValueError as exc:  # open transactions are ended by the coordinator
                 log.warning("broker.txn_state_unreadable", topic=topic, partition=index,
                             error=str(exc))
-                self.txns = PartitionTxns(store.dir / "txn-state")
+                self.txns = PartitionTxns(store.dir / TXN_STATE, sync)
 
     @property
     def last_stable_offset(self) -> int:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+from appliance.broker.storage.durable_io import StorageError
 from appliance.broker.storage.producer_ids import MAX_EPOCH, ProducerIdError, ProducerIds
 from appliance.broker.storage.topic_registry import TopicRegistry
 from appliance.broker.txn.state_store import (
@@ -119,8 +120,8 @@ class TxnCoordinator:
             t.timeout_ms = timeout_ms
             if t.status is not TxnStatus.ONGOING:
                 t.status = TxnStatus.EMPTY
-            self._save()
-        except (ProducerIdError, OSError) as exc:
+            self._save(t)
+        except (ProducerIdError, StorageError) as exc:
             log.error("broker.txn_state_unwritable", error=str(exc))
             return InitResult(errors.COORDINATOR_NOT_AVAILABLE)
         return InitResult(errors.NONE, t.producer_id, t.epoch)
@@ -182,7 +183,7 @@ class TxnCoordinator:
             return errors.NONE
         self._begin(t, now_ms)
         t.partitions.update(partitions)
-        return self._saved()
+        return self._saved(t)
 
     def add_offsets(self, transactional_id: str, producer_id: int, epoch: int, group: str,
                     now_ms: int) -> int:
@@ -192,7 +193,7 @@ class TxnCoordinator:
         t = self.txns[transactional_id]
         self._begin(t, now_ms)
         t.groups.add(group)
-        return self._saved()
+        return self._saved(t)
 
     def commit_offsets_in_txn(self, transactional_id: str, producer_id: int, epoch: int,
                               group: str, offsets: dict[TopicPartition, PendingOffset]
@@ -204,7 +205,7 @@ class TxnCoordinator:
         if t.status is not TxnStatus.ONGOING or group not in t.groups:
             return errors.INVALID_TXN_STATE  # AddOffsetsToTxn comes first
         t.offsets.setdefault(group, {}).update(offsets)
-        return self._saved()
+        return self._saved(t)
 
     # -- EndTxn -------------------------------------------------------------------------
 
@@ -227,7 +228,7 @@ class TxnCoordinator:
 
     def _end(self, t: TxnState, commit: bool, now_ms: int) -> int:
         t.status = TxnStatus.PREPARE_COMMIT if commit else TxnStatus.PREPARE_ABORT
-        err = self._saved()
+        err = self._saved(t)
         if err:
             t.status = TxnStatus.ONGOING
             return err
@@ -255,15 +256,15 @@ class TxnCoordinator:
         t.started_ms = -1
         log.info("broker.txn_ended", transactional_id=t.transactional_id,
                  producer_id=t.producer_id, epoch=t.epoch, committed=commit)
-        return self._saved()
+        return self._saved(t)
 
-    def _saved(self) -> int:
+    def _saved(self, t: TxnState) -> int:
         try:
-            self._save()
-        except OSError as exc:
+            self._save(t)
+        except StorageError as exc:
             log.error("broker.txn_state_unwritable", error=str(exc))
             return errors.COORDINATOR_NOT_AVAILABLE
         return errors.NONE
 
-    def _save(self) -> None:
-        self.store.save(list(self.txns.values()))
+    def _save(self, t: TxnState) -> None:
+        self.store.save(t, list(self.txns.values()))

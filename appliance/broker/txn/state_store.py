@@ -1,23 +1,26 @@
 """Each transactional id's state, and where it is kept: ``DATA_DIR/transactions.json``.
 
-The file is rewritten durably (``durable_io.replace_file``: a temporary file, fsync,
-rename) at every change of state the coordinator must not forget across a kill -9: a new
-producer epoch, partitions or a group joining a transaction, offsets committed in it, the
-decision to commit or abort (``PrepareCommit``/``PrepareAbort``, written before any
-marker) and its completion. Without ``--data-dir`` it lives in memory only.
+The file is a log of JSON lines (``storage.json_lines``), one transactional id's whole
+state a line, appended (fsynced unless ``--flush write``) at every change the
+coordinator must not forget across a kill -9: a new producer epoch, partitions or a
+group joining a transaction, offsets committed in it, the decision to commit or abort
+(``PrepareCommit``/``PrepareAbort``, written before any marker) and its completion. The
+newest line of an id wins; the file is rewritten with one line per id once it holds four
+times more lines than ids (and at least ``REWRITE_AFTER_LINES``). Without
+``--data-dir`` the state lives in memory only.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import NamedTuple
 
-from appliance.broker.storage.durable_io import replace_file
+from appliance.broker.storage.json_lines import JsonLines
 
 FILE_NAME = "transactions.json"
+REWRITE_AFTER_LINES = 1000
 
 
 class TxnStatus(Enum):
@@ -84,25 +87,31 @@ class TxnStateError(Exception):
 
 
 class TxnStateStore:
-    def __init__(self, data_dir: str | None) -> None:
+    def __init__(self, data_dir: str | None, sync: bool = True) -> None:
         self.path = Path(data_dir) / FILE_NAME if data_dir else None
+        self._log = JsonLines(self.path, sync) if self.path is not None else None
 
     def load(self) -> list[TxnState]:
-        if self.path is None:
+        if self._log is None:
             return []
         try:
-            doc = json.loads(self.path.read_bytes())
-            return [TxnState.from_json(t) for t in doc["transactions"]]
-        except FileNotFoundError:
-            return []
+            newest = {}
+            for line in self._log.read():
+                state = TxnState.from_json(line)
+                newest[state.transactional_id] = state
+            return list(newest.values())
         except (KeyError, TypeError, ValueError) as exc:
             raise TxnStateError(f"{self.path}: not a transaction state file ({exc}); "
                                 f"move it aside to start without the transactions it holds"
                                 ) from None
 
-    def save(self, states: list[TxnState]) -> None:
-        """Raises OSError if the state could not be made durable."""
-        if self.path is None:
+    def save(self, state: TxnState, every: list[TxnState]) -> None:
+        """Log ``state`` (one of ``every``, all ids' states); StorageError if it could not
+        be written (nothing of it kept)."""
+        log = self._log
+        if log is None:
             return
-        doc = {"transactions": [s.to_json() for s in states]}
-        replace_file(self.path, json.dumps(doc, separators=(",", ":")).encode())
+        if log.lines >= REWRITE_AFTER_LINES and log.lines > 4 * len(every):
+            log.rewrite([s.to_json() for s in every])
+        else:
+            log.append([state.to_json()])
