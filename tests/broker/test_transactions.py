@@ -417,3 +417,28 @@ def test_an_open_transaction_whose_id_was_moved_aside_is_aborted_at_start(tmp_pa
         plain.flush(10)
         assert _values(b.bootstrap, "aside", "read_committed", expect=1) == [b"later"]
     assert '"broker.txn_state_reconciled"' in log_path.read_text()
+
+
+def test_a_partition_file_that_missed_its_abort_is_reconciled_from_the_log(tmp_path):
+    """The partition's txn-state lost the line ending an aborted transaction (a failed
+    write): at start the broker finds the abort marker in the log, so read_committed
+    still drops the aborted records and is not held at them."""
+    log_path = tmp_path / "broker.log"
+    with EmbeddedBroker(data_dir=tmp_path / "data", log_path=log_path) as b:
+        b.create_topics({"missed": 1})
+        p = _producer(b.bootstrap, "missed-tid")
+        p.begin_transaction()
+        p.produce("missed", value=b"dropped")
+        p.flush(10)
+        p.abort_transaction(30)
+        p.begin_transaction()
+        p.produce("missed", value=b"kept")
+        p.commit_transaction(30)
+        b.stop()
+        state = tmp_path / "data" / "topics" / "missed" / "0" / "txn-state"
+        lines = state.read_bytes().splitlines(keepends=True)
+        assert [line[:4] for line in lines] == [b'{"b"', b'{"e"', b'{"b"', b'{"e"']
+        state.write_bytes(b"".join(lines[:1]))  # the abort's end never written
+        b.start()
+        assert _values(b.bootstrap, "missed", "read_committed", expect=1) == [b"kept"]
+    assert '"outcome": "aborted"' in log_path.read_text()

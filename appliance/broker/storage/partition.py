@@ -24,7 +24,7 @@ from appliance.broker.storage.partition_txns import AbortedTxn, PartitionTxns
 from appliance.broker.storage.producer_state import ProducerStates, last_sequence
 from appliance.broker.storage.segments import PartitionSegments
 from appliance.broker.wire import errors
-from appliance.broker.wire.control_batch import Marker, marker_batch
+from appliance.broker.wire.control_batch import Marker, marker_batch, marker_of
 from appliance.broker.wire.records import BatchHeader, read_header, with_base_offset
 from appliance.logs import get_logger
 
@@ -149,6 +149,23 @@ class PartitionLog:
         self.producers.fence(producer_id, producer_epoch, now_ms)
         self.txns.end(producer_id, base, committed)
         return Appended(errors.NONE, base)
+
+    def reconcile_open(self, producer_id: int, now_ms: int) -> str:
+        """End a transaction this partition holds open that no coordinator does: by the
+        producer's marker if the log has one after its start (the file missed it), else
+        with an abort marker now. What was done: "committed", "aborted" or "abort
+        written"."""
+        first = self.txns.open[producer_id]
+        segs = self.segments
+        if segs is not None:
+            for seg, b in segs.batches_after(first):
+                if b.header.is_control and b.header.producer_id == producer_id:
+                    committed = marker_of(seg.read_batch(b)) is Marker.COMMIT
+                    self.txns.end(producer_id, b.base_offset, committed)
+                    return "committed" if committed else "aborted"
+        epoch = self.producers.epoch_of(producer_id)
+        self.append_marker(producer_id, epoch if epoch is not None else 0, False, now_ms)
+        return "abort written"
 
     def _store(self, new: list[StoredBatch], now_ms: int) -> Appended | None:
         """Write the batches and wake waiting fetches; an Appended only on failure."""

@@ -73,13 +73,9 @@ class TxnCoordinator:
                 if (holder is not None and holder.status is TxnStatus.ONGOING
                         and tp in holder.partitions):
                     continue  # ended by EndTxn or its timeout
-                if holder is None:  # its transactional id is gone (transactions.json moved aside)
-                    epoch = part.producers.epoch_of(pid)
-                    part.append_marker(pid, epoch if epoch is not None else 0, False, now_ms)
-                    outcome = "aborted"
-                else:  # its marker is in the log; the partition's file missed it
-                    part.txns.end(pid, -1, committed=True)
-                    outcome = "closed"
+                # its id is gone (transactions.json moved aside), or its marker is in the
+                # log and the partition's file missed it (a failed write)
+                outcome = part.reconcile_open(pid, now_ms)
                 log.warning("broker.txn_state_reconciled", topic=part.topic,
                             partition=part.index, producer_id=pid, outcome=outcome)
 

@@ -19,6 +19,7 @@ from appliance.broker.wire.records import (
     ATTR_TRANSACTIONAL,
     CRC_AT,
     CRC_FROM,
+    HEADER_SIZE,
     LOG_OVERHEAD,
 )
 
@@ -26,6 +27,9 @@ _TAIL = struct.Struct(">hiqqqhii")  # attributes .. recordsCount
 _CONTROL_KEY = struct.Struct(">hh")  # version, type
 _CONTROL_VALUE = struct.Struct(">hi")  # version, coordinator epoch
 NO_SEQUENCE = -1
+# In a marker ``marker_batch`` wrote: record length, attributes, timestamp delta, offset
+# delta and key length take one byte each before the key.
+_KEY_AT = HEADER_SIZE + 5
 
 
 class Marker(IntEnum):
@@ -57,3 +61,9 @@ def marker_batch(marker: Marker, producer_id: int, producer_epoch: int,
     struct.pack_into(">qiib", head, 0, 0, CRC_FROM + len(tail) - LOG_OVERHEAD, 0, 2)
     struct.pack_into(">I", head, CRC_AT, _crc32c.crc32c(tail))
     return bytes(head) + tail
+
+
+def marker_of(batch: bytes) -> Marker:
+    """What a marker this broker wrote marks (clients never write control batches:
+    ``batch_policy`` refuses them, so every one in a log has ``marker_batch``'s layout)."""
+    return Marker(_CONTROL_KEY.unpack_from(batch, _KEY_AT)[1])
