@@ -5,6 +5,7 @@ an open transaction across a kill -9 of the broker."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -442,3 +443,26 @@ def test_a_partition_file_that_missed_its_abort_is_reconciled_from_the_log(tmp_p
         b.start()
         assert _values(b.bootstrap, "missed", "read_committed", expect=1) == [b"kept"]
     assert '"outcome": "aborted"' in log_path.read_text()
+
+
+def test_a_decision_logged_before_a_crash_is_completed_at_start(tmp_path):
+    """transactions.json says PrepareCommit (the broker died after logging the decision,
+    before the markers): at start the commit is completed at once, not aborted at the
+    timeout."""
+    log_path = tmp_path / "broker.log"
+    with EmbeddedBroker(data_dir=tmp_path / "data", log_path=log_path) as b:
+        b.create_topics({"prep": 1})
+        p = _producer(b.bootstrap, "prep-tid", **{"transaction.timeout.ms": 600000})
+        p.begin_transaction()
+        p.produce("prep", value=b"decided")
+        p.flush(10)
+        assert b.kill() == -9
+        state = tmp_path / "data" / "transactions.json"
+        last = json.loads(state.read_bytes().splitlines()[-1])
+        assert last["status"] == "Ongoing"
+        with open(state, "ab") as f:
+            f.write(json.dumps({**last, "status": "PrepareCommit"}).encode() + b"\n")
+        b.start()
+        assert _values(b.bootstrap, "prep", "read_committed", expect=1, wait_s=5) == [
+            b"decided"]
+    assert '"broker.txn_completed_after_restart"' in log_path.read_text()
