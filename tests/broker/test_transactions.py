@@ -14,7 +14,8 @@ import uuid
 import confluent_kafka as ck
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
-from kafka import KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer
+from kafka import TopicPartition as KpTopicPartition
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from wire_helpers import batch, fetch_body, produce_body, record_values
 
@@ -259,6 +260,14 @@ def test_kafka_python_transactional_producer(broker):
     assert _values(broker.bootstrap, topic, "read_committed", expect=1) == [b"kept"]
     assert _values(broker.bootstrap, topic, "read_uncommitted", expect=2) == [
         b"kept", b"dropped"]
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap,
+                             isolation_level="read_committed", enable_auto_commit=False,
+                             auto_offset_reset="earliest", consumer_timeout_ms=3000)
+    try:
+        consumer.assign([KpTopicPartition(topic, 0)])
+        assert [m.value for m in consumer] == [b"kept"]  # kafka-python drops the aborted
+    finally:
+        consumer.close()
 
 
 def test_transactional_ids_are_authorized_as_kafka_does(tmp_path):
