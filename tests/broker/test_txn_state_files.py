@@ -1,17 +1,23 @@
 """The transaction state's files: a torn last line (kill -9 mid-write) is cut and the rest
 kept, any other damage refused; a partition's open and aborted transactions replay from
-its log, and survive the log's rewrite."""
+its log, and survive the log's rewrite; idle transactional ids expire, on disk too."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
+from appliance.broker.settings import BrokerConfig
 from appliance.broker.storage.json_lines import JsonLines
 from appliance.broker.storage.partition_txns import (
     REWRITE_AFTER_LINES,
     AbortedTxn,
     PartitionTxns,
 )
+from appliance.broker.storage.topic_registry import TopicRegistry
+from appliance.broker.txn.coordinator import ID_EXPIRATION_MS, TxnCoordinator
+from appliance.broker.txn.state_store import TxnStateStore
 
 
 def test_a_torn_last_line_is_cut_and_a_damaged_one_refused(tmp_path):
@@ -47,3 +53,26 @@ def test_open_and_aborted_transactions_replay_and_survive_the_rewrite(tmp_path):
     assert len((tmp_path / "txn-state").read_bytes().splitlines()) < REWRITE_AFTER_LINES
     last.forget_below(21)
     assert PartitionTxns.load(tmp_path, sync=False).aborted == []
+
+
+def test_an_idle_transactional_id_expires_and_stays_gone_after_a_restart(tmp_path):
+    """As Kafka's transactional.id.expiration.ms: an id with no open transaction, idle
+    for 7 days, is forgotten (so ids cannot pile up for ever), also in its file."""
+    config = BrokerConfig(data_dir=str(tmp_path))
+    registry = TopicRegistry(config)
+    registry.recover()
+
+    def coordinator() -> TxnCoordinator:
+        return TxnCoordinator(registry, registry.producer_ids,
+                              TxnStateStore(str(tmp_path), sync=False), lambda g, o: None)
+
+    first = coordinator()
+    now = int(time.time() * 1000)
+    assert first.init_producer("idle", 60000, -1, -1, now).error == 0
+    assert first.init_producer("busy", 60000, -1, -1, now).error == 0
+    first.abort_expired(now + ID_EXPIRATION_MS - 60_000)
+    assert set(first.txns) == {"idle", "busy"}
+    first.txns["busy"].updated_ms = now + ID_EXPIRATION_MS  # written to since
+    first.abort_expired(now + ID_EXPIRATION_MS + 60_000)
+    assert set(first.txns) == {"busy"}
+    assert set(coordinator().txns) == {"busy"}

@@ -17,6 +17,7 @@ like any other that times out (``abort_expired``, on the retention timer).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -35,6 +36,7 @@ from appliance.logs import get_logger
 
 log = get_logger("appliance.broker")
 MAX_TIMEOUT_MS = 900_000  # Kafka's transaction.max.timeout.ms
+ID_EXPIRATION_MS = 604_800_000  # Kafka's transactional.id.expiration.ms (7 days)
 
 # Called with a group and its offsets when a transaction commits them.
 OffsetSink = Callable[[str, dict[TopicPartition, PendingOffset]], None]
@@ -81,9 +83,21 @@ class TxnCoordinator:
 
     def abort_expired(self, now_ms: int) -> int:
         """Abort every Ongoing transaction past its timeout (its epoch bumped, fencing the
-        producer); how many."""
+        producer), and forget ids idle for ``ID_EXPIRATION_MS`` with none open; how many
+        were aborted."""
         n = 0
         for t in list(self.txns.values()):
+            if (t.status in (TxnStatus.EMPTY, TxnStatus.COMPLETE_COMMIT,
+                             TxnStatus.COMPLETE_ABORT)
+                    and now_ms - t.updated_ms > ID_EXPIRATION_MS):
+                try:
+                    self.store.forget(t.transactional_id)
+                except StorageError:
+                    continue  # kept: tried again at the next sweep
+                del self.txns[t.transactional_id]
+                self.by_pid.pop(t.producer_id, None)
+                log.info("broker.txn_id_expired", transactional_id=t.transactional_id)
+                continue
             if t.status is TxnStatus.ONGOING and now_ms - t.started_ms > t.timeout_ms:
                 self._bump(t)
                 self._end(t, commit=False, now_ms=now_ms)
@@ -263,4 +277,5 @@ class TxnCoordinator:
         return errors.NONE
 
     def _save(self, t: TxnState) -> None:
+        t.updated_ms = int(time.time() * 1000)
         self.store.save(t, list(self.txns.values()))

@@ -60,6 +60,7 @@ class TxnState:
     groups: set[str] = field(default_factory=set)
     offsets: dict[str, dict[TopicPartition, PendingOffset]] = field(default_factory=dict)
     started_ms: int = -1  # when it became Ongoing (its timeout counts from here)
+    updated_ms: int = 0  # its last change (an idle id expires)
 
     def to_json(self) -> dict:
         return {"id": self.transactional_id, "pid": self.producer_id, "epoch": self.epoch,
@@ -67,7 +68,7 @@ class TxnState:
                 "partitions": sorted(self.partitions), "groups": sorted(self.groups),
                 "offsets": {g: [[tp.topic, tp.partition, *o] for tp, o in by_tp.items()]
                             for g, by_tp in self.offsets.items()},
-                "started_ms": self.started_ms}
+                "started_ms": self.started_ms, "updated_ms": self.updated_ms}
 
     @classmethod
     def from_json(cls, doc: dict) -> TxnState:
@@ -78,7 +79,7 @@ class TxnState:
                    {str(g): {TopicPartition(str(t), int(p)): PendingOffset(int(o), int(e), m)
                              for t, p, o, e, m in rows}
                     for g, rows in doc["offsets"].items()},
-                   int(doc["started_ms"]))
+                   int(doc["started_ms"]), int(doc.get("updated_ms", 0)))
 
 
 class TxnStateError(Exception):
@@ -95,8 +96,11 @@ class TxnStateStore:
         if self._log is None:
             return []
         try:
-            newest = {}
+            newest: dict[str, TxnState] = {}
             for line in self._log.read():
+                if line.get("expired"):
+                    newest.pop(str(line["id"]), None)
+                    continue
                 state = TxnState.from_json(line)
                 newest[state.transactional_id] = state
             return list(newest.values())
@@ -115,3 +119,8 @@ class TxnStateStore:
             log.rewrite([s.to_json() for s in every])
         else:
             log.append([state.to_json()])
+
+    def forget(self, transactional_id: str) -> None:
+        """The id expired: logged gone (StorageError if that could not be written)."""
+        if self._log is not None:
+            self._log.append([{"id": transactional_id, "expired": True}])
