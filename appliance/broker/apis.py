@@ -26,7 +26,7 @@ from appliance.broker.cluster_apis import ClusterApis
 from appliance.broker.groups.apis import GroupApis
 from appliance.broker.groups.consumer_groups import ConsumerGroupCoordinator
 from appliance.broker.groups.coordinator import GroupCoordinator
-from appliance.broker.groups.offsets import OffsetStore
+from appliance.broker.groups.offsets import Committed, OffsetKey, OffsetStore
 from appliance.broker.scram_apis import ScramApis
 from appliance.broker.security.credentials import Users
 from appliance.broker.settings import BrokerConfig
@@ -37,17 +37,13 @@ from appliance.broker.storage.fetch_wait import FetchedPartition, FetchWait
 from appliance.broker.storage.partition import LEADER_EPOCH, PartitionLog
 from appliance.broker.storage.producer_ids import ProducerIdError
 from appliance.broker.storage.topic_registry import TopicRegistry, TopicRegistryError
+from appliance.broker.txn.apis import TxnApis
+from appliance.broker.txn.coordinator import TxnCoordinator
+from appliance.broker.txn.state_store import PendingOffset, TopicPartition, TxnStateStore
 from appliance.broker.wire import errors, schemas
 from appliance.broker.wire.compression import CompressionError
 from appliance.broker.wire.records import BatchError, BatchHeader, split_batches, with_codec
 from appliance.logs import get_logger
-
-# Transactions are refused the way Kafka refuses a transactional id the caller may not use:
-# TRANSACTIONAL_ID_AUTHORIZATION_FAILED is fatal in every client, so a transactional
-# producer fails at once. COORDINATOR_NOT_AVAILABLE would be retried until
-# max.block.ms (60 s in the Java client).
-NO_TRANSACTIONS = "transactions are not supported by this broker"
-TXN_REFUSED = errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 
 
 class CoordinatorType:
@@ -125,6 +121,12 @@ class Apis:
         acls = AclApis(authz, self.acl_store)
         cluster = ClusterApis(config, registry, authz)
         scram = ScramApis(config, users, authz)
+        self.txn_coordinator = TxnCoordinator(registry, registry.producer_ids,
+                                              TxnStateStore(config.data_dir,
+                                                            sync=config.flush != "write"),
+                                              self._commit_txn_offsets)
+        self.txn_coordinator.recover(_now_ms())
+        txn = self.txn = TxnApis(self.txn_coordinator, registry, authz)
         self.handlers = {
             schemas.PRODUCE.key: self.produce,
             schemas.FETCH.key: self.fetch,
@@ -153,10 +155,10 @@ class Apis:
             schemas.INCREMENTAL_ALTER_CONFIGS.key: admin.incremental_alter_configs,
             schemas.DELETE_RECORDS.key: admin.delete_records,
             schemas.DESCRIBE_CLUSTER.key: self.describe_cluster,
-            schemas.ADD_PARTITIONS_TO_TXN.key: self.add_partitions_to_txn,
-            schemas.ADD_OFFSETS_TO_TXN.key: self.txn_refused,
-            schemas.END_TXN.key: self.txn_refused,
-            schemas.TXN_OFFSET_COMMIT.key: self.txn_offset_commit,
+            schemas.ADD_PARTITIONS_TO_TXN.key: txn.add_partitions_to_txn,
+            schemas.ADD_OFFSETS_TO_TXN.key: txn.add_offsets_to_txn,
+            schemas.END_TXN.key: txn.end_txn,
+            schemas.TXN_OFFSET_COMMIT.key: txn.txn_offset_commit,
             schemas.CREATE_ACLS.key: acls.create_acls,
             schemas.DESCRIBE_ACLS.key: acls.describe_acls,
             schemas.DELETE_ACLS.key: acls.delete_acls,
@@ -169,6 +171,15 @@ class Apis:
             schemas.DESCRIBE_USER_SCRAM_CREDENTIALS.key: scram.describe_user_scram_credentials,
             schemas.ALTER_USER_SCRAM_CREDENTIALS.key: scram.alter_user_scram_credentials,
         }
+
+    def _commit_txn_offsets(self, group: str,
+                            offsets: dict[TopicPartition, PendingOffset]) -> None:
+        """A committed transaction's offsets become the group's."""
+        now = _now_ms()
+        self.offsets.commit(group, [
+            (OffsetKey(tp.topic, tp.partition),
+             Committed(o.offset, o.leader_epoch, o.metadata, now))
+            for tp, o in offsets.items()])
 
     def reload_acls(self) -> int:
         """Take the ACL file's bindings into force (SIGHUP); their count. AclStoreError
@@ -273,6 +284,14 @@ class Apis:
         responses = []
         authz = self.authorizer
         accepted: list[tuple[dict, PartitionProduce, BatchPolicy]] = []
+        txn_id = req["transactional_id"]
+        if txn_id is not None and not authz.allows(caller, needs.PRODUCE_TXN, txn_id):
+            return None if acks == 0 else {"throttle_time_ms": 0, "responses": [
+                {"name": t["name"], "partition_responses": [
+                    {"index": pd["index"], "error_code": needs.TXN_DENIED, "base_offset": -1,
+                     "log_append_time_ms": -1, "log_start_offset": -1, "record_errors": [],
+                     "error_message": None} for pd in t["partition_data"]]}
+                for t in req["topic_data"]]}
         for t in req["topic_data"]:
             name = t["name"]
             if not authz.allows(caller, needs.PRODUCE_TOPIC, name):
@@ -339,6 +358,17 @@ class Apis:
             if refused is not None:
                 out.update(error_code=refused.error, error_message=refused.message)
                 return None
+            if h.is_transactional:
+                err = self.txn_coordinator.produce_refusal(
+                    h.producer_id, h.producer_epoch, partition.topic, partition.index)
+                if err:
+                    out.update(error_code=err, error_message=(
+                        f"producer {h.producer_id} epoch {h.producer_epoch} has no ongoing "
+                        f"transaction holding {partition.topic}-{partition.index}"
+                        if err == errors.INVALID_TXN_STATE else
+                        f"producer {h.producer_id} epoch {h.producer_epoch} was fenced by a "
+                        f"newer epoch"))
+                    return None
             batches.append(batch)
         return PartitionProduce(partition, batches, headers)
 
@@ -458,14 +488,20 @@ class Apis:
                               "records": b""})
                 continue
             limit = min(w.max_bytes, max(budget - total, 0))
-            err, records, n = partition.read(w.offset, limit, at_least_one=total == 0)
+            err, records, n = partition.read(w.offset, limit, at_least_one=total == 0,
+                                             committed=read_committed)
             failed = failed or err != errors.NONE
             total += n
-            hwm = partition.high_watermark
+            lso = partition.last_stable_offset
+            aborted = None
+            if read_committed:
+                aborted = [{"producer_id": a.producer_id, "first_offset": a.first_offset}
+                           for a in partition.aborted_between(w.offset, lso)] if n else []
             parts.append({"partition_index": w.partition, "error_code": err,
-                          "high_watermark": hwm, "last_stable_offset": hwm,
+                          "high_watermark": partition.high_watermark,
+                          "last_stable_offset": lso,
                           "log_start_offset": partition.log_start_offset,
-                          "aborted_transactions": [] if read_committed else None,
+                          "aborted_transactions": aborted,
                           "preferred_read_replica": -1, "records": records})
         return ({"throttle_time_ms": 0, "error_code": 0, "session_id": 0,
                  "responses": responses}, total, failed)
@@ -512,7 +548,8 @@ class Apis:
                 elif ts in (SpecialTimestamp.EARLIEST, SpecialTimestamp.EARLIEST_LOCAL):
                     out["offset"] = partition.log_start_offset
                 elif ts == SpecialTimestamp.LATEST:
-                    out["offset"] = partition.high_watermark
+                    out["offset"] = (partition.last_stable_offset if req["isolation_level"] == 1
+                                     else partition.high_watermark)
                 elif ts == SpecialTimestamp.LATEST_TIERED:
                     pass  # no tiered storage: no offset (-1), as Kafka without it
                 elif ts == SpecialTimestamp.MAX_TIMESTAMP and version >= 7:
@@ -630,11 +667,11 @@ class Apis:
                 "cluster_authorized_operations": self._cluster_operations(caller)
                 if req["include_cluster_authorized_operations"] else NOT_REQUESTED}
 
-    # -- producers, coordinators, refused transactions -----------------------------------
+    # -- producers, coordinators -----------------------------------------------------------
 
     def init_producer_id(self, version: int, req: dict, caller: Caller):
         if req["transactional_id"] is not None:
-            return {"throttle_time_ms": 0, "error_code": TXN_REFUSED}
+            return self.txn.init_producer(req, caller)
         authz = self.authorizer
         if not (authz.allows(caller, needs.INIT_PRODUCER_ID_CLUSTER, CLUSTER_NAME)
                 or authz.allows_any(caller, needs.INIT_PRODUCER_ID_ANY_TOPIC)):
@@ -654,7 +691,7 @@ class Apis:
         return {"throttle_time_ms": 0, "error_code": 0, "producer_id": pid, "producer_epoch": 0}
 
     def find_coordinator(self, version: int, req: dict, caller: Caller):
-        """This broker coordinates every group; transactions nowhere (refused at once)."""
+        """This broker coordinates every group and every transactional id."""
         node, host, port = self.config.node_id, self.advertised_host, self.advertised_port
         key_type = req["key_type"]
         keys = req["coordinator_keys"] or []
@@ -662,42 +699,30 @@ class Apis:
             found = {"error_code": 0, "error_message": None, "node_id": node, "host": host,
                      "port": port}
             if self.authorizer.enabled:
-                return self._group_coordinators(caller, [req["key"]] if version < 4
-                                                else keys, found)
+                return self._coordinators(caller, [req["key"]] if version < 4 else keys,
+                                          found, needs.FIND_COORDINATOR_GROUP)
         elif key_type == CoordinatorType.TRANSACTION:
-            found = {"error_code": TXN_REFUSED, "error_message": NO_TRANSACTIONS,
-                     "node_id": -1, "host": "", "port": -1}
+            found = {"error_code": 0, "error_message": None, "node_id": node, "host": host,
+                     "port": port}
+            if self.authorizer.enabled:
+                return self._coordinators(caller, [req["key"]] if version < 4 else keys,
+                                          found, needs.FIND_COORDINATOR_TXN)
         else:
             found = {"error_code": errors.INVALID_REQUEST,
-                     "error_message": f"unknown coordinator type {key_type} (0: group)",
+                     "error_message": f"unknown coordinator type {key_type} "
+                                      f"(0: group, 1: transaction)",
                      "node_id": -1, "host": "", "port": -1}
         return {"throttle_time_ms": 0, **found,
                 "coordinators": [{"key": k, **found} for k in keys]}
 
-    def _group_coordinators(self, caller: Caller, groups: list[str], found: dict) -> dict:
-        """FindCoordinator for groups, each needing DESCRIBE on its group."""
-        denied = {"error_code": errors.GROUP_AUTHORIZATION_FAILED, "error_message": None,
+    def _coordinators(self, caller: Caller, keys: list[str], found: dict,
+                      need: needs.Need) -> dict:
+        """FindCoordinator for groups or transactional ids, each needing DESCRIBE on its
+        resource."""
+        denied = {"error_code": need.error, "error_message": None,
                   "node_id": -1, "host": "", "port": -1}
-        answers = [{"key": g, **(found if self.authorizer.allows(
-            caller, needs.FIND_COORDINATOR_GROUP, g) else denied)} for g in groups]
+        answers = [{"key": g, **(found if self.authorizer.allows(caller, need, g)
+                                 else denied)} for g in keys]
         first = answers[0] if answers else {"key": "", **found}
         return {"throttle_time_ms": 0, **{k: v for k, v in first.items() if k != "key"},
                 "coordinators": answers}
-
-    def txn_refused(self, version: int, req: dict, caller: Caller):
-        """AddOffsetsToTxn, EndTxn: never advertised; refused if sent anyway."""
-        return {"throttle_time_ms": 0, "error_code": TXN_REFUSED}
-
-    def add_partitions_to_txn(self, version: int, req: dict, caller: Caller):
-        return {"throttle_time_ms": 0, "results": [
-            {"name": t["name"], "results": [{"partition_index": p,
-                                             "partition_error_code": TXN_REFUSED}
-                                            for p in t["partitions"]]}
-            for t in req["topics"]]}
-
-    def txn_offset_commit(self, version: int, req: dict, caller: Caller):
-        return {"throttle_time_ms": 0, "topics": [
-            {"name": t["name"], "partitions": [{"partition_index": p["partition_index"],
-                                                "error_code": TXN_REFUSED}
-                                               for p in t["partitions"]]}
-            for t in req["topics"]]}

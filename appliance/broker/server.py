@@ -189,6 +189,7 @@ class BrokerServer:
             if freed:
                 log.info("broker.retention", freed_bytes=freed)
             self.cleaner.tick(asyncio.get_running_loop())
+            self.apis.txn_coordinator.abort_expired(int(time.time() * 1000))
             now = time.monotonic()
             if now >= self._next_group_expiry:
                 self.apis.coordinator.expire_groups()

@@ -316,34 +316,67 @@ def test_list_describe_delete_groups_and_offset_delete(gbroker):
                          )["topics"] == []
 
 
-def test_transaction_apis_are_refused_at_once_without_being_advertised(gbroker):
-    refused = errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+def test_transaction_apis_are_advertised_and_check_the_producer(gbroker):
+    """The transaction APIs on the wire: a transactional id's producer id and epoch; any
+    other id or epoch refused before the transaction changes; offsets only after
+    AddOffsetsToTxn; EndTxn of what was never begun refused."""
     with WireClient(gbroker.bootstrap) as c:
         versions = c.request(schemas.API_VERSIONS, 3, {"client_software_name": "t",
                                                        "client_software_version": "1"})
         advertised = {a["api_key"] for a in versions["api_keys"]}
-        assert not advertised & {s.key for s in schemas.TRANSACTION_APIS}
-        assert advertised >= {s.key for s in schemas.GROUP_APIS + schemas.ADMIN_APIS}
-        resp = c.request(schemas.INIT_PRODUCER_ID, 2, {
-            "transactional_id": "tx", "transaction_timeout_ms": 60000})
-        assert resp["error_code"] == refused
-        resp = c.request(schemas.ADD_PARTITIONS_TO_TXN, 3, {
-            "transactional_id": "tx", "producer_id": 1, "producer_epoch": 0,
-            "topics": [{"name": "gp", "partitions": [0, 1]}]})
-        assert [p["partition_error_code"] for p in resp["results"][0]["results"]] == [
-            refused, refused]
-        for schema in (schemas.ADD_OFFSETS_TO_TXN, schemas.END_TXN):
-            body = {"transactional_id": "tx", "producer_id": 1, "producer_epoch": 0,
-                    "group_id": "g", "committed": True}
-            body = {f.name: body[f.name] for f in schema.request}
-            assert c.request(schema, 1, body)["error_code"] == refused
-        resp = c.request(schemas.TXN_OFFSET_COMMIT, 3, {
-            "transactional_id": "tx", "group_id": "g", "producer_id": 1, "producer_epoch": 0,
-            "generation_id": -1, "member_id": "", "group_instance_id": None,
-            "topics": [{"name": "gp", "partitions": [{
-                "partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
-                "committed_metadata": None}]}]})
-        assert resp["topics"][0]["partitions"][0]["error_code"] == refused
+        assert advertised >= {s.key for s in schemas.TRANSACTION_APIS}
+        init = c.request(schemas.INIT_PRODUCER_ID, 2, {
+            "transactional_id": "wire-tx", "transaction_timeout_ms": 60000})
+        assert init["error_code"] == 0
+        pid, epoch = init["producer_id"], init["producer_epoch"]
+        assert c.request(schemas.INIT_PRODUCER_ID, 2, {
+            "transactional_id": "wire-tx", "transaction_timeout_ms": 1 << 30}
+        )["error_code"] == errors.INVALID_TRANSACTION_TIMEOUT
+
+        def add(producer_id, producer_epoch, partitions=(0, 1)):
+            resp = c.request(schemas.ADD_PARTITIONS_TO_TXN, 3, {
+                "transactional_id": "wire-tx", "producer_id": producer_id,
+                "producer_epoch": producer_epoch,
+                "topics": [{"name": "gp", "partitions": list(partitions)}]})
+            return [p["partition_error_code"] for p in resp["results"][0]["results"]]
+
+        def end(producer_id, producer_epoch, committed=True):
+            return c.request(schemas.END_TXN, 3, {
+                "transactional_id": "wire-tx", "producer_id": producer_id,
+                "producer_epoch": producer_epoch, "committed": committed})["error_code"]
+
+        def txn_commit(offset):
+            resp = c.request(schemas.TXN_OFFSET_COMMIT, 3, {
+                "transactional_id": "wire-tx", "group_id": "wire-g", "producer_id": pid,
+                "producer_epoch": epoch, "generation_id": -1, "member_id": "",
+                "group_instance_id": None,
+                "topics": [{"name": "gp", "partitions": [{
+                    "partition_index": 0, "committed_offset": offset,
+                    "committed_leader_epoch": -1, "committed_metadata": None}]}]})
+            return resp["topics"][0]["partitions"][0]["error_code"]
+
+        assert end(pid, epoch) == errors.INVALID_TXN_STATE  # nothing begun
+        assert add(pid + 1, epoch) == [errors.INVALID_PRODUCER_ID_MAPPING] * 2
+        assert add(pid, epoch + 1) == [errors.PRODUCER_FENCED] * 2
+        assert add(pid, epoch, (0, 999)) == [errors.OPERATION_NOT_ATTEMPTED,
+                                             errors.UNKNOWN_TOPIC_OR_PARTITION]
+        assert add(pid, epoch) == [0, 0]
+        assert txn_commit(5) == errors.INVALID_TXN_STATE  # the group was not added
+        assert c.request(schemas.ADD_OFFSETS_TO_TXN, 3, {
+            "transactional_id": "wire-tx", "producer_id": pid, "producer_epoch": epoch,
+            "group_id": "wire-g"})["error_code"] == 0
+        assert txn_commit(5) == 0
+        fetched = c.request(schemas.OFFSET_FETCH, 5, {"group_id": "wire-g", "topics": None})
+        assert fetched["topics"] == []  # pending until the transaction commits
+        assert end(pid, epoch, committed=True) == 0
+        assert end(pid, epoch, committed=True) == 0  # a retried EndTxn
+        assert end(pid, epoch, committed=False) == errors.INVALID_TXN_STATE
+        fetched = c.request(schemas.OFFSET_FETCH, 5, {"group_id": "wire-g", "topics": None})
+        assert fetched["topics"][0]["partitions"][0]["committed_offset"] == 5
+        again = c.request(schemas.INIT_PRODUCER_ID, 2, {
+            "transactional_id": "wire-tx", "transaction_timeout_ms": 60000})
+        assert (again["producer_id"], again["producer_epoch"]) == (pid, epoch + 1)
+        assert add(pid, epoch) == [errors.PRODUCER_FENCED] * 2
 
 
 @pytest.mark.parametrize("version", [5, 9])

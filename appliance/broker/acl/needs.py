@@ -34,6 +34,7 @@ class Need(NamedTuple):
 TOPIC_DENIED = errors.TOPIC_AUTHORIZATION_FAILED
 GROUP_DENIED = errors.GROUP_AUTHORIZATION_FAILED
 CLUSTER_DENIED = errors.CLUSTER_AUTHORIZATION_FAILED
+TXN_DENIED = errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 
 PRODUCE_TOPIC = Need(schemas.PRODUCE, R.TOPIC, Op.WRITE, TOPIC_DENIED,
                      "appending records; each partition of a denied topic answers the error")
@@ -117,6 +118,28 @@ INIT_PRODUCER_ID_CLUSTER = Need(schemas.INIT_PRODUCER_ID, R.CLUSTER, Op.IDEMPOTE
 INIT_PRODUCER_ID_ANY_TOPIC = Need(schemas.INIT_PRODUCER_ID, R.TOPIC, Op.WRITE,
                                   CLUSTER_DENIED,
                                   "... or WRITE on some topic (Kafka 2.8+, KIP-679)")
+FIND_COORDINATOR_TXN = Need(schemas.FIND_COORDINATOR, R.TRANSACTIONAL_ID, Op.DESCRIBE,
+                            TXN_DENIED, "finding a transactional id's coordinator")
+INIT_PRODUCER_ID_TXN = Need(schemas.INIT_PRODUCER_ID, R.TRANSACTIONAL_ID, Op.WRITE,
+                            TXN_DENIED, "a transactional id's producer id and epoch")
+PRODUCE_TXN = Need(schemas.PRODUCE, R.TRANSACTIONAL_ID, Op.WRITE, TXN_DENIED,
+                   "a produce naming a transactional id")
+ADD_PARTITIONS_TXN = Need(schemas.ADD_PARTITIONS_TO_TXN, R.TRANSACTIONAL_ID, Op.WRITE,
+                          TXN_DENIED, "adding partitions to a transaction, ...")
+ADD_PARTITIONS_TOPIC = Need(schemas.ADD_PARTITIONS_TO_TXN, R.TOPIC, Op.WRITE, TOPIC_DENIED,
+                            "... of topics it may write")
+ADD_OFFSETS_TXN = Need(schemas.ADD_OFFSETS_TO_TXN, R.TRANSACTIONAL_ID, Op.WRITE, TXN_DENIED,
+                       "adding a group's offsets to a transaction, ...")
+ADD_OFFSETS_GROUP = Need(schemas.ADD_OFFSETS_TO_TXN, R.GROUP, Op.READ, GROUP_DENIED,
+                         "... of a group it may commit for")
+TXN_OFFSET_COMMIT_TXN = Need(schemas.TXN_OFFSET_COMMIT, R.TRANSACTIONAL_ID, Op.WRITE,
+                             TXN_DENIED, "committing offsets inside a transaction, ...")
+TXN_OFFSET_COMMIT_GROUP = Need(schemas.TXN_OFFSET_COMMIT, R.GROUP, Op.READ, GROUP_DENIED,
+                               "... for a group it may commit for, ...")
+TXN_OFFSET_COMMIT_TOPIC = Need(schemas.TXN_OFFSET_COMMIT, R.TOPIC, Op.READ, TOPIC_DENIED,
+                               "... of topics it may read")
+END_TXN = Need(schemas.END_TXN, R.TRANSACTIONAL_ID, Op.WRITE, TXN_DENIED,
+               "committing or aborting a transaction")
 CREATE_ACLS = Need(schemas.CREATE_ACLS, R.CLUSTER, Op.ALTER, CLUSTER_DENIED,
                    "changing who may do what")
 DELETE_ACLS = Need(schemas.DELETE_ACLS, R.CLUSTER, Op.ALTER, CLUSTER_DENIED,

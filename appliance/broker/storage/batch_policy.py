@@ -6,7 +6,6 @@ other consumer of the partition). So, in this order, a batch is refused when it 
 
 - larger than the topic's ``max.message.bytes``: MESSAGE_TOO_LARGE;
 - a control batch (transaction markers are the broker's to write): INVALID_RECORD;
-- transactional (this broker runs no transactions): INVALID_TXN_STATE;
 - damaged: its CRC-32C does not match its bytes: CORRUPT_MESSAGE;
 - claiming more records than its bytes can hold (a record is at least 7 bytes; for a
   compressed batch, of the decompressed bytes the broker allows): CORRUPT_MESSAGE;
@@ -14,6 +13,9 @@ other consumer of the partition). So, in this order, a batch is refused when it 
 - for a compacted topic, holding a record without a key: INVALID_RECORD, as Kafka
   refuses it (the records are walked: on the event loop when uncompressed, on the
   slicer's thread otherwise, ``keys_checked_later``).
+
+A transactional batch passes here; whether its producer holds an ongoing transaction with
+the partition is the transaction coordinator's to say (``txn.coordinator``).
 
 The CRC check costs about a microsecond for a small batch and 0.2 ms per MiB (CRC-32C in
 hardware); ``verify_crc`` exists only so the bench can measure that
@@ -68,10 +70,6 @@ class BatchPolicy:
         if header.is_control:
             return Refusal(errors.INVALID_RECORD,
                            "control batches are written by the broker, not by clients")
-        if header.is_transactional:
-            return Refusal(errors.INVALID_TXN_STATE,
-                           "transactional batch: transactions are not supported by this "
-                           "broker")
         if self.verify_crc and not crc_ok(batch):
             return Refusal(errors.CORRUPT_MESSAGE,
                            "record batch CRC-32C does not match its bytes")

@@ -131,6 +131,8 @@ def _map_segment(seg: SegmentFile, keys: KeyMap, limit: int) -> bool:
     """Add the segment's keys; False (the map left as it was) if they do not all fit."""
     staged: dict[bytes, int] = {}
     for base, batch in _batches(seg):
+        if _transactional(batch):
+            continue
         try:
             _, recs = compact_batch.batch_records(batch, limit)
         except (CompactionError, CompressionError):
@@ -192,6 +194,8 @@ def _clean_segment(job: CleanJob, seg: SegmentFile, keys: KeyMap, drop_tombstone
         for base, batch in _batches(seg):
             result.bytes_read += len(batch)
             try:
+                if _transactional(batch):
+                    raise CompactionError("kept whole")
                 section, recs = compact_batch.batch_records(batch, job.max_batch_bytes)
             except (CompactionError, CompressionError):
                 section, recs = None, []
@@ -221,6 +225,13 @@ def _clean_segment(job: CleanJob, seg: SegmentFile, keys: KeyMap, drop_tombstone
     os.utime(out_path, ns=(seg.last_append_ms * 1_000_000,) * 2)
     result.cleaned[seg.base] = CleanedFile(out_path, written, next_offset, max_ts, since,
                                            tuple(entries))
+
+
+def _transactional(batch: bytes) -> bool:
+    """Markers and transactional batches are kept whole and supersede nothing: which of
+    them were aborted is the partition's transaction state, not the cleaner's."""
+    h = read_header(batch)
+    return h.is_control or h.is_transactional
 
 
 def _keep(r: compact_batch.Record, base: int, keys: KeyMap, drop_tombstones: bool) -> bool:

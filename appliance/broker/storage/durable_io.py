@@ -63,10 +63,13 @@ def make_dirs(path: Path) -> None:
 TMP_SUFFIX = ".tmp"  # replace_file's temporary: a leftover one is a crash's, safe to remove
 
 
-def replace_file(path: Path, data: bytes) -> None:
+def replace_file(path: Path, data: bytes, sync: bool = True) -> None:
     """Atomically give ``path`` the content ``data``, durably: a temporary file is written
     and fsynced, renamed over ``path``, and the directory fsynced. After a crash at any
-    point ``path`` holds the old content or the new, never a mix or nothing."""
+    point ``path`` holds the old content or the new, never a mix or nothing.
+
+    ``sync=False`` (``--flush write``: what the kernel holds survives a kill -9, not a
+    power cut) skips both fsyncs; the rename keeps the file whole either way."""
     tmp = path.with_name(path.name + TMP_SUFFIX)
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -74,11 +77,13 @@ def replace_file(path: Path, data: bytes) -> None:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
     except OSError:
         tmp.unlink(missing_ok=True)
         raise
-    fsync_dir(path.parent)
+    if sync:
+        fsync_dir(path.parent)

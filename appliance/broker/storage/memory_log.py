@@ -114,6 +114,15 @@ class MemoryLog:
             i += 1
         return out, total
 
+    def bytes_below(self, offset: int, end: int) -> int:
+        """The bytes of the batches from the one holding ``offset`` up to (not
+        including) the one starting at ``end``."""
+        i = max(bisect.bisect_right(self._bases, offset, self._head) - 1, self._head)
+        j = bisect.bisect_left(self._bases, end, self._head)
+        if j <= i:
+            return 0
+        return self._ends[j - 1] - (self._ends[i] - len(self._batches[i]))
+
     def _last_delta(self, i: int) -> int:
         following = self._bases[i + 1] if i + 1 < len(self._batches) else self.next_offset
         return following - self._bases[i] - 1

@@ -15,13 +15,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
+from appliance.broker.settings import Flush
 from appliance.broker.storage.durable_io import StorageError
 from appliance.broker.storage.log_budget import LogBudget
 from appliance.broker.storage.memory_log import BATCH_OVERHEAD, MemoryLog, StoredBatch
+from appliance.broker.storage.partition_txns import FILE_NAME as TXN_STATE
+from appliance.broker.storage.partition_txns import AbortedTxn, PartitionTxns
 from appliance.broker.storage.producer_state import ProducerStates, last_sequence
 from appliance.broker.storage.segments import PartitionSegments
 from appliance.broker.wire import errors
-from appliance.broker.wire.records import BatchHeader, with_base_offset
+from appliance.broker.wire.control_batch import Marker, marker_batch, marker_of
+from appliance.broker.wire.records import BatchHeader, read_header, with_base_offset
 from appliance.logs import get_logger
 
 if TYPE_CHECKING:
@@ -55,6 +59,20 @@ class PartitionLog:
         self.producers = producers if producers is not None else ProducerStates()
         self.waiters: set[Waiter] = set()
         self._refused = 0  # produces refused by the disk since the last append that worked
+        self.txns = PartitionTxns()
+        if isinstance(store, PartitionSegments):
+            sync = store.flush is not Flush.WRITE
+            try:
+                self.txns = PartitionTxns.load(store.dir, sync)
+            except ValueError as exc:  # open transactions are ended by the coordinator
+                log.warning("broker.txn_state_unreadable", topic=topic, partition=index,
+                            error=str(exc))
+                self.txns = PartitionTxns(store.dir / TXN_STATE, sync)
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Where ``read_committed`` consumers stop: the oldest open transaction's start."""
+        return self.txns.last_stable_offset(self.high_watermark)
 
     @property
     def durable(self) -> bool:
@@ -92,6 +110,13 @@ class PartitionLog:
                 # recorded now: a later batch of the same producer in this set follows it
                 self.producers.record(h.producer_id, h.producer_epoch, h.base_sequence,
                                       last_seq, base, now_ms)
+            if h.is_transactional and h.producer_id not in self.txns.open:
+                try:
+                    self.txns.begin(h.producer_id, base)
+                except StorageError as exc:
+                    if undo:
+                        self.producers.restore(undo)
+                    return Appended(errors.KAFKA_STORAGE_ERROR, -1, str(exc))
             new.append(StoredBatch(with_base_offset(data, base, LEADER_EPOCH), base,
                                    h.last_offset_delta, h.max_timestamp))
             if first_base < 0:
@@ -99,14 +124,57 @@ class PartitionLog:
             base += h.last_offset_delta + 1
         if not new:
             return Appended(errors.NONE, first_base)
+        stored = self._store(new, now_ms)
+        if stored is not None:
+            if undo:
+                self.producers.restore(undo)
+            return stored
+        return Appended(errors.NONE, first_base)
+
+    def append_marker(self, producer_id: int, producer_epoch: int, committed: bool,
+                      now_ms: int) -> Appended:
+        """End the producer's transaction here with a commit or abort marker (only if
+        one is open: a marker for nothing would mark nothing). The marker's epoch fences
+        any older epoch of the producer."""
+        if producer_id not in self.txns.open:
+            return Appended(errors.NONE, -1)
+        data = marker_batch(Marker.COMMIT if committed else Marker.ABORT, producer_id,
+                            producer_epoch, 0, now_ms)
+        base = self.high_watermark
+        h = read_header(data)
+        failed = self._store([StoredBatch(with_base_offset(data, base, LEADER_EPOCH), base,
+                                          0, h.max_timestamp)], now_ms)
+        if failed is not None:
+            return failed
+        self.producers.fence(producer_id, producer_epoch, now_ms)
+        self.txns.end(producer_id, base, committed)
+        return Appended(errors.NONE, base)
+
+    def reconcile_open(self, producer_id: int, now_ms: int) -> str:
+        """End a transaction this partition holds open that no coordinator does: by the
+        producer's marker if the log has one after its start (the file missed it), else
+        with an abort marker now. What was done: "committed", "aborted" or "abort
+        written"."""
+        first = self.txns.open[producer_id]
+        segs = self.segments
+        if segs is not None:
+            for seg, b in segs.batches_after(first):
+                if b.header.is_control and b.header.producer_id == producer_id:
+                    committed = marker_of(seg.read_batch(b)) is Marker.COMMIT
+                    self.txns.end(producer_id, b.base_offset, committed)
+                    return "committed" if committed else "aborted"
+        epoch = self.producers.epoch_of(producer_id)
+        self.append_marker(producer_id, epoch if epoch is not None else 0, False, now_ms)
+        return "abort written"
+
+    def _store(self, new: list[StoredBatch], now_ms: int) -> Appended | None:
+        """Write the batches and wake waiting fetches; an Appended only on failure."""
         store = self.store
         if isinstance(store, PartitionSegments):  # disk first: never serve the unwritten
             before = store.size
             try:
                 store.append(new, now_ms, self.producers.to_json)
             except StorageError as exc:
-                if undo:
-                    self.producers.restore(undo)
                 store.stats.append_failed(exc)
                 if not self._refused:  # once per outage, not once per retried produce
                     log.warning("broker.append_failed", topic=self.topic,
@@ -121,24 +189,34 @@ class PartitionLog:
         else:
             self.budget.add(store.append(new, now_ms))
         appended = sum(len(b.data) for b in new)
-        self.high_watermark = base
+        self.high_watermark = new[-1].base_offset + new[-1].last_offset_delta + 1
         if self.waiters:
             for w in list(self.waiters):
                 w.notify(appended)
-        return Appended(errors.NONE, first_base)
+        return None
 
     # -- read path ----------------------------------------------------------------------
 
-    def read(self, offset: int, max_bytes: int, at_least_one: bool
+    def read(self, offset: int, max_bytes: int, at_least_one: bool, committed: bool = False
              ) -> tuple[int, list[bytes | FileRange], int]:
-        """(error_code, the record bytes from the batch holding ``offset``, their count)."""
+        """(error_code, the record bytes from the batch holding ``offset``, their count);
+        ``committed`` (``read_committed``): only batches below the last stable offset."""
         if offset < self.log_start_offset or offset > self.high_watermark:
             return errors.OFFSET_OUT_OF_RANGE, [], 0
-        if offset == self.high_watermark:
+        end = self.last_stable_offset if committed else self.high_watermark
+        if offset >= end:
             return errors.NONE, [], 0
+        if end < self.high_watermark:
+            below = self.store.bytes_below(offset, end)
+            if below <= 0:
+                return errors.NONE, [], 0
+            max_bytes = min(max_bytes, below)
         parts: list[bytes | FileRange]
         parts, n = self.store.read(offset, max_bytes, at_least_one)  # type: ignore[assignment]
         return errors.NONE, parts, n
+
+    def aborted_between(self, start: int, end: int) -> list[AbortedTxn]:
+        return self.txns.aborted_between(start, end)
 
     def batches_from_timestamp(self, timestamp: int) -> Iterator[bytes]:
         return self.store.batches_from_timestamp(timestamp)
@@ -167,6 +245,7 @@ class PartitionLog:
         first = self.store.first_offset()
         if first > self.log_start_offset:
             self.log_start_offset = min(first, self.high_watermark)
+            self.txns.forget_below(self.log_start_offset)
 
     def enforce_retention(self, now_ms: int, retention_bytes: int | None,
                           retention_ms: int | None) -> int:

@@ -82,6 +82,19 @@ class ProducerStates:
         while len(self._producers) > self.max_producers:
             self._producers.popitem(last=False)
 
+    def epoch_of(self, pid: int) -> int | None:
+        p = self._producers.get(pid)
+        return None if p is None else p.epoch
+
+    def fence(self, pid: int, epoch: int, now_ms: int) -> None:
+        """A transaction marker of ``epoch``: older epochs of the producer are refused
+        from now on (a newer epoch starts its sequence again)."""
+        p = self._producers.get(pid)
+        if p is None or epoch > p.epoch:
+            p = self._producers[pid] = _Producer(epoch)
+        p.last_ms = max(p.last_ms, now_ms)
+        self._producers.move_to_end(pid)
+
     def expire(self, now_ms: int) -> int:
         """Forget producers idle for ``expiration_ms``; how many went."""
         gone = 0

@@ -324,6 +324,22 @@ class PartitionSegments:
             i += 1  # nothing at or after the offset in this one: the next begins later
         return [], 0
 
+    def bytes_below(self, offset: int, end: int) -> int:
+        """The bytes from the batch holding ``offset`` up to the one starting at ``end``
+        that one read (of one segment) may send; a read stops at its segment's end."""
+        i = max(self._segment_index(offset), 0)
+        j = self._segment_index(end)
+        if i >= len(self.segments):
+            return 0
+        first = self.segments[i].locate(offset)
+        if first is None:  # nothing here: the read goes on in the next segment
+            return self.bytes_below(self.segments[i + 1].base, end) if (
+                i + 1 < len(self.segments) and self.segments[i + 1].base < end) else 0
+        if j > i:
+            return self.segments[i].size - first.start
+        stop = self.segments[i].locate(end)
+        return (stop.start if stop is not None else self.segments[i].size) - first.start
+
     def _segment_index(self, offset: int) -> int:
         return bisect.bisect_right(self.bases, offset) - 1
 

@@ -170,7 +170,9 @@ class TopicRegistry:
             return
         for seg, batch in segs.batches_after(covered):
             h = batch.header
-            if h.producer_id >= 0:
+            if h.is_control:  # a transaction marker: its epoch fences older ones
+                part.producers.fence(h.producer_id, h.producer_epoch, seg.last_append_ms)
+            elif h.producer_id >= 0:
                 part.producers.record(
                     h.producer_id, h.producer_epoch, h.base_sequence,
                     last_sequence(h.base_sequence, h.last_offset_delta), batch.base_offset,

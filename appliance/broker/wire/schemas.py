@@ -2,9 +2,8 @@
 
 Field layouts follow the public Kafka protocol message definitions, one row per field with
 the versions it exists in. ``ALL`` is what ApiVersions advertises, ``min_version..
-max_version`` each; ``BY_KEY`` is everything the broker decodes, which adds the transaction
-APIs it refuses without advertising them. Fetch stops at v12 so clients address topics by
-name, and Produce starts at v3 so every batch is a magic v2 record batch.
+max_version`` each; ``BY_KEY`` is everything the broker decodes. Fetch stops at v12 so
+clients address topics by name, and Produce starts at v3 so every batch is a magic v2 record batch.
 """
 
 from __future__ import annotations
@@ -898,10 +897,9 @@ ALL.extend(ACL_APIS)
 BY_KEY.update({s.key: s for s in ACL_APIS})
 
 
-# -- transactions: served, never advertised -------------------------------------------------
-# This broker coordinates no transactions. Clients that negotiate never send these (their
-# transactional producer already stops at FindCoordinator or InitProducerId); one that
-# sends them anyway gets the refusal at once instead of a closed connection.
+# -- transactions (KIP-98, KIP-447) ----------------------------------------------------------
+# AddPartitionsToTxn stops at v3: v4+ batches transactional ids for broker-to-broker
+# verification (KIP-890), which one broker never sends itself.
 
 _TXN_TOPIC = [F("name", "string"), F("partitions", Array("int32"))]
 
@@ -986,6 +984,7 @@ TXN_OFFSET_COMMIT = Schema(
 )
 
 TRANSACTION_APIS = [ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT]
+ALL.extend(TRANSACTION_APIS)
 BY_KEY.update({s.key: s for s in TRANSACTION_APIS})
 
 

@@ -1,5 +1,5 @@
 // The Java Admin client's group, config, records and cluster calls against the embedded
-// broker, and a transactional producer that must fail at once. Prints KEY=VALUE lines
+// broker, and a transactional producer read back read_committed. Prints KEY=VALUE lines
 // that tests/broker/test_admin_clients.py asserts on.
 //   AdminCheck <bootstrap> <topic> <group>
 import java.time.Duration;
@@ -115,7 +115,8 @@ public class AdminCheck {
             System.out.println("GROUP_DELETED=" + gone);
         }
 
-        // transactions: refused at once, never a wait for max.block.ms (60 s)
+        // transactions: one committed, one aborted; a read_committed consumer sees the first
+        String txnTopic = topic + "-txn";
         Properties tp = new Properties();
         tp.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         tp.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "admin-check-tx");
@@ -125,11 +126,33 @@ public class AdminCheck {
         String txnError = "none";
         try (KafkaProducer<String, String> producer = new KafkaProducer<>(tp)) {
             producer.initTransactions();
+            producer.beginTransaction();
+            for (int i = 0; i < 3; i++) producer.send(new ProducerRecord<>(txnTopic, 0, null, "c" + i));
+            producer.commitTransaction();
+            producer.beginTransaction();
+            producer.send(new ProducerRecord<>(txnTopic, 0, null, "a"));
+            producer.abortTransaction();
         } catch (Exception e) {
             txnError = e.getClass().getSimpleName();
         }
         System.out.println("TXN_ERROR=" + txnError);
         System.out.println("TXN_SECONDS=" + (System.nanoTime() - started) / 1e9);
+        Properties rc = new Properties();
+        rc.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        rc.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        rc.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        rc.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        List<String> committed = new ArrayList<>();
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(rc)) {
+            TopicPartition tpart = new TopicPartition(txnTopic, 0);
+            consumer.assign(List.of(tpart));
+            consumer.seekToBeginning(List.of(tpart));
+            long end = System.currentTimeMillis() + 15000;
+            while (System.currentTimeMillis() < end && consumer.position(tpart) < consumer.endOffsets(List.of(tpart)).get(tpart)) {
+                for (ConsumerRecord<String, String> r : consumer.poll(Duration.ofMillis(200))) committed.add(r.value());
+            }
+        }
+        System.out.println("TXN_COMMITTED=" + String.join(",", committed));
         System.out.println("DONE=true");
     }
 }
