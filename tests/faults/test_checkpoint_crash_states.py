@@ -101,7 +101,7 @@ def snapshots(broker, spark, tmp_path_factory):
                 appliance.start()
                 produce(broker.bootstrap, topic, records)
                 got = consume(broker.bootstrap, config.topics.alerts, has_ids(alerting), 120)
-                assert alerting <= set(alert_ids(got)), appliance.failure()
+                assert alerting <= set(alert_ids(got)), appliance.probes.failure()
                 wait_for_commit(base / "checkpoint")
             finally:
                 appliance.stop()
@@ -198,7 +198,7 @@ def test_restart_on_a_crashed_checkpoint_replays_and_loses_nothing(
         appliance.start()
         produce(broker.bootstrap, topic, records)
         got = consume(broker.bootstrap, config.topics.alerts, has_ids(first | later), 150)
-        failure = appliance.failure()
+        failure = appliance.probes.failure()
     finally:
         appliance.stop()
     seen = alert_ids(got)
@@ -232,7 +232,7 @@ def test_without_the_repair_spark_refuses_these_states_for_good(
             appliance.query.awaitTermination(120)
         except Exception:
             pass
-        failure = appliance.failure()
+        failure = appliance.probes.failure()
     except RuntimeError as exc:  # start() reports a query that dies before it processes
         failure = str(exc)
     finally:
