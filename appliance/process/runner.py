@@ -106,7 +106,7 @@ class Appliance:
         from appliance.process.spark_side import SparkSide
         from appliance.process.telemetry import Telemetry
 
-        spark_side = self.spark_side = SparkSide.open(self.config, self._shared_spark)
+        spark_side = self.spark_side = SparkSide.open(settings, self._shared_spark)
         spark = self.spark = spark_side.session
         book = spark_side.rule_book(self.mode)
         self.rules.compile_into(book)

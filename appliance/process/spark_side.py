@@ -16,8 +16,8 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from appliance import logs
-from appliance.config import Config
 from appliance.process.class_archive import resolve as resolve_class_archive
+from appliance.process.run_settings import RunSettings
 from appliance.process.session import (
     apply_sql_settings,
     build_session,
@@ -40,15 +40,17 @@ class SparkSide:
         self._classes_before_query = 0  # see ``query_new_classes``
 
     @classmethod
-    def open(cls, config: Config, shared: SparkSession | None = None) -> SparkSide:
-        """A new driver (``shared`` None), else a child session of ``shared``."""
+    def open(cls, settings: RunSettings, shared: SparkSession | None = None) -> SparkSide:
+        """A new driver (``shared`` None), else a child session of ``shared``; either
+        with the run's tuning."""
+        config, tuning = settings.config, settings.tuning
         archive = None
         if shared is None:
             archive = resolve_class_archive(config.spark.class_archive)
-            spark = build_session(config, class_archive=archive)
+            spark = build_session(config, class_archive=archive, tuning=tuning)
         else:
             spark = shared.newSession()
-            apply_sql_settings(spark, spark_conf(config))
+            apply_sql_settings(spark, spark_conf(config, tuning=tuning))
         log.info("spark.ready", master=spark.sparkContext.master,
                  version=spark.version, app_id=spark.sparkContext.applicationId,
                  class_archive=str(archive) if archive else None)
