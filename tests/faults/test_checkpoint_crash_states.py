@@ -25,6 +25,7 @@ from kafka_io import consume, produce
 from short_intervals import SHORT_INTERVALS
 
 from appliance.config import Config
+from appliance.process.query_start import QueryStart
 from appliance.process.runner import Appliance
 
 # Several JVM starts per test: minutes each on a loaded 2-core box (the suite-wide
@@ -222,14 +223,14 @@ def test_without_the_repair_spark_refuses_these_states_for_good(
     once with ``STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY``, and again on every retry."""
     snapshot, rules, topic, _first = snapshots(trigger)
     checkpoint = crashed_copy(snapshot, tmp_path / "checkpoint", state)
-    monkeypatch.setattr(Appliance, "repair_checkpoint", lambda self: None)
+    monkeypatch.setattr(QueryStart, "repair_checkpoint", lambda self: None)
     before = sorted(p.relative_to(checkpoint) for p in checkpoint.rglob("*.tmp"))
     appliance = Appliance(make_config(broker, checkpoint, rules, trigger, topic, "norep"),
                           spark=spark)
     try:
         appliance.start()
         try:
-            appliance.query.awaitTermination(120)
+            appliance.probes.query.awaitTermination(120)
         except Exception:
             pass
         failure = appliance.probes.failure()
