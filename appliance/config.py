@@ -243,7 +243,8 @@ class QueryConfig(_Section):
     @model_validator(mode="after")
     def _default_interval(self) -> QueryConfig:
         """No interval configured: the trigger's own default. Set without marking the field
-        as set, so ``Config.with_trigger`` can give a new trigger its own default."""
+        as set, so ``config_to_toml`` leaves it out and a ``--trigger`` given when that file
+        is read again picks the new trigger's own default."""
         if self.interval is None:
             object.__setattr__(self, "interval", self.mode.default_interval)
         return self
@@ -545,19 +546,6 @@ class Config(_Section):
         if problem is not None:
             raise PydanticCustomError("trigger_interval", f"query.interval: {problem}")
         return self
-
-    def with_trigger(self, trigger: str | None) -> Config:
-        """The command line's ``--trigger`` wins over file and environment."""
-        if trigger is None:
-            return self
-        data = self.model_dump()
-        if "interval" not in self.query.model_fields_set:
-            data["query"]["interval"] = None  # the new trigger's default, not the old one's
-        data["query"]["trigger"] = trigger
-        try:
-            return Config.model_validate(data)
-        except ValidationError as exc:
-            raise ConfigError(_one_line("--trigger", exc, {})) from None
 
 
 def _sections() -> list[Section]:

@@ -4,7 +4,7 @@
 ``--rate`` events/s, each run a fresh ``appliance run`` process (fresh topics and
 checkpoint) counted from the moment it logs ``appliance.ready`` (warm-up included, as a
 user gets it), once with ``master = local[2]`` and once against a 2-worker standalone
-cluster (``appliance.process.local_cluster``) in the same run; medians of ``--runs`` runs, each
+cluster (``bench._local_cluster``) in the same run; medians of ``--runs`` runs, each
 with the instrument's own floor measured just before it, and the cluster/local ratios.
 (2) Executor loss: per recovery cell (each trigger, and ``continuous-exit``: continuous
 with ``[query] executor_loss_restarts = 0``, the exit-1 path that restarts in place
@@ -39,11 +39,11 @@ from pathlib import Path
 from appliance.broker import EmbeddedBroker
 from appliance.config import Config, write_config
 from appliance.process import process_group
-from appliance.process.local_cluster import LocalCluster
 from appliance.process.logwatch import log_events, wait_for_event
 from appliance.rules.rules_file import EXAMPLE_RULES
 from appliance.trigger import TRIGGERS
 from bench._cells import short_run_interval
+from bench._local_cluster import LocalCluster
 from bench._machine import wait_for_quiet, write_result
 from loadgen.arrivals import ArrivalClock
 from loadgen.config import LoadConfig

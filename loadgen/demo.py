@@ -53,8 +53,8 @@ def measure(appliance: Appliance, seconds: float, rate: float, report_path: str 
             floor_seconds: float = 2.0) -> Report:
     """Drive the running appliance with loadgen; returns loadgen's Report."""
     topics = appliance.config.topics
-    if not appliance.wait_until_processing():
-        raise RuntimeError(f"query not processing: {appliance.failure() or 'timeout'}")
+    if not appliance.probes.wait_until_processing():
+        raise RuntimeError(f"query not processing: {appliance.probes.failure() or 'timeout'}")
     if appliance.bootstrap is None:
         raise RuntimeError("the appliance has no Kafka to load (not started)")
     load = LoadConfig(bootstrap=appliance.bootstrap, rate=rate, duration=seconds,

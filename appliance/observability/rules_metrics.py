@@ -37,7 +37,8 @@ STATS_TTL_S = 1.0
 
 
 class RulesCollector:
-    """prometheus-client collector; the runner tells it each version and reload."""
+    """prometheus-client collector; a rules reload (``appliance.process.rules_swap``) tells
+    it each version and reload."""
 
     def __init__(self, version: str, count: int,
                  stats: Callable[[], BookStats] | None = None, top_rules: int = 10):

@@ -7,15 +7,16 @@ elects it; its query then starts from the offsets the pair committed to Kafka. F
 asked to hand over, it steps down (``appliance.ha.takeover``), waits again and serves
 again when elected, in the same process.
 
-The runner owns the query; this module owns the order of those steps: what the runner
-must offer is ``PairHost``.
+The runner owns the query; this module owns the order of those steps: the two start-up
+steps it repeats are the runner's (``PairHost``), the rest it reads from the run's settings,
+its rules and its query's probes.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from appliance import logs
 from appliance.config import Config
@@ -28,11 +29,9 @@ from appliance.ha.takeover import (
     start_from_kafka,
     step_down,
 )
-from appliance.process.query_probes import READY_TIMEOUT_S
-from appliance.rules.rules_file import RuleSet
-
-if TYPE_CHECKING:  # pyspark loads with the parts that use it
-    from pyspark.sql.streaming import StreamingQuery
+from appliance.process.query_probes import READY_TIMEOUT_S, QueryProbes
+from appliance.process.run_settings import RunSettings
+from appliance.process.running_rules import RunningRules
 
 log = logs.get_logger("appliance")
 
@@ -45,54 +44,49 @@ class StoppedAsStandby(Exception):
 
 
 class PairHost(Protocol):
-    """What the pair's steps ask of the runner (``appliance.process.runner.Appliance``)."""
+    """The start-up steps a pair repeats (``appliance.process.runner.Appliance``)."""
 
-    starting_offsets: str | None  # where the next query start reads from, if not its own
+    def warm_up(self) -> float:
+        """The warm-up again; its seconds."""
+        ...
 
-    @property
-    def query(self) -> StreamingQuery | None: ...
-
-    def client_config(self) -> dict: ...
-
-    def running_rules(self) -> RuleSet: ...
-
-    def warm_up(self) -> None: ...
-
-    def warmup_seconds(self) -> float: ...
-
-    def start_query(self) -> None: ...
-
-    def wait_until_processing(self, timeout: float = 60.0) -> bool: ...
-
-    def failure(self) -> str | None: ...
+    def start_query(self, starting_offsets: str | None) -> None:
+        """Start the query from ``starting_offsets`` (the pair's, in Kafka)."""
+        ...
 
 
 class PairTurns:
     """This instance's turns in its pair; ``election`` once it joined."""
 
-    def __init__(self, host: PairHost, config: Config, partitions: int) -> None:
-        """``config``: the instance's own (``appliance.ha.instance.instance_config``)."""
+    def __init__(self, host: PairHost, settings: RunSettings, partitions: int,
+                 rules: RunningRules, probes: QueryProbes) -> None:
+        """``settings.config``: the instance's own
+        (``appliance.ha.instance.instance_config``)."""
         self.host = host
-        self.config = config
+        self.config: Config = settings.config
+        self.settings = settings
         self.partitions = partitions
+        self.rules = rules
+        self.probes = probes
         self.election: Election | None = None
+        self.starting_offsets: str | None = None  # the pair's offsets in Kafka, once elected
 
     def facts(self) -> dict[str, str]:
-        return pair_facts(self.config, self.host.running_rules().version)
+        return pair_facts(self.config, self.rules.running_rules().version)
 
     def check_partner(self) -> str | None:
         """The one line refusing this instance (exit 2), or None."""
         try:
-            check_partner(self.config, self.host.client_config(), self.facts())
+            check_partner(self.config, self.settings.client(), self.facts())
         except PartnerMismatch as exc:
             return str(exc)
         return None
 
     def await_turn(self, stop: threading.Event) -> None:
-        """Join (again), wait warm as the standby until elected, then set the host's
-        starting offsets from the pair's offsets in Kafka; ``StoppedAsStandby`` if
-        ``stop`` came first."""
-        client = self.host.client_config()
+        """Join (again), wait warm as the standby until elected, then take the pair's
+        offsets in Kafka as the next start's (``starting_offsets``); ``StoppedAsStandby``
+        if ``stop`` came first."""
+        client = self.settings.client()
         group = self.config.ha.group or ""
         election = self.election
         if election is None:
@@ -110,17 +104,17 @@ class PairTurns:
                     and self.config.query.warmup:
                 next_warmup = time.monotonic() + rewarm_s
                 self.rewarm()
-        self.host.starting_offsets = start_from_kafka(self.config, client, self.partitions,
-                                                      election)
+        self.starting_offsets = start_from_kafka(self.config, client, self.partitions,
+                                                 election)
 
     def rewarm(self) -> None:
         """The warm-up again: the query's code stays compiled, the producer connected."""
         try:
-            self.host.warm_up()
+            seconds = self.host.warm_up()
         except Exception as exc:  # noqa: BLE001 - a colder standby, not a dead one
             log.warning("ha.rewarm_failed", error=" ".join(str(exc).split())[:500])
             return
-        log.info("ha.rewarmed", seconds=self.host.warmup_seconds())
+        log.info("ha.rewarmed", seconds=seconds)
 
     def serving(self) -> None:
         """``ha.active``: the query serves, this long after Kafka elected this instance."""
@@ -132,13 +126,13 @@ class PairTurns:
         self.announce()
         log.info("ha.active", group=self.config.ha.group, instance=election.settings.instance,
                  takeover_s=round(took, 2), takeovers=election.takeovers,
-                 starting_offsets=self.host.starting_offsets)
+                 starting_offsets=self.starting_offsets)
 
     def announce(self) -> None:
         """This instance serves, with what its partner must agree on (also after a
         rules reload it applied)."""
         if self.election is not None:
-            announce_serving(self.election, self.host.client_config(), self.facts())
+            announce_serving(self.election, self.settings.client(), self.facts())
 
     def must_step_down(self) -> bool:
         election = self.election
@@ -154,16 +148,16 @@ class PairTurns:
             raise RuntimeError("no pair to step down in: await_turn() comes first")
 
         def stop_query() -> None:
-            query = self.host.query
+            query = self.probes.query
             if query is not None:
                 query.stop()
 
-        step_down(election, self.host.client_config(), stop_query, stop=stop)
+        step_down(election, self.settings.client(), stop_query, stop=stop)
         self.await_turn(stop)
-        self.host.start_query()
-        if not self.host.wait_until_processing(READY_TIMEOUT_S):
+        self.host.start_query(self.starting_offsets)
+        if not self.probes.wait_until_processing(READY_TIMEOUT_S):
             log.error("query.failed", cause=f"query did not process after a takeover: "
-                                            f"{self.host.failure() or 'timeout'}")
+                                            f"{self.probes.failure() or 'timeout'}")
             return False
         self.serving()
         return True

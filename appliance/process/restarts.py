@@ -23,8 +23,12 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from appliance import logs
+
 #: Seconds over which ``[query] executor_loss_restarts`` restarts are counted.
 WINDOW_S = 600.0
+
+log = logs.get_logger("appliance")
 
 
 @dataclass(frozen=True)
@@ -71,3 +75,37 @@ class RestartBudget:
     def used(self) -> int:
         """Restarts taken within the current window."""
         return len(self._taken)
+
+
+class InPlaceRestarts:
+    """Whether a failed query starts again in this session, and its start again."""
+
+    def __init__(self, budget: RestartBudget, restarting: Callable[[int], None]) -> None:
+        """``restarting(n)``: told before the ``n``-th restart in the window starts
+        (``QueryProbes.restarting``, which logs the recovery once it processes)."""
+        self.budget = budget
+        self._restarting = restarting
+
+    def attempt(self, cause: str, start_again: Callable[[], None]) -> bool:
+        """Run ``start_again`` if ``cause`` allows it and the budget lasts (True); False:
+        the appliance must exit 1 (the cause needs a fresh process, the budget is spent,
+        or ``start_again`` raised)."""
+        known = in_place_cause(cause)
+        if known is None:
+            return False
+        budget = self.budget
+        if not budget.take():
+            log.warning("query.restart_refused", marker=known.marker, limit=budget.limit,
+                        window_s=budget.window_s,
+                        reason="in-place restarts spent: a fresh process is next")
+            return False
+        self._restarting(budget.used)
+        log.warning("query.restarting", cause=cause, reason=known.reason,
+                    restart=budget.used, limit=budget.limit)
+        try:
+            start_again()
+        except Exception as exc:  # noqa: BLE001 - any reason: exit 1 for the supervisor
+            log.error("query.restart_failed", error=" ".join(str(exc).split())[:2000],
+                      kind=type(exc).__name__)
+            return False
+        return True

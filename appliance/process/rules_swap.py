@@ -9,8 +9,8 @@ task has entered, or at each task's next record in a real-time batch
 evaluated by exactly one version, and each alert names it (``rules_version``). A file that
 fails validation changes nothing.
 
-The runner owns the query and its book; this module owns the order of a reload and its
-record: what the runner must offer is ``RulesHost``.
+Which rules run, and their book, is ``appliance.process.running_rules``; this module owns
+the order of a reload and its record.
 """
 
 from __future__ import annotations
@@ -18,40 +18,25 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from appliance import logs
 from appliance.config import Config
 from appliance.process.reload_status import ReloadLog, ReloadOutcome, ReloadResult
-from appliance.rules.rules_file import RulesError, RuleSet, load_rule_set
+from appliance.process.running_rules import RunningRules
+from appliance.rules.rules_file import RulesError, load_rule_set
 
-if TYPE_CHECKING:  # pyspark and prometheus_client load with the parts that use them
-    from pyspark.sql import SparkSession
-
-    from appliance.observability.rules_metrics import RulesCollector
+if TYPE_CHECKING:  # pyspark loads with the parts that use it
     from appliance.rules.rule_book import RuleBook
 
 log = logs.get_logger("appliance")
 
 
-class RulesHost(Protocol):
-    """What a reload asks of the runner (``appliance.process.runner.Appliance``)."""
-
-    rule_set: RuleSet | None  # the rules the query runs, once loaded
-    rules_metrics: RulesCollector | None  # once serving
-
-    def running_rules(self) -> RuleSet: ...
-
-    def session(self) -> SparkSession: ...
-
-    def rule_book(self) -> RuleBook: ...
-
-
 class RulesSwap:
     """Reload requests and their outcomes, and the publication each applied one does."""
 
-    def __init__(self, host: RulesHost, config: Config):
-        self.host = host
+    def __init__(self, rules: RunningRules, config: Config):
+        self.rules = rules
         self.config = config
         self.mode = config.query.mode
         self.reloads = ReloadLog()
@@ -71,7 +56,7 @@ class RulesSwap:
     def status(self) -> dict[str, object]:
         """The ``/-/rules`` page: this process, the running rules, the last reload."""
         seq, last = self.reloads.snapshot()
-        rule_set = self.host.rule_set
+        rule_set = self.rules.rule_set
         return {
             "pid": os.getpid(),
             "path": str(self.config.rules.path),
@@ -85,7 +70,7 @@ class RulesSwap:
         """Re-read ``[rules] path``; publish it into the running query if it passes the
         same checks as at start-up. Never raises: the outcome says what happened (and is
         logged, counted and kept for ``appliance rules reload``)."""
-        host = self.host
+        host = self.rules
         started, started_at = time.monotonic(), time.time()
         seq, source = self.reloads.next_seq(), str(self.config.rules.path)
         previous = host.running_rules()

@@ -20,7 +20,7 @@ from appliance.config import Config
 from appliance.connector import driver_jvm, spark_jars_conf
 from appliance.process.class_archive import with_archive
 from appliance.process.jvm_log import quiet_continuous_stop, with_log_options
-from appliance.tuning import LOCAL_CHECKPOINT_CONF, sql_settings, tuning_for
+from appliance.tuning import LOCAL_CHECKPOINT_CONF, Tuning, sql_settings, tuning_for
 
 
 def is_local_path(path: str) -> bool:
@@ -29,10 +29,14 @@ def is_local_path(path: str) -> bool:
     return scheme in ("", "file")
 
 
-def spark_conf(config: Config, class_archive: Path | None = None) -> dict[str, str]:
+def spark_conf(config: Config, class_archive: Path | None = None,
+               tuning: Tuning | None = None) -> dict[str, str]:
     """Every Spark conf the appliance sets, tuning first, then the operator's overrides,
-    and ``class_archive`` (a checked archive, ``class_archive.resolve``) for the driver."""
-    conf = dict(tuning_for(config.query.mode, config.query.async_progress).spark_conf)
+    and ``class_archive`` (a checked archive, ``class_archive.resolve``) for the driver.
+    ``tuning``: the run's (``RunSettings.tuning``), else the config's trigger's."""
+    if tuning is None:
+        tuning = tuning_for(config.query.mode, config.query.async_progress)
+    conf = dict(tuning.spark_conf)
     conf.update(spark_jars_conf())
     if is_local_path(config.query.checkpoint_dir):
         conf.update(LOCAL_CHECKPOINT_CONF)
@@ -52,11 +56,12 @@ def spark_conf(config: Config, class_archive: Path | None = None) -> dict[str, s
 
 
 def build_session(config: Config, app_name: str = "appliance",
-                  class_archive: Path | None = None) -> SparkSession:
+                  class_archive: Path | None = None,
+                  tuning: Tuning | None = None) -> SparkSession:
     builder = SparkSession.builder.master(config.spark.master).appName(app_name)
     # The JVM's log lines follow this process's log output (appliance.process.jvm_log).
     output = logs.output()
-    conf = with_log_options(spark_conf(config, class_archive), output)
+    conf = with_log_options(spark_conf(config, class_archive, tuning), output)
     for key, value in conf.items():
         builder = builder.config(key, value)
     sigint = signal.getsignal(signal.SIGINT)

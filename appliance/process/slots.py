@@ -1,4 +1,8 @@
-"""Task slots granted to this application on a cluster, waited for a bounded time.
+"""Task slots: enough for the trigger, checked before Spark starts where they can be.
+
+A ``local[N]`` master's slots are known from its name, so they are checked before a JVM
+starts; on a cluster they are those granted to this application, waited for a bounded
+time once the SparkContext is up.
 
 Continuous and real-time queries hold one task slot per input partition for as long as
 they run; with fewer they never fail, they hang. On a cluster the slots are what the
@@ -12,11 +16,65 @@ run at once.
 
 from __future__ import annotations
 
+import os
+import re
 import time
+from typing import TYPE_CHECKING
+
+from appliance import logs
+from appliance.process.preflight import PreflightError
+from appliance.trigger import TriggerMode
+
+if TYPE_CHECKING:  # pyspark loads with the Spark side (appliance.process.spark_side)
+    from pyspark.sql import SparkSession
 
 #: Spark's own "how long to wait for executors to register" setting bounds our wait too.
 WAIT_CONF = "spark.scheduler.maxRegisteredResourcesWaitingTime"
 WAIT_DEFAULT = "30s"
+
+log = logs.get_logger("appliance")
+
+
+def local_slots(master: str) -> int | None:
+    """Task slots of a ``local[...]`` master; None for a cluster master."""
+    if master == "local":
+        return 1
+    match = re.match(r"^local\[(\d+|\*)(?:,\d+)?\]$", master)
+    if not match:
+        return None
+    return os.cpu_count() or 1 if match.group(1) == "*" else int(match.group(1))
+
+
+def spark_master(spark: SparkSession) -> str:
+    """The running SparkContext's master: pyspark types it Optional, but a SparkContext
+    does not start without one."""
+    master = spark.sparkContext.master
+    if master is None:
+        raise RuntimeError("the SparkContext has no master (spark.master)")
+    return master
+
+
+def check_slots(mode: TriggerMode, partitions: int, slots: int, where: str,
+                fix: str | None = None) -> None:
+    """A query of long-running tasks hangs (never fails) without a slot per partition."""
+    if mode.slot_per_partition and slots < partitions:
+        fix = fix or f'e.g. spark.master = "local[{partitions}]"'
+        raise PreflightError(
+            f"query.trigger={mode.name} needs one task slot per input partition: the events "
+            f"topic has {partitions} partitions but {where} gives {slots} slots; "
+            f"use at least {partitions} ({fix})")
+
+
+def check_cluster_slots(spark: SparkSession, mode: TriggerMode, partitions: int) -> None:
+    """On a cluster: wait (bounded) for this application's executors, then check slots."""
+    if not mode.slot_per_partition:
+        return
+    sc = spark.sparkContext
+    slots, waited = wait_for_slots(sc, partitions)
+    log.info("spark.executors", slots=slots, needed=partitions, waited_s=round(waited, 1))
+    check_slots(mode, partitions, slots,
+                f"{sc.master} (cores granted to this application)",
+                fix="more workers or cores, a higher spark.cores.max, or fewer partitions")
 
 
 def granted_slots(sc) -> int:

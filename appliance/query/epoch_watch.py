@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from appliance.query.checkpoint import batch_ids
+from appliance.trigger import TriggerMode
 
 
 def latest_commit(checkpoint_dir: Path) -> int | None:
@@ -64,3 +65,11 @@ class EpochWatch:
                 f"epoch {self._latest}): Spark's epoch coordinator is stuck, usually because "
                 f"it cannot write the checkpoint at {self.checkpoint_dir} (its filesystem: "
                 f"{free}); Spark logs its error as 'Inbox: Ignoring error'")
+
+
+def watch_for(mode: TriggerMode, checkpoint_dir: str, stall_timeout_s: float) -> EpochWatch | None:
+    """A watch over a query of ``mode`` if its epochs commit every interval (continuous);
+    None for the triggers whose query fails by itself."""
+    if not mode.commits_every_interval:
+        return None
+    return EpochWatch(Path(checkpoint_dir), stall_timeout_s)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from appliance.config import ConfigError, load_config
+from appliance.config import ConfigError, config_to_toml, load_config
 from appliance.ha.instance import instance_config, instance_name
 
 
@@ -81,8 +81,9 @@ def test_env_overrides_win_over_file(tmp_path):
 def test_cli_trigger_wins_over_everything(tmp_path):
     path = write(tmp_path, '[query]\ntrigger = "continuous"\n')
     config = load_config(path, environ={"APPLIANCE_QUERY_TRIGGER": "microbatch"})
-    assert config.with_trigger("microbatch").query.trigger == "microbatch"
-    assert config.with_trigger(None).query.trigger == "microbatch"
+    assert config.query.trigger == "microbatch"
+    same = load_config(path, environ={"APPLIANCE_QUERY_TRIGGER": "microbatch"}, trigger=None)
+    assert same.query.trigger == "microbatch"
     cli = load_config(path, environ={"APPLIANCE_QUERY_TRIGGER": "microbatch"}, trigger="continuous")
     assert cli.query.trigger == "continuous"
 
@@ -105,12 +106,17 @@ def test_each_trigger_gets_its_own_default_interval_unless_one_is_configured(tmp
                  for t in ("continuous", "realtime", "microbatch")}
     assert intervals == {"continuous": "1 second", "realtime": "5 minutes",
                          "microbatch": "0 seconds"}
-    # switching trigger on the command line takes the new trigger's default ...
-    config = load_config(path, environ={})
-    assert config.with_trigger("realtime").query.interval == "5 minutes"
+    # switching trigger on the command line takes the new trigger's default, also over
+    # a trigger the file names ...
+    path.write_text('[query]\ntrigger = "continuous"\n')
+    assert load_config(path, environ={}, trigger="realtime").query.interval == "5 minutes"
+    # ... and so does a config written back (config_to_toml) and read with --trigger ...
+    written = tmp_path / "written.toml"
+    written.write_text(config_to_toml(load_config(path, environ={})))
+    assert load_config(written, environ={}, trigger="realtime").query.interval == "5 minutes"
     # ... but never replaces an interval the operator wrote
     path.write_text('[query]\ninterval = "7 seconds"\n')
-    assert load_config(path, environ={}).with_trigger("realtime").query.interval == "7 seconds"
+    assert load_config(path, environ={}, trigger="realtime").query.interval == "7 seconds"
     assert load_config(path, environ={}, trigger="microbatch").query.interval == "7 seconds"
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from appliance.observability.metrics import committed_offsets
-from appliance.process.runner import PreflightError, check_slots, local_slots
+from appliance.process.preflight import PreflightError
+from appliance.process.slots import check_slots, local_slots
 from appliance.trigger import MODES, trigger_mode
 
 

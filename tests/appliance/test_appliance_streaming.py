@@ -67,7 +67,7 @@ def test_known_mix_in_each_trigger_mode(trigger, broker, new_topic, appliance_sp
     with running(config, appliance_spark, mix.records) as appliance:
         alerts = consume(broker.bootstrap, config.topics.alerts, len(mix.alerts), 90)
         dead = consume(broker.bootstrap, config.topics.dead_letters, len(mix.dead_letters), 30)
-        assert appliance.failure() is None
+        assert appliance.probes.failure() is None
         # the plan was warmed through Kafka before ready, the query's own plan (its rules
         # and the warm-up's in a rule book of its own) for the JIT's worth of records ...
         assert appliance.warmup.mode == "kafka"
@@ -78,7 +78,7 @@ def test_known_mix_in_each_trigger_mode(trigger, broker, new_topic, appliance_sp
         assert appliance.warmup.stream_batches == wanted
         assert [q.name for q in appliance.spark.streams.active] == ["appliance"]
         # ... and it ran the query's own generated classes: the query compiled none
-        assert appliance.query_new_classes() == 0
+        assert appliance.spark_side.query_new_classes() == 0
         warm = consume(broker.bootstrap, config.topics.warmup, warmup_alert_seen, 30)
     # ... on its own topic: its synthetic alerts and dead letters are there, and none of
     # them reached the real topics (check_outputs is exact)
@@ -101,7 +101,7 @@ def test_query_that_dies_is_reported_with_its_cause(broker, new_topic, appliance
             assert appliance.serve(stop) == 1
         finally:
             timer.cancel()
-        assert "value < 1000" in appliance.failure()
+        assert "value < 1000" in appliance.probes.failure()
 
 
 def test_rules_only_spark_can_reject_stop_the_start_before_the_query(
@@ -114,7 +114,7 @@ def test_rules_only_spark_can_reject_stop_the_start_before_the_query(
     try:
         with pytest.raises(RulesError) as err:
             appliance.start()
-        assert appliance.query is None
+        assert appliance.probes.query is None
     finally:
         appliance.stop()
     assert err.value.problems[0].startswith(
@@ -133,7 +133,7 @@ def test_a_rule_failing_on_one_event_does_not_stop_the_stream(
             b'{"event_id": "e1", "ts": 1, "source": "abc", "metric": "m", "value": 1}'
     ]) as appliance:
         alerts = consume(broker.bootstrap, config.topics.alerts, 1, 60)
-        assert appliance.failure() is None and appliance.query_active()
+        assert appliance.probes.failure() is None and appliance.probes.active()
     assert [json.loads(v)["rules"] for _k, v in alerts] == [
         [{"id": "ok", "severity": "info", "message": "metric = 'm'"}]]
     assert appliance_spark.conf.get("spark.sql.ansi.enabled") == "true"  # shared one untouched

@@ -8,7 +8,8 @@ from pathlib import Path
 from fake_clock import FakeClock
 
 from appliance.config import STALL_MIN_S, QueryConfig
-from appliance.query.epoch_watch import EpochWatch, latest_commit
+from appliance.query.epoch_watch import EpochWatch, latest_commit, watch_for
+from appliance.trigger import trigger_mode
 
 
 def commit(checkpoint: Path, epoch: int) -> None:
@@ -59,3 +60,12 @@ def test_a_query_that_never_committed_in_this_run_is_timed_from_the_start(tmp_pa
     watch = EpochWatch(tmp_path, timeout_s=60.0, clock=clock)
     clock.now += 61
     assert "last committed epoch None" in watch.stalled()
+
+
+def test_only_a_query_that_commits_every_interval_is_watched(tmp_path):
+    watched = {t: watch_for(trigger_mode(t), str(tmp_path), 60.0)
+               for t in ("continuous", "realtime", "microbatch")}
+    assert watched["realtime"] is None and watched["microbatch"] is None
+    watch = watched["continuous"]
+    assert isinstance(watch, EpochWatch)
+    assert (watch.checkpoint_dir, watch.timeout_s) == (tmp_path, 60.0)

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 from fake_clock import FakeClock
 
-from appliance.process.restarts import IN_PLACE_CAUSES, WINDOW_S, RestartBudget, in_place_cause
+from appliance.process.restarts import (
+    IN_PLACE_CAUSES,
+    WINDOW_S,
+    InPlaceRestarts,
+    RestartBudget,
+    in_place_cause,
+)
 
 #: The message a continuous query died with when one executor JVM of two was killed on the
 #: test cluster (bench.cluster_latency's log), plan dump dropped as the appliance logs it.
@@ -51,3 +57,25 @@ def test_budget_allows_limit_restarts_per_window_then_again_once_they_age_out():
 
 def test_a_zero_budget_never_restarts():
     assert not RestartBudget(limit=0, clock=FakeClock()).take()
+
+
+def test_in_place_restarts_start_a_lost_executors_query_again_within_the_budget():
+    told, started = [], []
+    restarts = InPlaceRestarts(RestartBudget(limit=1, clock=FakeClock()), told.append)
+    assert restarts.attempt(EXECUTOR_KILLED, lambda: started.append(1)) is True
+    assert (told, started) == ([1], [1])
+    # the budget is spent: no second start, a fresh process is next
+    assert restarts.attempt(EXECUTOR_KILLED, lambda: started.append(2)) is False
+    assert (told, started) == ([1], [1])
+
+
+def test_in_place_restarts_refuse_other_causes_and_a_failing_start():
+    started = []
+    restarts = InPlaceRestarts(RestartBudget(limit=3, clock=FakeClock()), lambda n: None)
+    assert restarts.attempt("Spark driver unreachable: gone", lambda: started.append(1)) is False
+    assert started == []
+
+    def fails() -> None:
+        raise RuntimeError("the replacement executor's slots never came")
+
+    assert restarts.attempt(EXECUTOR_KILLED, fails) is False

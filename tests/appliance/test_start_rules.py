@@ -44,7 +44,7 @@ def test_a_handed_rule_set_is_run_without_reading_the_file_again(tmp_path, broke
     try:
         with pytest.raises(TopicError, match="topics missing on the Kafka cluster"):
             appliance.start()
-        assert appliance.running_rules() is rule_set
+        assert appliance.rules.running_rules() is rule_set
     finally:
         appliance.stop()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from appliance.process.local_cluster import LocalCluster
+from bench._local_cluster import LocalCluster
 
 WORKERS, CORES_PER_WORKER = 2, 2
 

@@ -63,7 +63,7 @@ def test_in_band_p99_agrees_with_loadgen(trigger, spark, broker, tmp_path):
     try:
         appliance.start()
         # A generous, bounded wait for the first commit: the machine may be shared.
-        assert appliance.wait_until_processing(timeout=900), appliance.failure()
+        assert appliance.probes.wait_until_processing(timeout=900), appliance.probes.failure()
         # loadgen as the demo drives it, with a long (bounded) grace for a busy machine.
         report = run_load(LoadConfig(
             bootstrap=broker.bootstrap, rate=200, duration=8, grace=90,

@@ -25,6 +25,7 @@ from kafka_io import consume, produce
 from short_intervals import SHORT_INTERVALS
 
 from appliance.config import Config
+from appliance.process.query_start import QueryStart
 from appliance.process.runner import Appliance
 
 # Several JVM starts per test: minutes each on a loaded 2-core box (the suite-wide
@@ -101,7 +102,7 @@ def snapshots(broker, spark, tmp_path_factory):
                 appliance.start()
                 produce(broker.bootstrap, topic, records)
                 got = consume(broker.bootstrap, config.topics.alerts, has_ids(alerting), 120)
-                assert alerting <= set(alert_ids(got)), appliance.failure()
+                assert alerting <= set(alert_ids(got)), appliance.probes.failure()
                 wait_for_commit(base / "checkpoint")
             finally:
                 appliance.stop()
@@ -198,7 +199,7 @@ def test_restart_on_a_crashed_checkpoint_replays_and_loses_nothing(
         appliance.start()
         produce(broker.bootstrap, topic, records)
         got = consume(broker.bootstrap, config.topics.alerts, has_ids(first | later), 150)
-        failure = appliance.failure()
+        failure = appliance.probes.failure()
     finally:
         appliance.stop()
     seen = alert_ids(got)
@@ -222,17 +223,17 @@ def test_without_the_repair_spark_refuses_these_states_for_good(
     once with ``STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY``, and again on every retry."""
     snapshot, rules, topic, _first = snapshots(trigger)
     checkpoint = crashed_copy(snapshot, tmp_path / "checkpoint", state)
-    monkeypatch.setattr(Appliance, "repair_checkpoint", lambda self: None)
+    monkeypatch.setattr(QueryStart, "repair_checkpoint", lambda self: None)
     before = sorted(p.relative_to(checkpoint) for p in checkpoint.rglob("*.tmp"))
     appliance = Appliance(make_config(broker, checkpoint, rules, trigger, topic, "norep"),
                           spark=spark)
     try:
         appliance.start()
         try:
-            appliance.query.awaitTermination(120)
+            appliance.probes.query.awaitTermination(120)
         except Exception:
             pass
-        failure = appliance.failure()
+        failure = appliance.probes.failure()
     except RuntimeError as exc:  # start() reports a query that dies before it processes
         failure = str(exc)
     finally:

@@ -221,7 +221,7 @@ class Pipeline:
         deadline = time.monotonic() + 180
         while sentinel not in self.alerts and time.monotonic() < deadline:
             self._poll()
-            assert self.appliance.failure() is None, self.appliance.failure()
+            assert self.appliance.probes.failure() is None, self.appliance.probes.failure()
         assert sentinel in self.alerts, "the sentinel's alert never came"
         for _ in range(5):  # the dead-letter topic may trail the alerts topic a little
             self._poll()
@@ -305,4 +305,4 @@ def test_records_near_the_message_size_limit(pipeline):
         assert dead[0]["encoding"] == "base64"
         assert base64.b64decode(dead[0]["raw"], validate=True) == value[:MAX_RAW_BYTES]
     assert big_id not in pipeline.alerts
-    assert pipeline.appliance.query_active() and pipeline.appliance.failure() is None
+    assert pipeline.appliance.probes.active() and pipeline.appliance.probes.failure() is None

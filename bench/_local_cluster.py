@@ -9,6 +9,9 @@ Every daemon gets its own process group: the executors a worker launches are its
 and share that group, so stopping the cluster (SIGTERM, then SIGKILL after a bounded wait)
 leaves nothing behind. Ports are picked by the daemons themselves (``--port 0``) and read
 back from their logs, so clusters of parallel test runs never collide.
+
+It lives with the benchmarks, not in the product: only ``tests/cluster`` and
+``bench.cluster_latency`` start one (bench is the top layer, tests may import any).
 """
 
 from __future__ import annotations

@@ -1,0 +1,83 @@
+"""The query's plan: warmed up on synthetic records, then started on the rule book.
+
+The warm-up (``appliance.query.warmup``) runs the same plan as the query, with the same
+connector options (``RunSettings``), so the code it compiles and the producer it connects
+are the query's. The query evaluates the rule book's rules, whatever version the book
+holds when each epoch or batch begins. Before each start, what a crash left in the
+checkpoint is moved aside (``appliance.query.checkpoint``).
+
+This module imports pyspark: the runner imports it only once the checks that need no JVM
+have passed (``appliance.process.runner``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from appliance import logs
+from appliance.process.query_probes import QueryProbes
+from appliance.process.run_settings import RunSettings
+from appliance.query.checkpoint import repair as repair_checkpoint
+from appliance.query.stream_query import StreamSpec, stream_writer
+from appliance.query.warmup import START, StreamWarmup, WarmupResult, warm_up
+from appliance.rules.rule_book import CompiledRules, RuleBook
+from appliance.rules.rules_file import RuleSet
+
+log = logs.get_logger("appliance")
+
+
+class QueryStart:
+    """Warm-ups and starts of the appliance's query in one session."""
+
+    def __init__(self, settings: RunSettings, spark: SparkSession, probes: QueryProbes):
+        self.settings = settings
+        self.spark = spark
+        self.probes = probes
+
+    def warm_up(self, compiled: CompiledRules, topic: str | None) -> WarmupResult:
+        """Run the query's plan on synthetic records (``topic``: the warm-up topic, None
+        for a plan-only warm-up)."""
+        settings = self.settings
+        mode, query = settings.mode, settings.config.query
+        plan = START
+        if mode.plans_every_batch and query.warmup_batches > 0:
+            # The streaming batches run the exact plan's records too: no rounds beyond the
+            # minimum before them, so they cost the start-up less.
+            plan = replace(START, budget_s=0.0, stream=StreamWarmup(
+                mode.eager_trigger_kwargs(), mode.output_mode, settings.tuning.query_options,
+                batches=query.warmup_batches))
+        return warm_up(self.spark, compiled, topic, settings.client(),
+                       dict(settings.source_options), dict(settings.sink_options),
+                       latency_headers=settings.config.metrics.alert_latency, plan=plan)
+
+    def start(self, book: RuleBook, rules: RuleSet, starting_offsets: str | None) -> bool:
+        """Start the query on ``book`` (at start-up, after a failure, after a takeover);
+        True if it resumes from an existing checkpoint."""
+        settings = self.settings
+        config, mode = settings.config, settings.mode
+        spec = StreamSpec(
+            name="appliance",
+            reader_options=settings.reader_options(starting_offsets),
+            writer_options=settings.writer_options(),
+            checkpoint=config.query.checkpoint_dir, output_mode=mode.output_mode,
+            trigger=mode.trigger_kwargs(config.query.trigger_interval),
+            topics=config.topics, latency_headers=config.metrics.alert_latency)
+        writer = stream_writer(self.spark, book, spec)
+        self.repair_checkpoint()
+        Path(config.query.checkpoint_dir).mkdir(parents=True, exist_ok=True)
+        recovered = self.probes.starting()
+        query = writer.start()
+        self.probes.started(query, self.spark)
+        log.info("query.started", id=str(query.id), trigger=mode.name,
+                 interval=config.query.interval, checkpoint=config.query.checkpoint_dir,
+                 rules_version=rules.version)
+        return recovered
+
+    def repair_checkpoint(self) -> None:
+        """Move aside what a crash left in the checkpoint (``appliance.query.checkpoint``)."""
+        for fix in repair_checkpoint(self.settings.config.query.checkpoint_dir):
+            log.warning("checkpoint.repaired", path=fix.path, moved_to=fix.moved_to,
+                        reason=fix.reason)
