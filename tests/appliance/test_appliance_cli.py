@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from child_env import child_env
+
+from support.child_env import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,7 +6,6 @@ import datetime
 import json
 
 import pytest
-from appliance_mix import check_outputs, make_mix
 from pyspark.errors import IllegalArgumentException
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
@@ -16,6 +15,8 @@ from appliance.events import EVENT_DDL, FIELD_NAMES
 from appliance.process.session import generated_classes
 from appliance.query.pipeline import KAFKA_READ_SCHEMA, event_reader, transform
 from appliance.rules.rules_file import parse_rule_set
+
+from support.appliance_mix import check_outputs, make_mix
 
 pytestmark = pytest.mark.spark
 

@@ -10,14 +10,15 @@ import time
 from pathlib import Path
 
 import pytest
-from appliance_mix import MIX_RULES, check_outputs, make_mix
-from appliance_process import ApplianceProcess
-from kafka_io import consume, has_all, produce
-from scrape import appliance_metrics
-from short_intervals import SHORT_INTERVALS
 
 from appliance.config import Config
 from appliance.config import write_config as write_config_file
+
+from support.appliance_mix import MIX_RULES, check_outputs, make_mix
+from support.appliance_process import ApplianceProcess
+from support.kafka_io import consume, has_all, produce
+from support.scrape import appliance_metrics
+from support.short_intervals import SHORT_INTERVALS
 
 pytestmark = pytest.mark.spark
 

@@ -12,14 +12,15 @@ import threading
 from contextlib import contextmanager
 
 import pytest
-from appliance_mix import check_outputs, make_mix
-from kafka_io import consume, produce
-from short_intervals import SHORT_INTERVALS
 
 from appliance.config import Config
 from appliance.process.runner import Appliance
 from appliance.query.warmup import MIN_RECORDS
 from appliance.rules.rules_file import RulesError
+
+from support.appliance_mix import check_outputs, make_mix
+from support.kafka_io import consume, produce
+from support.short_intervals import SHORT_INTERVALS
 
 pytestmark = pytest.mark.spark
 

@@ -14,8 +14,6 @@ from pathlib import Path
 
 import pyspark
 import pytest
-from child_env import child_env
-from kafka_io import consume, produce
 
 from appliance.config import Config, load_config
 from appliance.config import write_config as write_config_file
@@ -24,6 +22,9 @@ from appliance.process.class_archive import with_archive
 from appliance.process.class_archive_prune import prune
 from appliance.process.logwatch import wait_for_event
 from appliance.process.session import spark_conf as spark_conf_with
+
+from support.child_env import child_env
+from support.kafka_io import consume, produce
 
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER_OPTS = "spark.driver.extraJavaOptions"

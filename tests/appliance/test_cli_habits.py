@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from child_env import child_env
-
 import appliance
+
+from support.child_env import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -13,8 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from appliance_mix import MIX_RULES
-from child_env import child_env
 
 from appliance.config import Config
 from appliance.config import write_config as write_config_file
@@ -22,6 +20,9 @@ from appliance.cpu_list import cpu_list, parse_cpu_list
 from appliance.process import process_group
 from appliance.process.cpu_affinity import allowed_problem, tree
 from appliance.process.logwatch import log_events, wait_for_event
+
+from support.appliance_mix import MIX_RULES
+from support.child_env import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
 ALLOWED = frozenset(os.sched_getaffinity(0))

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fake_clock import FakeClock
-
 from appliance.config import STALL_MIN_S, QueryConfig
 from appliance.query.epoch_watch import EpochWatch, latest_commit, watch_for
 from appliance.trigger import trigger_mode
+
+from support.fake_clock import FakeClock
 
 
 def commit(checkpoint: Path, epoch: int) -> None:

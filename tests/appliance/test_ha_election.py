@@ -15,7 +15,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-from child_env import child_env
 from kafka import KafkaAdminClient, KafkaProducer
 
 from appliance.broker import EmbeddedBroker
@@ -32,6 +31,8 @@ from appliance.ha.takeover import (
     step_down,
 )
 from appliance.process.logwatch import log_events, wait_for_event
+
+from support.child_env import child_env
 
 SESSION_MS = 6000
 MEMBER = Path(__file__).with_name("ha_member.py")

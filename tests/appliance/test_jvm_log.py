@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pyspark
 import pytest
-from terminal import Terminal
 
 from appliance.connector import CONNECTOR_JAR
 from appliance.logs import LogFormat, LogOutput
@@ -30,6 +29,8 @@ from appliance.process.jvm_log import (
     quiet_continuous_stop,
     with_log_options,
 )
+
+from support.terminal import Terminal
 
 ROOT = Path(__file__).resolve().parents[2]
 

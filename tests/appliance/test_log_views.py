@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from terminal import Terminal
+from support.terminal import Terminal
 
 ROOT = Path(__file__).resolve().parents[2]
 

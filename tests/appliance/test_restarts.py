@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from fake_clock import FakeClock
 
 from appliance.process.restarts import (
     IN_PLACE_CAUSES,
@@ -12,6 +11,8 @@ from appliance.process.restarts import (
     RestartBudget,
     in_place_cause,
 )
+
+from support.fake_clock import FakeClock
 
 #: The message a continuous query died with when one executor JVM of two was killed on the
 #: test cluster (bench.cluster_latency's log), plan dump dropped as the appliance logs it.

@@ -17,8 +17,6 @@ import json
 import time
 
 import pytest
-from lambda_rules import LAMBDA_RULES, book_and_naive
-from random_rules import random_events, random_rule_set
 
 from appliance.config import TopicsConfig
 from appliance.query.pipeline import KAFKA_READ_SCHEMA, transform
@@ -28,6 +26,9 @@ from appliance.rules.rule_book import RuleBook
 from appliance.rules.rules_file import Rule, RuleSet
 from appliance.trigger import MODES, TRIGGERS
 from appliance.tuning import tuning_for
+
+from support.appliance.random_rules import random_events, random_rule_set
+from support.lambda_rules import LAMBDA_RULES, book_and_naive
 
 pytestmark = pytest.mark.spark
 

@@ -13,14 +13,15 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from child_env import child_env
-from ports import free_port
 
 from appliance.config import Config, write_config
 from appliance.observability.http import serve
 from appliance.process.reload_client import ReloadClientError, reload, status_url
 from appliance.process.reload_status import STATUS_PATH
 from appliance.rules.book_stats import PAGE_PATH, BookStats, RuleCounts
+
+from support.child_env import child_env
+from support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 

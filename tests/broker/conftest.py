@@ -7,10 +7,11 @@ import shutil
 import subprocess
 
 import pytest
-from group_harness import GROUP_BROKER_ARGS
-from java_programs import JAVA_SRC, KAFKA_CLIENTS_JAR, ROOT, java_classpath
 
 from appliance.broker import EmbeddedBroker
+
+from support.broker.group_harness import GROUP_BROKER_ARGS
+from support.broker.java_programs import JAVA_SRC, KAFKA_CLIENTS_JAR, ROOT, java_classpath
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,7 @@
 
 Runs MEMBERS consumers (one thread each) subscribed to TOPIC in GROUP until SIGTERM (each
 then closes and leaves the group) or SIGKILL (a crash). Each commits what it read after
-every poll. Prints the lines tests/broker/group_harness.py parses (the Java members,
+every poll. Prints the lines tests/support/broker/group_harness.py parses (the Java members,
 GroupMember.java, print the same):
 
     <k> OWNED <p,p,...>         its partitions after every rebalance callback

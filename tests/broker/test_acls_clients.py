@@ -22,7 +22,6 @@ from confluent_kafka.admin import (
     ResourcePatternType,
     ResourceType,
 )
-from java_programs import run_java
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KpTopicPartition
 from kafka import errors as kp_errors
@@ -36,10 +35,12 @@ from kafka.admin import (
     ResourcePatternFilter,
 )
 from kafka.admin import ResourceType as KpResourceType
-from secure_helpers import broker_args, new_password, write_private
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.security.credentials import add_user
+
+from support.broker.java_programs import run_java
+from support.secure_helpers import broker_args, new_password, write_private
 
 MECHANISM = "SCRAM-SHA-512"
 USERS = ("admin", "alice", "bob")

@@ -18,12 +18,13 @@ import time
 import urllib.request
 
 import pytest
-from wire_helpers import batch, fetch, metadata, produce
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.wire import errors, schemas
 from appliance.broker.wire.client import WireClient
 from appliance.process.logwatch import log_events
+
+from support.wire_helpers import batch, fetch, metadata, produce
 
 ANON = "User:ANONYMOUS"
 TOPIC, GROUP, CLUSTER = 2, 3, 4

@@ -13,7 +13,11 @@ from confluent_kafka.admin import (
     ConfigResource,
     ResourceType,
 )
-from group_harness import (
+from kafka import TopicPartition
+from kafka.admin import ConfigResource as KpConfigResource
+from kafka.admin import ConfigResourceType, KafkaAdminClient
+
+from support.broker.group_harness import (
     Members,
     all_consumed,
     high_watermarks,
@@ -22,10 +26,7 @@ from group_harness import (
     python_member,
     wait_until,
 )
-from java_programs import run_java
-from kafka import TopicPartition
-from kafka.admin import ConfigResource as KpConfigResource
-from kafka.admin import ConfigResourceType, KafkaAdminClient
+from support.broker.java_programs import run_java
 
 
 def _active_group(broker, tmp_path, topic: str, group: str) -> Members:

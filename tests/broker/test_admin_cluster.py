@@ -21,17 +21,18 @@ from confluent_kafka.admin import (
     UserScramCredentialDeletion,
     UserScramCredentialUpsertion,
 )
-from java_programs import run_java
 from kafka import KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient
 from kafka.admin import OffsetSpec as KpOffsetSpec
 from kafka.admin import ScramMechanism as KpScramMechanism
 from kafka.admin import UserScramCredentialUpsertion as ScramUpsertion
 from kafka.errors import InvalidReplicationAssignmentError
-from secure_helpers import USER, make_users, new_password
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.wire import errors
+
+from support.broker.java_programs import run_java
+from support.secure_helpers import USER, make_users, new_password
 
 STAMPS = (1_000, 9_000, 4_000)  # partition 0's records; the largest is offset 1
 

@@ -7,12 +7,13 @@ import json
 import time
 
 import pytest
-from wire_helpers import batch, fetch, list_offset, produce, record_values
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.storage.topic_configs import ConfigSource
 from appliance.broker.wire import errors, schemas
 from appliance.broker.wire.client import WireClient
+
+from support.wire_helpers import batch, fetch, list_offset, produce, record_values
 
 TOPIC, BROKER = 2, 4  # resource types
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3

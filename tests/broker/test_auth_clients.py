@@ -12,13 +12,21 @@ import logging
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from java_programs import run_java
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KpTopicPartition
 from kafka.errors import KafkaTimeoutError
-from secure_helpers import USER, broker_args, make_tls, make_users, new_password, write_private
 
 from appliance.broker import EmbeddedBroker
+
+from support.broker.java_programs import run_java
+from support.secure_helpers import (
+    USER,
+    broker_args,
+    make_tls,
+    make_users,
+    new_password,
+    write_private,
+)
 
 MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
 TOPIC = "secured"

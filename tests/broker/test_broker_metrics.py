@@ -5,11 +5,12 @@ from __future__ import annotations
 import time
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-from scrape import samples as scrape_samples
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.wire import schemas
 from appliance.broker.wire.client import WireClient
+
+from support.scrape import samples as scrape_samples
 
 
 def test_metrics_count_requests_errors_bytes_latency_and_offsets(tmp_path):

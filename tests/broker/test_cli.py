@@ -11,12 +11,13 @@ import subprocess
 import sys
 
 import pytest
-from wire_helpers import batch, produce
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.cli import add_broker_options
 from appliance.broker.wire import schemas
 from appliance.broker.wire.client import WireClient
+
+from support.wire_helpers import batch, produce
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 

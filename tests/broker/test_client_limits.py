@@ -21,16 +21,17 @@ from pathlib import Path
 import confluent_kafka as ck
 import pytest
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
-from java_programs import ROOT
-from scrape import metric
-from secure_helpers import broker_args, make_tls, new_password
-from wire_helpers import batch, produce
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.security.credentials import add_user
 from appliance.broker.wire import errors, schemas
 from appliance.broker.wire.client import WireClient
 from bench._login_flood import PASSWORD_ENV, LoginRefused, login
+
+from support.broker.java_programs import ROOT
+from support.scrape import metric
+from support.secure_helpers import broker_args, make_tls, new_password
+from support.wire_helpers import batch, produce
 
 OTHER_IP = "127.0.0.2"
 

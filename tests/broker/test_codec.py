@@ -5,11 +5,12 @@ from __future__ import annotations
 import traceback
 
 import pytest
-from codec_reference import interpret_decode, interpret_encode
 
 from appliance.broker.wire import schemas
 from appliance.broker.wire.codec import Array, DecodeError, Reader, Struct, Writer
 from appliance.broker.wire.codegen import EncodeError, decode_struct, encode_struct
+
+from support.broker.codec_reference import interpret_decode, interpret_encode
 
 _SAMPLES = {"int8": -3, "int16": 300, "int32": -70000, "int64": 1 << 40, "bool": True,
             "string": "héllo", "nstring": None, "bytes": b"\x00\x01", "nbytes": b"xyz",

@@ -14,15 +14,16 @@ from pathlib import Path
 import confluent_kafka as ck
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
-from java_programs import run_java
 from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
-from scrape import samples as scrape_samples
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.storage import cleaned_swap, cleaner
 from appliance.broker.storage.cleaner import CleanJob, SegmentFile
 from appliance.broker.storage.segment_file import SUFFIX
+
+from support.broker.java_programs import run_java
+from support.scrape import samples as scrape_samples
 
 KEYS = 40
 VERSIONS = 12

@@ -3,10 +3,10 @@ them is tests/broker/test_client_limits.py's)."""
 
 from __future__ import annotations
 
-from fake_clock import FakeClock
-
 from appliance.broker.connections import rate as connection_rate
 from appliance.broker.connections.rate import ConnectionRate
+
+from support.fake_clock import FakeClock
 
 
 def test_a_burst_of_one_seconds_worth_then_the_rate():

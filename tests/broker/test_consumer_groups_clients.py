@@ -16,9 +16,10 @@ import time
 import confluent_kafka as ck
 import pytest
 from confluent_kafka.admin import AdminClient
-from java_programs import run_java
 
 from appliance.broker import EmbeddedBroker
+
+from support.broker.java_programs import run_java
 
 TOPIC = "kc6"
 PARTITIONS = 6

@@ -12,12 +12,20 @@ from pathlib import Path
 
 import confluent_kafka as ck
 import pytest
-from scrape import metric
-from wire_helpers import batch, fetch, list_offset, produce, record_offsets_values, record_values
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.wire import errors, schemas
 from appliance.broker.wire.client import WireClient
+
+from support.scrape import metric
+from support.wire_helpers import (
+    batch,
+    fetch,
+    list_offset,
+    produce,
+    record_offsets_values,
+    record_values,
+)
 
 
 def _all_values(bootstrap: str, topic: str, partition: int) -> list[bytes]:

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from functools import partial
 
 import pytest
-from group_harness import (
+
+from support.broker.group_harness import (
     java_member,
     python_member,
     run_assignor_round,

@@ -8,7 +8,8 @@ in a group.
 from __future__ import annotations
 
 import pytest
-from java_programs import run_java
+
+from support.broker.java_programs import run_java
 
 pytestmark = pytest.mark.java
 

@@ -11,11 +11,12 @@ import time
 
 import confluent_kafka as ck
 import pytest
-from java_programs import run_java
 from kafka import KafkaConsumer, KafkaProducer
-from scrape import samples as scrape_samples
 
 from appliance.broker import EmbeddedBroker
+
+from support.broker.java_programs import run_java
+from support.scrape import samples as scrape_samples
 
 BUDGET = 200_000
 SEGMENT = 20_000

@@ -8,7 +8,11 @@ import threading
 import time
 
 import pytest
-from wire_helpers import (
+
+from appliance.broker.wire import errors, schemas
+from appliance.broker.wire.client import WireClient
+
+from support.wire_helpers import (
     FETCH_V,
     batch,
     fetch,
@@ -19,9 +23,6 @@ from wire_helpers import (
     produce,
     record_values,
 )
-
-from appliance.broker.wire import errors, schemas
-from appliance.broker.wire.client import WireClient
 
 
 def _wait_for_log(broker, text: str, timeout_s: float = 5.0) -> None:

@@ -16,14 +16,15 @@ import sys
 import time
 
 import pytest
-from secure_helpers import USER, broker_args, make_users, new_password
-from wire_helpers import metadata
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.security import scram
 from appliance.broker.security.credentials import CredentialsError, add_user, load_users
 from appliance.broker.wire import errors, schemas
 from appliance.broker.wire.client import WireClient
+
+from support.secure_helpers import USER, broker_args, make_users, new_password
+from support.wire_helpers import metadata
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 

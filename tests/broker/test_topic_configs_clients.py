@@ -10,15 +10,16 @@ from __future__ import annotations
 import confluent_kafka as ck
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
-from java_programs import run_java
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient
 from kafka.admin import NewTopic as KpNewTopic
 from kafka.errors import InvalidConfigurationError
-from wire_helpers import batch, fetch, produce, record_values
 
 from appliance.broker.wire.client import WireClient
 from appliance.broker.wire.records import ATTR_COMPRESSION_MASK, split_batches
+
+from support.broker.java_programs import run_java
+from support.wire_helpers import batch, fetch, produce, record_values
 
 CODECS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 KAFKA_PYTHON_READS = ("uncompressed", "gzip")  # its other codecs need libraries not here

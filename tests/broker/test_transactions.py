@@ -17,12 +17,13 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KpTopicPartition
 from kafka.record.default_records import DefaultRecordBatchBuilder
-from wire_helpers import batch, fetch_body, produce_body, record_values
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.acl import needs
 from appliance.broker.wire import errors, schemas
 from appliance.broker.wire.client import WireClient
+
+from support.wire_helpers import batch, fetch_body, produce_body, record_values
 
 
 @pytest.fixture(scope="module")

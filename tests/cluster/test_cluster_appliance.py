@@ -30,16 +30,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from appliance_mix import MIX_RULES, check_outputs, make_mix
-from appliance_process import ApplianceProcess
-from cluster_config import write_cluster_config
-from kafka_io import consume, has_all, produce
-from scrape import appliance_metrics
 
 from appliance.process import process_group
 from appliance.rules.rules_file import rules_version
 from loadgen.arrivals import ArrivalClock
 from loadgen.events import rules_yaml
+
+from support.appliance_mix import MIX_RULES, check_outputs, make_mix
+from support.appliance_process import ApplianceProcess
+from support.cluster.cluster_config import write_cluster_config
+from support.kafka_io import consume, has_all, produce
+from support.scrape import appliance_metrics
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.timeout(3000)]
 

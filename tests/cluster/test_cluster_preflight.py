@@ -9,9 +9,10 @@ from __future__ import annotations
 import time
 
 import pytest
-from appliance_mix import MIX_RULES
-from appliance_process import ApplianceProcess
-from cluster_config import write_cluster_config
+
+from support.appliance_mix import MIX_RULES
+from support.appliance_process import ApplianceProcess
+from support.cluster.cluster_config import write_cluster_config
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.timeout(1800)]
 

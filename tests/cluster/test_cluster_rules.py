@@ -3,7 +3,7 @@
 Executors in their own JVMs fetch the driver's rules version once (over Spark RPC) and
 their tasks share it, as tasks in one local JVM do; each task must still evaluate a rule
 that keeps state (a lambda's variable) on a copy of its own. One executor of two cores runs
-two tasks at once over events alternating hot and cold (``tests/lambda_rules.py``): the rule
+two tasks at once over events alternating hot and cold (``tests/support/lambda_rules.py``): the rule
 book must match what the plan-compiled query matches, event for event.
 """
 
@@ -15,8 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from child_env import child_env
-from lambda_rules import LAMBDA_RULES
+
+from support.child_env import child_env
+from support.lambda_rules import LAMBDA_RULES
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.timeout(900)]
 

@@ -8,9 +8,10 @@ import shutil
 import subprocess
 
 import pytest
-from connector_helpers import JAVA_SRC, JavaChecks, spark_jars
 
 from appliance.connector import jars
+
+from support.connector.connector_helpers import JAVA_SRC, JavaChecks, spark_jars
 
 
 @pytest.fixture

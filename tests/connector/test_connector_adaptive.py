@@ -6,8 +6,9 @@ real streaming query reads a backlog in adaptively sized batches."""
 from __future__ import annotations
 
 import pytest
-from connector_helpers import produce, rows_as_recs
 from test_connector_source_options import drain, source
+
+from support.connector.connector_helpers import produce, rows_as_recs
 
 pytestmark = [pytest.mark.spark, pytest.mark.java]
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from connector_helpers import produce, read_topic, rows_as_recs
+
+from support.connector.connector_helpers import produce, read_topic, rows_as_recs
 
 pytestmark = pytest.mark.spark
 

@@ -7,9 +7,16 @@ import json
 import uuid
 
 import pytest
-from connector_helpers import produce, read_topic, rows_as_recs, wait_for_records, wait_until
 from kafka.admin import KafkaAdminClient, NewPartitions
 from pyspark.errors import StreamingQueryException
+
+from support.connector.connector_helpers import (
+    produce,
+    read_topic,
+    rows_as_recs,
+    wait_for_records,
+    wait_until,
+)
 
 pytestmark = pytest.mark.spark
 

@@ -4,7 +4,8 @@ trigger, and a query restarted on its checkpoint loses nothing (duplicates allow
 from __future__ import annotations
 
 import pytest
-from connector_helpers import produce, wait_for_records
+
+from support.connector.connector_helpers import produce, wait_for_records
 
 pytestmark = pytest.mark.spark
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import types
 from bisect import bisect_left
 
-from agreement import _bucket, agreement
-
 from appliance.observability.alert_latency import BUCKETS_MS
 from loadgen.latency import LatencyRecorder
+
+from support.dashboards.agreement import _bucket, agreement
 
 
 def counts_for(values_ms: list[int]) -> list[int]:

@@ -15,7 +15,6 @@ import urllib.request
 import uuid
 
 import pytest
-from agreement import agreement, counts_match_records
 
 from appliance.config import TopicsConfig
 from appliance.observability.alert_latency import bucket_counts, observer_cpu_s
@@ -24,6 +23,8 @@ from appliance.topics import default_partitions
 from loadgen.config import LoadConfig
 from loadgen.demo import demo_config
 from loadgen.run import run_load
+
+from support.dashboards.agreement import agreement, counts_match_records
 
 # Generous bounds for a shared, slow machine (each wait inside is bounded too).
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(2400)]

@@ -20,12 +20,13 @@ import urllib.request
 import matplotlib.image
 import pytest
 import yaml
-from agreement import agreement, counts_match_records
-from stack import Stack, wait_for
 from test_alert_latency_triggers import scrape_buckets
 
 from appliance.cli import main
 from dashboards import catalog
+
+from support.dashboards.agreement import agreement, counts_match_records
+from support.dashboards.stack import Stack, wait_for
 
 # Generous bounds for a shared, slow machine (each wait inside is bounded too).
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(2400)]

@@ -10,10 +10,11 @@ import subprocess
 import sys
 
 import pytest
-from grafana_standin import GrafanaStandIn
 
 from appliance.cli import main
 from dashboards import catalog
+
+from support.grafana_standin import GrafanaStandIn
 
 TOKEN = "glsa_test_token_not_a_secret"
 

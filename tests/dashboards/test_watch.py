@@ -19,12 +19,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ports import free_port
 from prometheus_client import CollectorRegistry, Gauge, start_http_server
 
 from appliance.broker.ready_line import read_until_line
 from dashboards.watch import READY_PREFIX, RULES, WatchSettings, prometheus_config
 from dashboards.watch_components import COMPONENTS
+
+from support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.timeout(300)

@@ -18,9 +18,10 @@ import subprocess
 import time
 import urllib.parse
 
-import deploy_bed as bed
 import pytest
-from grafana_standin import GrafanaStandIn  # no Grafana can be installed here
+
+from support.deploy import deploy_bed as bed
+from support.grafana_standin import GrafanaStandIn  # no Grafana can be installed here
 
 TIMINGS = bed.REPO / "build" / "testbed" / "timings.json"
 GRAFANA_TOKEN = "glsa_deploy_test_token_not_a_secret"

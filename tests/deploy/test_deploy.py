@@ -30,13 +30,11 @@ import urllib.request
 import uuid
 import zipfile
 
-import deploy_bed as bed
 import matplotlib.image
 import pytest
 import yaml
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaConfigurationError, KafkaError
-from secure_helpers import write_private
 
 from appliance.cli import main as appliance_main
 from appliance.cpu_list import parse_cpu_list
@@ -46,6 +44,9 @@ from appliance.tuning import tuning_for
 from dashboards import catalog
 from loadgen.config import LoadConfig
 from loadgen.run import run_load
+
+from support.deploy import deploy_bed as bed
+from support.secure_helpers import write_private
 
 # The end-to-end deploy builds the test bed and runs ansible-playbook several times
 # (measured: ~16 min in all, the first run ~8 min, building the wheelhouse on a fresh

@@ -19,10 +19,11 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-import deploy_bed as bed
 import pytest
 import yaml
-from secure_helpers import make_tls, new_password, write_private
+
+from support.deploy import deploy_bed as bed
+from support.secure_helpers import make_tls, new_password, write_private
 
 pytestmark = [pytest.mark.deploy, pytest.mark.timeout(2700)]
 

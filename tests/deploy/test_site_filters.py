@@ -13,7 +13,8 @@ from pathlib import Path
 import bcrypt
 import pytest
 import yaml
-from deploy_bed import role_plugin
+
+from support.deploy.deploy_bed import role_plugin
 
 ROLES = Path(__file__).resolve().parents[2] / "ansible" / "roles"
 REPO = ROLES.parents[1]

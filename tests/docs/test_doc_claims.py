@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from doc_facts import (
+
+from support.docs.doc_facts import (
     ROOT,
     cli_flags,
     exported_metrics,

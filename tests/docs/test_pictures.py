@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from doc_facts import ports_in_use
+from support.docs.doc_facts import ports_in_use
 
 ROOT = Path(__file__).resolve().parents[2]
 IMG = ROOT / "docs" / "img"

@@ -22,13 +22,14 @@ from pathlib import Path
 
 import confluent_kafka as ck
 import pytest
-from preload import build_library
-from scrape import metric_sum
-from wire_helpers import produce_one, read_partition
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.wire import errors, schemas
 from appliance.broker.wire.client import WireClient
+
+from support.faults.preload import build_library
+from support.scrape import metric_sum
+from support.wire_helpers import produce_one, read_partition
 
 TOPIC = "full"
 PARTITIONS = 2

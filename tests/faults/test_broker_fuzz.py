@@ -12,8 +12,6 @@ import struct
 import time
 
 import pytest
-from fault_knobs import LONG, knob
-from hostile_wire import rss_bytes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +19,9 @@ from appliance.broker import EmbeddedBroker
 from appliance.broker.wire import schemas
 from appliance.broker.wire.client import WireClient
 from appliance.broker.wire.codec import Array, Field, Struct
+
+from support.faults.fault_knobs import LONG, knob
+from support.faults.hostile_wire import rss_bytes
 
 PAIRS = sorted((s.key, v, s.flexible(v)) for s in schemas.BY_KEY.values()
                for v in range(s.min_version, s.max_version + 1))

@@ -18,14 +18,21 @@ import time
 
 import cramjam
 import pytest
-from hostile_wire import Bystander, closed_by_peer, greedy_fetch_body, raw_batch, rss_bytes
-from wire_helpers import batch, produce
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.wire import schemas
 from appliance.broker.wire.client import WireClient, encode_request
 from appliance.broker.wire.codec import Array, Struct
 from appliance.broker.wire.request_limits import DEFAULT_FRAME_BYTES, MAX_ITEMS
+
+from support.faults.hostile_wire import (
+    Bystander,
+    closed_by_peer,
+    greedy_fetch_body,
+    raw_batch,
+    rss_bytes,
+)
+from support.wire_helpers import batch, produce
 
 MIB = 1 << 20
 LATENCY_BUDGET_MS = 250.0  # target 50 ms; CI machines are loaded

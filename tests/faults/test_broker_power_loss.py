@@ -18,14 +18,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import power_cut
 import pytest
-from fault_knobs import knob
-from wire_helpers import create_topic, produce_one, read_partition, topic_partitions
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.wire import errors
 from appliance.broker.wire.client import WireClient
+
+from support.faults import power_cut
+from support.faults.fault_knobs import knob
+from support.wire_helpers import create_topic, produce_one, read_partition, topic_partitions
 
 CUTS = knob(6, 25)
 SEGMENT_BYTES = 16 * 1024

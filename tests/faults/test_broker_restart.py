@@ -13,16 +13,17 @@ import time
 import uuid
 
 import pytest
-from appliance_process import ApplianceProcess
-from fault_accounting import account_alerts
-from fault_kafka import wait_for_records
-from fault_knobs import knob
-from fault_process import write_config
-from loadrun import LoadThread, rules_yaml
 
 from appliance.broker import EmbeddedBroker
 from loadgen.config import LoadConfig
 from loadgen.run import run_floor
+
+from support.appliance_process import ApplianceProcess
+from support.faults.fault_accounting import account_alerts
+from support.faults.fault_kafka import wait_for_records
+from support.faults.fault_knobs import knob
+from support.faults.fault_process import write_config
+from support.faults.loadrun import LoadThread, rules_yaml
 
 OUTAGE_S = knob(12.0, 30.0)  # > the producer's message.timeout.ms (10 s): retries needed
 RATE = knob(200.0, 2000.0)

@@ -20,13 +20,14 @@ import uuid
 from pathlib import Path
 
 import pytest
-from fault_kafka import alert_ids, has_ids
-from kafka_io import consume, produce
-from short_intervals import SHORT_INTERVALS
 
 from appliance.config import Config
 from appliance.process.query_start import QueryStart
 from appliance.process.runner import Appliance
+
+from support.faults.fault_kafka import alert_ids, has_ids
+from support.kafka_io import consume, produce
+from support.short_intervals import SHORT_INTERVALS
 
 # Several JVM starts per test: minutes each on a loaded 2-core box (the suite-wide
 # pytest timeout is 600 s).

@@ -9,13 +9,14 @@ from __future__ import annotations
 import os
 import time
 
-from fault_knobs import knob
 from kafka import KafkaConsumer, TopicPartition
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.wire.client import WireClient
 from bench._broker_load import produce
+
+from support.faults.fault_knobs import knob
 
 ROUNDS = knob(3, 12)
 KEYS = 500

@@ -18,14 +18,15 @@ import json
 import struct
 
 import pytest
-import reference_validation
-from fault_knobs import LONG, knob
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_hostile_input import records
 
 from appliance.events import FIELD_NAMES, FIELDS
 from appliance.query.pipeline import KAFKA_READ_SCHEMA, parse_events
+
+from support.faults import reference_validation
+from support.faults.fault_knobs import LONG, knob
 
 pytestmark = pytest.mark.spark
 

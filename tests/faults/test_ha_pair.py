@@ -27,18 +27,19 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from appliance_process import ApplianceProcess
-from child_env import ROOT, child_env
-from fault_accounting import account_alerts
-from fault_kafka import wait_for_records
-from fault_process import INTERVALS
 from kafka import KafkaConsumer, TopicPartition
-from loadrun import LoadThread, rules_yaml
-from ports import free_port
-from scrape import metric_sum
 
 from appliance.config import Config, load_config, write_config
 from appliance.process import process_group
+
+from support.appliance_process import ApplianceProcess
+from support.child_env import ROOT, child_env
+from support.faults.fault_accounting import account_alerts
+from support.faults.fault_kafka import wait_for_records
+from support.faults.fault_process import INTERVALS
+from support.faults.loadrun import LoadThread, rules_yaml
+from support.ports import free_port
+from support.scrape import metric_sum
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(1200)]
 

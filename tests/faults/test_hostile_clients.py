@@ -18,13 +18,21 @@ import urllib.request
 
 import cramjam
 import pytest
-from hostile_wire import TS, Bystander, closed_by_peer, greedy_fetch_body, raw_batch, rss_bytes
 from kafka import KafkaProducer
-from wire_helpers import batch, list_offset, produce
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.wire import errors, schemas
 from appliance.broker.wire.client import WireClient
+
+from support.faults.hostile_wire import (
+    TS,
+    Bystander,
+    closed_by_peer,
+    greedy_fetch_body,
+    raw_batch,
+    rss_bytes,
+)
+from support.wire_helpers import batch, list_offset, produce
 
 BYSTANDER_BUDGET_MS = 250.0  # the target is 50 ms; CI machines are loaded
 MIB = 1 << 20

@@ -17,8 +17,6 @@ import time
 import uuid
 
 import pytest
-from fault_knobs import LONG, knob
-from hostile_oracle import RULES_YAML, SAFE_DEPTH, TOO_DEEP, as_double, error_heads, expect
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
@@ -26,6 +24,16 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from appliance.config import Config
 from appliance.process.runner import Appliance
 from appliance.query.pipeline import MAX_RAW_BYTES
+
+from support.faults.fault_knobs import LONG, knob
+from support.faults.hostile_oracle import (
+    RULES_YAML,
+    SAFE_DEPTH,
+    TOO_DEEP,
+    as_double,
+    error_heads,
+    expect,
+)
 
 # Several JVM starts per test: minutes each on a loaded 2-core box (the suite-wide
 # pytest timeout is 600 s).

@@ -7,12 +7,13 @@ from __future__ import annotations
 import time
 
 import pytest
-from appliance_process import ApplianceProcess
-from fault_accounting import account_alerts
-from fault_kafka import wait_for_records
-from fault_knobs import knob
-from fault_process import write_config
-from loadrun import LoadThread, rules_yaml
+
+from support.appliance_process import ApplianceProcess
+from support.faults.fault_accounting import account_alerts
+from support.faults.fault_kafka import wait_for_records
+from support.faults.fault_knobs import knob
+from support.faults.fault_process import write_config
+from support.faults.loadrun import LoadThread, rules_yaml
 
 # Several JVM starts per test: minutes each on a loaded 2-core box (the suite-wide
 # pytest timeout is 600 s).

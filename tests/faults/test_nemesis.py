@@ -19,11 +19,16 @@ import subprocess
 import time
 import uuid
 
-import netns
 import pytest
-from fault_process import INTERVALS, write_config
-from loadrun import rules_yaml
-from nemesis import (
+
+from appliance.broker import EmbeddedBroker
+from appliance.rules.rules_file import rules_version
+from appliance.trigger import interval_ms
+
+from support.faults import netns
+from support.faults.fault_process import INTERVALS, write_config
+from support.faults.loadrun import rules_yaml
+from support.faults.nemesis import (
     FAULTS,
     START_TIMEOUT_S,
     Applied,
@@ -34,12 +39,8 @@ from nemesis import (
     run_round,
     schedule,
 )
-from nemesis_check import ReplayWindow, Verdict, check
-from nemesis_io import Load, Reader, read_topic, sent_events
-
-from appliance.broker import EmbeddedBroker
-from appliance.rules.rules_file import rules_version
-from appliance.trigger import interval_ms
+from support.faults.nemesis_check import ReplayWindow, Verdict, check
+from support.faults.nemesis_io import Load, Reader, read_topic, sent_events
 
 RATE = 200.0
 ALERT_RATIO = 0.2

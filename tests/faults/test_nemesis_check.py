@@ -8,7 +8,10 @@ import json
 from dataclasses import replace
 
 import pytest
-from nemesis_check import (
+
+from loadgen.events import BAD_KINDS, EventFactory
+
+from support.faults.nemesis_check import (
     Location,
     OutputRecord,
     ReplayWindow,
@@ -17,8 +20,6 @@ from nemesis_check import (
     check,
     expected_alert,
 )
-
-from loadgen.events import BAD_KINDS, EventFactory
 
 EVENTS, ALERTS, DLQ = "ev", "al", "dlq"
 VERSION = "0123456789abcdef"

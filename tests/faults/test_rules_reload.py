@@ -26,14 +26,15 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import pytest
-from appliance_process import ApplianceProcess
-from fault_process import ROOT, write_config
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-from loadrun import LoadThread, rules_yaml
-from swap_outage import is_outage, outage_bound_s
 
 from appliance.rules.rules_file import rules_version
 from appliance.trigger import MODES, TRIGGERS
+
+from support.appliance_process import ApplianceProcess
+from support.faults.fault_process import ROOT, write_config
+from support.faults.loadrun import LoadThread, rules_yaml
+from support.faults.swap_outage import is_outage, outage_bound_s
 
 # Alone (``make test`` runs exclusive tests after the parallel part): the bound compares the
 # swap with this run's own steady state, and another worker's JVM start is not that.

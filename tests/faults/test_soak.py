@@ -21,15 +21,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pytest
-from appliance_process import ApplianceProcess
-from fault_process import write_config
-from loadrun import LoadThread, rules_yaml
 
 from appliance.broker import EmbeddedBroker
 from appliance.broker.memory_bound import MIB, Load, bound
 from appliance.broker.settings import BrokerConfig
 from appliance.process.cpu_affinity import tree
 from bench._broker_load import process_memory
+
+from support.appliance_process import ApplianceProcess
+from support.faults.fault_process import write_config
+from support.faults.loadrun import LoadThread, rules_yaml
 
 SECONDS = float(os.environ.get("SOAK_SECONDS", "14400"))
 SAMPLE_S = float(os.environ.get("SOAK_SAMPLE_SECONDS", str(min(60.0, SECONDS / 24))))

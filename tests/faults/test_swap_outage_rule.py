@@ -1,7 +1,7 @@
 """The outage rule of test_rules_reload.py on made-up figures: it passes a slow swap on a
 slow machine and fails a wait like a restart's on any machine."""
 
-from swap_outage import is_outage, outage_bound_s
+from support.faults.swap_outage import is_outage, outage_bound_s
 
 
 def test_a_quiet_machines_swap_passes():

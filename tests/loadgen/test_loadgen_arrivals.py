@@ -6,9 +6,10 @@ import json
 import time
 
 import pytest
-from kafka_io import produce
 
 from loadgen.arrivals import ArrivalClock
+
+from support.kafka_io import produce
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -15,12 +15,13 @@ import urllib.request
 
 import pytest
 from matplotlib import image as mpimg
-from ports import free_port
 
 from loadgen.collector import end_offsets
 from loadgen.config import LoadConfig
 from loadgen.latency import decode_histogram
 from loadgen.run import run_load
+
+from support.ports import free_port
 
 
 def _loadgen(lg_env, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:

@@ -16,7 +16,7 @@ import urllib.request
 from datetime import datetime
 from pathlib import Path
 
-from ports import free_port
+from support.ports import free_port
 
 LOCUST = Path(sys.executable).with_name("locust")
 # Locust's own log lines: "[2026-11-25 09:00:02,433] host/LEVEL/logger: message".

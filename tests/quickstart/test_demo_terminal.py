@@ -12,10 +12,18 @@ import json
 import re
 
 import pytest
-from quickstart_blocks import ROOT, SPARK_WARNING, alarming, block, shortened, user_env
-from terminal import Terminal
 
 from appliance.process.logwatch import log_events
+
+from support.quickstart.quickstart_blocks import (
+    ROOT,
+    SPARK_WARNING,
+    alarming,
+    block,
+    shortened,
+    user_env,
+)
+from support.terminal import Terminal
 
 DEMO_S = 1800  # a bound: `make demo` checks set-up, then a JVM start and 5 s of load
 

@@ -22,7 +22,11 @@ import time
 import urllib.request
 
 import pytest
-from quickstart_blocks import (
+
+from appliance.process.logwatch import last_event, log_events
+from dashboards import catalog
+
+from support.quickstart.quickstart_blocks import (
     ROOT,
     SPARK_WARNING,
     alarming,
@@ -32,10 +36,7 @@ from quickstart_blocks import (
     user_env,
     wait_until_free,
 )
-from terminal import Terminal
-
-from appliance.process.logwatch import last_event, log_events
-from dashboards import catalog
+from support.terminal import Terminal
 
 PORTS = [9092, 9464]  # examples/appliance.toml: the embedded broker's default, metrics
 WATCH_PORTS = [9090, 9093]  # make watch: Prometheus, Alertmanager

@@ -19,17 +19,18 @@ import sys
 from pathlib import Path
 
 import pytest
-from child_env import child_env
-from secure_helpers import (
+
+from appliance.broker import EmbeddedBroker
+from appliance.broker.security.credentials import add_user
+from appliance.process.logwatch import log_events, wait_for_event
+
+from support.child_env import child_env
+from support.secure_helpers import (
     broker_args,
     new_password,
     secured_appliance_config,
     write_private,
 )
-
-from appliance.broker import EmbeddedBroker
-from appliance.broker.security.credentials import add_user
-from appliance.process.logwatch import log_events, wait_for_event
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(1800)]
 

@@ -27,9 +27,13 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from child_env import child_env
-from ports import free_port
-from secure_helpers import (
+
+from appliance.broker import EmbeddedBroker
+from appliance.process.logwatch import log_events, wait_for_event
+
+from support.child_env import child_env
+from support.ports import free_port
+from support.secure_helpers import (
     USER,
     broker_args,
     cmdlines_containing,
@@ -43,9 +47,6 @@ from secure_helpers import (
     secured_appliance_config,
     write_private,
 )
-
-from appliance.broker import EmbeddedBroker
-from appliance.process.logwatch import log_events, wait_for_event
 
 # Micro-batch: the security path is the same in every trigger, and continuous mode's epoch
 # RPCs time out on a badly overloaded host. Minutes only there; about two when quiet.

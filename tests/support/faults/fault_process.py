@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from short_intervals import SHORT_INTERVALS
-
 from appliance.config import Config
 from appliance.config import write_config as write_config_file
 
-ROOT = Path(__file__).resolve().parents[2]
+from support.short_intervals import SHORT_INTERVALS
+
+ROOT = Path(__file__).resolve().parents[3]
 INTERVALS = SHORT_INTERVALS
 
 

@@ -33,7 +33,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from appliance.client_security import ClientSecurity
 from loadgen.kafka_config import load_security
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 ANSIBLE_DIR = REPO / "ansible"
 INVENTORY = ANSIBLE_DIR / "inventories" / "testbed" / "hosts.yml"
 TESTBED = [sys.executable, str(REPO / "scripts" / "testbed")]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from short_intervals import SHORT_INTERVALS
-
 from appliance.config import Config, write_config
+
+from support.short_intervals import SHORT_INTERVALS
 
 INTERVALS = SHORT_INTERVALS
 

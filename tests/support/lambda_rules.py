@@ -8,7 +8,7 @@ in every partition, so each rule matches exactly half of them. Used by
 ``tests/appliance/test_rules_differential.py`` (local[2]) and, as a script run against a
 standalone cluster's master, by ``tests/cluster/test_cluster_rules.py``::
 
-    python tests/lambda_rules.py spark://127.0.0.1:7077 EVENTS_PER_PARTITION PARTITIONS
+    python tests/support/lambda_rules.py spark://127.0.0.1:7077 EVENTS_PER_PARTITION PARTITIONS
 """
 
 from __future__ import annotations

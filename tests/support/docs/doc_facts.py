@@ -21,7 +21,7 @@ from appliance.command_tree import walk
 from appliance.config import EMBEDDED_PORT, Config
 from loadgen.cli import build_parser as loadgen_parser
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SCRAPE_CONFIG = ROOT / "dashboards" / "prometheus" / "prometheus.yml"
 _FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*)")
 

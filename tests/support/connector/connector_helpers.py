@@ -14,7 +14,7 @@ import pyspark
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 DEADLINE_S = 90.0
-JAVA_SRC = Path(__file__).resolve().parent / "java"
+JAVA_SRC = Path(__file__).resolve().parents[2] / "connector" / "java"
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 
 

@@ -25,14 +25,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from appliance_process import ApplianceProcess
-from fault_knobs import knob
-from nemesis_check import ReplayWindow
-from nemesis_io import Load, Reader
-from netns import Netns, netem_available
-
 from appliance.broker import EmbeddedBroker
 from appliance.process.process_group import signal_group
+
+from support.appliance_process import ApplianceProcess
+from support.faults.fault_knobs import knob
+from support.faults.nemesis_check import ReplayWindow
+from support.faults.nemesis_io import Load, Reader
+from support.faults.netns import Netns, netem_available
 
 ROUND_LOAD_S = (2.0, 4.0)  # load before each fault
 # ``make faults`` holds each fault 3x longer: past the load's message.timeout.ms (10 s),

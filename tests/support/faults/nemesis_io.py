@@ -18,10 +18,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
-from nemesis_check import Location, OutputRecord, SentEvent
 
 from loadgen.events import BAD_KINDS, EventFactory
 from loadgen.kafka_config import consumer_config, producer_config
+
+from support.faults.nemesis_check import Location, OutputRecord, SentEvent
 
 POLL_S = 0.2
 MAX_SLEEP_S = 0.02

@@ -14,7 +14,7 @@ import socket
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 README = ROOT / "README.md"
 MARKED = re.compile(r"<!-- quickstart: ([a-z0-9-]+) -->\n```sh\n(.*?)```", re.S)
 # A warning line as Spark's log4j layout prints it (kept in the log file).

@@ -23,13 +23,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wire_helpers import batch, produce
-
 from appliance.broker import EmbeddedBroker
 from appliance.broker.wire import errors, schemas
 from appliance.broker.wire.client import WireClient
 
-HERE = Path(__file__).resolve().parent
+from support.wire_helpers import batch, produce
+
+HERE = Path(__file__).resolve().parents[2] / "broker"  # group_member.py, a program
 PARTITIONS = 6
 SESSION_MS = 6000
 # New groups wait 1 s for their members (Kafka's 3 s default, shortened for the tests).

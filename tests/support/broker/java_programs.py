@@ -9,8 +9,8 @@ from pathlib import Path
 
 from appliance.connector import KAFKA_CLIENTS_JAR
 
-ROOT = Path(__file__).resolve().parents[2]
-JAVA_SRC = Path(__file__).resolve().parent / "java"
+ROOT = Path(__file__).resolve().parents[3]
+JAVA_SRC = Path(__file__).resolve().parents[2] / "broker" / "java"
 
 
 def spark_jars_dir() -> Path:

@@ -10,10 +10,10 @@ import sys
 import time
 from pathlib import Path
 
-from child_env import ROOT, child_env
-
 from appliance.process import process_group
 from appliance.process.logwatch import last_event, log_events, wait_for_event
+
+from support.child_env import ROOT, child_env
 
 
 class ApplianceProcess:

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from preload import build_library
+from support.faults.preload import build_library
 
 SOURCE = Path(__file__).resolve().parent / "power_cut_shim.c"
 STORE_ENV = "POWER_CUT_STORE"

@@ -26,14 +26,15 @@ from pathlib import Path
 
 import pyspark
 import yaml
-from ports import free_port
 
 from appliance.broker import EmbeddedBroker
 from appliance.process import process_group
 from appliance.tuning import spark_metrics_conf
 from dashboards import catalog
 
-ROOT = Path(__file__).resolve().parents[2]
+from support.ports import free_port
+
+ROOT = Path(__file__).resolve().parents[3]
 RULES = ROOT / "examples" / "rules.yml"
 SPARK_HOME = Path(pyspark.__file__).parent
 

@@ -1,0 +1,1 @@
+"""Helpers for tests/appliance/ (``support.appliance.<module>``), not tests."""

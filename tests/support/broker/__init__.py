@@ -1,0 +1,1 @@
+"""Helpers for tests/broker/ (``support.broker.<module>``), not tests."""

@@ -1,0 +1,1 @@
+"""Helpers for tests/cluster/ (``support.cluster.<module>``), not tests."""

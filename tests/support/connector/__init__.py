@@ -1,0 +1,1 @@
+"""Helpers for tests/connector/ (``support.connector.<module>``), not tests."""

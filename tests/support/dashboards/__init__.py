@@ -1,0 +1,1 @@
+"""Helpers for tests/dashboards/ (``support.dashboards.<module>``), not tests."""

@@ -1,0 +1,1 @@
+"""Helpers for tests/deploy/ (``support.deploy.<module>``), not tests."""

@@ -1,0 +1,1 @@
+"""Helpers for tests/docs/ (``support.docs.<module>``), not tests."""

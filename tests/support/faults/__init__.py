@@ -1,0 +1,1 @@
+"""Helpers for tests/faults/ (``support.faults.<module>``), not tests."""

@@ -1,0 +1,1 @@
+"""Helpers for tests/quickstart/ (``support.quickstart.<module>``), not tests."""
