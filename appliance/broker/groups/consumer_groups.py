@@ -46,6 +46,7 @@ from typing import NamedTuple
 from appliance.broker.caller import Caller
 from appliance.broker.groups.assignors import ASSIGNORS, DEFAULT_ASSIGNOR, AssignorInput
 from appliance.broker.groups.offsets import OffsetStore
+from appliance.broker.groups.timers import rearm
 from appliance.broker.settings import BrokerConfig
 from appliance.broker.wire import errors
 from appliance.logs import get_logger
@@ -435,17 +436,13 @@ class ConsumerGroupCoordinator:
                     self._await_revocation(group, member)
 
     def _await_revocation(self, group: ConsumerGroup, member: ConsumerMember) -> None:
-        if member.revoke_timer is not None:
-            member.revoke_timer.cancel()
-        member.revoke_timer = asyncio.get_running_loop().call_later(
-            member.rebalance_timeout_ms / 1000.0, self._revoke_expired, group, member)
+        member.revoke_timer = rearm(member.revoke_timer, member.rebalance_timeout_ms / 1000.0,
+                                    self._revoke_expired, group, member)
 
     def _touch(self, group: ConsumerGroup, member: ConsumerMember) -> None:
-        if member.session_timer is not None:
-            member.session_timer.cancel()
-        member.session_timer = asyncio.get_running_loop().call_later(
-            self.config.group_consumer_session_timeout_ms / 1000.0,
-            self._session_expired, group, member)
+        member.session_timer = rearm(member.session_timer,
+                                     self.config.group_consumer_session_timeout_ms / 1000.0,
+                                     self._session_expired, group, member)
 
     def _session_expired(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         if group.members.get(member.member_id) is not member:

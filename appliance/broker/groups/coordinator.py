@@ -51,6 +51,7 @@ from typing import NamedTuple
 from appliance.broker.caller import Caller
 from appliance.broker.groups.consumer_protocol import PROTOCOL_TYPE, subscribed_topics
 from appliance.broker.groups.offsets import OffsetStore
+from appliance.broker.groups.timers import rearm
 from appliance.broker.settings import BrokerConfig
 from appliance.broker.wire import errors
 from appliance.logs import get_logger
@@ -691,10 +692,8 @@ class GroupCoordinator:
     # -- member liveness --------------------------------------------------------------------
 
     def _touch(self, group: Group, member: Member) -> None:
-        if member.session_timer is not None:
-            member.session_timer.cancel()
-        member.session_timer = asyncio.get_running_loop().call_later(
-            member.session_timeout_ms / 1000.0, self._session_expired, group, member)
+        member.session_timer = rearm(member.session_timer, member.session_timeout_ms / 1000.0,
+                                     self._session_expired, group, member)
 
     def _session_expired(self, group: Group, member: Member) -> None:
         if group.members.get(member.member_id) is not member:
