@@ -110,7 +110,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             from appliance.process.ready_banner import metrics_url, ready_line
 
             metrics = metrics_url(appliance.config.metrics.host, appliance.metrics_port)
-            print(ready_line(appliance.bootstrap, appliance.broker is not None,
+            embedded = appliance.kafka is not None and appliance.kafka.broker is not None
+            print(ready_line(appliance.bootstrap, embedded,
                              appliance.config.topics, metrics, output.file), flush=True)
 
     return run(config, on_ready=on_ready, rule_set=rule_set)

@@ -112,8 +112,11 @@ class Election:
         self._next_commit = 0.0
         self._lease_at = 0.0  # when Kafka last accepted this active's commit
         self._committed: dict[int, int] = {}
-        # Where this active's query starts, until its checkpoint commits anything
-        # (``commit_floor``); and set once Kafka took it.
+        # Set once the runner said where this active's query starts (``serve_from``):
+        # until then its checkpoint is the stale one of its last turn, and committing it
+        # would move the pair's offsets back. The start itself (the floor) is committed
+        # until the checkpoint commits anything; the event is set once Kafka took it.
+        self._serving = threading.Event()
         self._floor: dict[int, int] = {}
         self._floor_committed = threading.Event()
         self._failing: set[str] = set()  # steps failing now (``_trouble``)
@@ -140,6 +143,7 @@ class Election:
         self._closing.clear()
         self._standby_logged = False
         self._committed = {}
+        self._serving.clear()
         self._floor = {}
         self._floor_committed.clear()
         self.active_at = None
@@ -183,17 +187,19 @@ class Election:
         """An ``appliance ha handover`` came while this instance is the active one."""
         return self._handover.is_set()
 
-    def commit_floor(self, offsets: dict[int, int], timeout_s: float = 10.0) -> bool:
-        """Commit where this newly active instance's query starts, before it serves, as
-        the pair's processed offsets until its checkpoint commits anything: a partner
+    def serve_from(self, floor: dict[int, int], timeout_s: float = 10.0) -> bool:
+        """The runner decided where this newly active instance's query starts: from here
+        on the election commits the processed offsets (the lease), beginning with
+        ``floor``, that start, until the new checkpoint commits anything. A partner
         that takes over before the first epoch or batch commit (a real-time batch takes
         minutes) then starts there, not at a ``latest`` that skips the events sent in
-        between. True once Kafka took it, within ``timeout_s``; the election thread
-        commits it (it owns the consumer)."""
+        between. True once Kafka took ``floor`` (or at once for none), within
+        ``timeout_s``; the election thread commits it (it owns the consumer)."""
         self._floor_committed.clear()
-        self._floor = dict(offsets)
+        self._floor = dict(floor)
         self._next_commit = 0.0
-        return self._floor_committed.wait(timeout_s)
+        self._serving.set()
+        return not floor or self._floor_committed.wait(timeout_s)
 
     def served(self, seconds: float) -> None:
         """The query serves, ``seconds`` after the partition came (the takeover's time)."""
@@ -288,6 +294,9 @@ class Election:
         if now < self._next_commit:
             return
         self._next_commit = now + COMMIT_PERIOD_S
+        if not self._serving.is_set():  # the start is not decided: heartbeats keep the role
+            self._lease_at = now
+            return
         offsets = committed_offsets(self.settings.checkpoint_dir).get(
             self.settings.events_topic, {}) or self._floor
         if not offsets:  # nothing processed yet: the heartbeats alone keep the role
@@ -334,7 +343,7 @@ class Election:
             log.info(f"ha.{step}_ok")
 
     def _leave(self, consumer: KafkaConsumer) -> None:
-        if self.role is Role.ACTIVE:
+        if self.role is Role.ACTIVE and self._serving.is_set():
             offsets = committed_offsets(self.settings.checkpoint_dir).get(
                 self.settings.events_topic, {})
             if offsets:

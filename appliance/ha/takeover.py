@@ -65,12 +65,16 @@ def ensure_control_topic(client_config: dict, group: str) -> None:
 
 def start_from_kafka(config: Config, client_config: dict, partitions: int,
                      election: Election | None = None) -> str | None:
-    """The query's ``startingOffsets`` from the offsets the pair committed to Kafka, this
-    instance's checkpoint moved aside. When the group has none yet (the pair's first
-    start), the instance starts from its own checkpoint if that committed anything, else
-    from ``[query] starting_offsets`` made exact (``latest`` as today's end offsets), and
-    ``election`` commits that start to the group before the query serves
-    (``ha.offsets_floor``): a partner that takes over before this query's first commit
+    """Where the newly active instance's query starts, said to ``election`` before the
+    query serves (``Election.serve_from``): until then the election commits nothing,
+    since this instance's checkpoint is the stale one of its last turn.
+
+    The offsets the pair committed to Kafka, if any: they become the query's
+    ``startingOffsets`` and this instance's stale checkpoint is moved aside. None yet
+    (the pair's first start): its own checkpoint if that committed anything (None
+    returned: Spark resumes it), else ``[query] starting_offsets`` made exact (``latest``
+    as today's end offsets); that start is committed to the group as the pair's floor
+    (``ha.offsets_floor``), so a partner taking over before this query's first commit
     starts there too, never later (a ``latest`` of its own would skip every event sent
     while neither served)."""
     group = config.ha.group
@@ -83,6 +87,8 @@ def start_from_kafka(config: Config, client_config: dict, partitions: int,
         log.info("ha.offsets_from_kafka", group=group, topic=topic,
                  offsets={str(p): o for p, o in sorted(committed.items())},
                  stale_checkpoint=str(moved) if moved else None)
+        if election is not None:
+            election.serve_from(committed)
         return starting_offsets(topic, committed, partitions)
     own = committed_offsets(config.query.checkpoint_dir).get(topic, {})
     query_start = None
@@ -102,9 +108,9 @@ def start_from_kafka(config: Config, client_config: dict, partitions: int,
             consumer.close()
         floor = first_start(config.query.starting_offsets, ends, beginnings)
         query_start = starting_offsets(topic, floor, partitions)
-    took = election.commit_floor(floor) if election is not None and floor else False
-    log.info("ha.offsets_floor" if took else "ha.offsets_none", group=group, topic=topic,
-             offsets={str(p): o for p, o in sorted(floor.items())},
+    took = election.serve_from(floor) if election is not None else False
+    log.info("ha.offsets_floor" if took and floor else "ha.offsets_none", group=group,
+             topic=topic, offsets={str(p): o for p, o in sorted(floor.items())},
              from_checkpoint=bool(own), starting_offsets=config.query.starting_offsets)
     return query_start
 

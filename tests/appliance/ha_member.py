@@ -25,6 +25,7 @@ def main() -> None:
                         {"bootstrap_servers": bootstrap.split(",")})
     election.start()
     election.wait_active(threading.Event())
+    election.serve_from({})  # its "query" starts: the election commits from here on
     while election.fenced() is None:
         time.sleep(0.1)
     time.sleep(stop_s)
