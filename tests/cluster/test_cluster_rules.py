@@ -16,12 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from support import lambda_rules
 from support.child_env import child_env
 from support.lambda_rules import LAMBDA_RULES
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.timeout(900)]
 
-SCRIPT = Path(__file__).resolve().parents[1] / "lambda_rules.py"
+SCRIPT = Path(lambda_rules.__file__).resolve()  # also a program, run by path
 
 
 def test_lambda_rules_in_an_executors_concurrent_tasks_match_what_spark_matches(
