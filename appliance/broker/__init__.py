@@ -45,7 +45,8 @@ and each sub-package under a contract of its own):
 - ``admin_apis`` (configs and DeleteRecords), ``cluster_apis`` (log dirs, topic
   partitions, config resources, elections, reassignments), ``scram_apis`` (SCRAM users),
   ``groups/`` (consumer groups: ``apis``, ``coordinator``, ``consumer_groups``,
-  ``consumer_protocol``, ``offsets``, ``assignors``, ``timers``), ``txn/`` (transactions: ``apis``,
+  ``consumer_protocol``, ``offsets``, ``assignors``, ``timers``,
+  ``group_cap``), ``txn/`` (transactions: ``apis``,
   ``coordinator``, ``state_store``) and ``connections/`` (one connection's pieces:
   ``dispatch``, ``responses``, ``framing``, ``auth_steps``, ``read_gate``; and what one
   client address may cost: the per-IP and broker-wide ``cap``, the per-IP ``rate``, the

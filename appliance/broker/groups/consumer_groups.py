@@ -45,6 +45,7 @@ from typing import NamedTuple
 
 from appliance.broker.caller import Caller
 from appliance.broker.groups.assignors import ASSIGNORS, DEFAULT_ASSIGNOR, AssignorInput
+from appliance.broker.groups.group_cap import room_for_group
 from appliance.broker.groups.offsets import OffsetStore
 from appliance.broker.groups.timers import rearm
 from appliance.broker.settings import BrokerConfig
@@ -511,11 +512,8 @@ class ConsumerGroupCoordinator:
             self.offsets.delete_group(group.group_id)
 
     def _room_for_group(self, group_id: str) -> bool:
-        if len(self.groups) + self.other_groups() < self.config.max_groups:
-            return True
-        log.warning("broker.groups_at_max", group=group_id, limit=self.config.max_groups,
-                    setting="--max-groups")
-        return False
+        return room_for_group(group_id, len(self.groups) + self.other_groups(),
+                              self.config.max_groups)
 
     # -- offsets, administration ----------------------------------------------------------
 

@@ -50,6 +50,7 @@ from typing import NamedTuple
 
 from appliance.broker.caller import Caller
 from appliance.broker.groups.consumer_protocol import PROTOCOL_TYPE, subscribed_topics
+from appliance.broker.groups.group_cap import room_for_group
 from appliance.broker.groups.offsets import OffsetStore
 from appliance.broker.groups.timers import rearm
 from appliance.broker.settings import BrokerConfig
@@ -532,11 +533,8 @@ class GroupCoordinator:
         return None
 
     def _room_for_group(self, group_id: str) -> bool:
-        if len(self.groups) + self.other_groups() < self.config.max_groups:
-            return True
-        log.warning("broker.groups_at_max", group=group_id, limit=self.config.max_groups,
-                    setting="--max-groups")
-        return False
+        return room_for_group(group_id, len(self.groups) + self.other_groups(),
+                              self.config.max_groups)
 
     def expire_groups(self, now_ms: int | None = None) -> int:
         """Kafka's offsets.retention.minutes: an empty group, and its committed offsets,
