@@ -101,11 +101,12 @@ class Apis:
         self.slicer = Slicer()
         self.offsets = OffsetStore(config.data_dir, fsync=config.flush != "write")
         self.coordinator = GroupCoordinator(
-            config, self.offsets, lambda: len(self.consumer_groups.groups))
+            config, self.offsets, lambda: len(self.consumer_groups.groups),
+            lambda: self.consumer_groups.subscription_total)
         self.consumer_groups = ConsumerGroupCoordinator(
             config, self.offsets,
             lambda: {name: len(t.partitions) for name, t in registry.topics.items()},
-            lambda: len(self.coordinator.groups))
+            lambda: len(self.coordinator.groups), lambda: self.coordinator.metadata_total)
         registry.read_through = self.offsets.read_through
         self._refusing = False  # produces refused for a full log budget, until one fits
         # AclStoreError (a bad acls.json) stops the start: serving with fewer ACLs than
