@@ -258,3 +258,29 @@ def test_transaction_metrics_count_how_transactions_end(broker):
     # the second InitProducerId of txn_id and the timeout each fenced a producer
     assert grew(after, "broker_transaction_producers_fenced_total") == 2
     assert after[("broker_transactional_ids", ())] >= 2
+
+
+def test_described_producers_survive_a_restart(tmp_path):
+    """The coordinator epoch of a producer's last marker is kept in the partition's
+    producer-state snapshot, and its open transaction's first offset in txn-state."""
+    with EmbeddedBroker(data_dir=tmp_path / "data", log_path=tmp_path / "b.log",
+                        topics={"r": 1}) as b:
+        p = _producer(b.bootstrap, "restarted")
+        p.begin_transaction()
+        p.produce("r", value=b"committed")
+        p.commit_transaction(30)  # offset 0, its marker at 1
+        p.begin_transaction()
+        p.produce("r", value=b"open")  # offset 2, left open
+        p.flush(10)
+
+        def described() -> list[tuple]:
+            with WireClient(b.bootstrap) as c:
+                body = c.request(schemas.DESCRIBE_PRODUCERS, 0, {
+                    "topics": [{"name": "r", "partition_indexes": [0]}]})
+            return [(a["producer_epoch"], a["last_sequence"], a["coordinator_epoch"],
+                     a["current_txn_start_offset"])
+                    for a in body["topics"][0]["partitions"][0]["active_producers"]]
+
+        assert described() == [(0, 1, 0, 2)]
+        b.restart()
+        assert described() == [(0, 1, 0, 2)]
