@@ -123,6 +123,8 @@ def test_kafka_python_lists_and_describes_transactions_and_producers(broker):
         assert rows[open_pid].coordinator_epoch == -1  # no marker of it here yet
         with pytest.raises(UnknownTopicOrPartitionError):
             admin.describe_producers([TopicPartition(topic, 9)])
+        # the open one is seconds old: not hanging (past the 15-minute maximum timeout)
+        assert admin.find_hanging_transactions() == []
     finally:
         admin.close()
         opened.abort_transaction(30)
