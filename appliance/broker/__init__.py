@@ -30,7 +30,9 @@ ConsumerGroupHeartbeat 0-1, ConsumerGroupDescribe 0-1 (the broker assigns); Sasl
 0-1 and SaslAuthenticate 0-2 serve SASL listeners (PLAIN, SCRAM-SHA-256/512); DescribeAcls,
 CreateAcls, DeleteAcls 0-3 manage Kafka ACLs, enforced with ``--authorizer acl``;
 transactions (KIP-98, KIP-447): AddPartitionsToTxn 0-3, AddOffsetsToTxn 0-3, EndTxn 0-3,
-TxnOffsetCommit 0-3, and ``read_committed`` fetches up to the last stable offset.
+TxnOffsetCommit 0-3, and ``read_committed`` fetches up to the last stable offset; what
+``kafka-transactions`` asks: ListTransactions 0-2, DescribeTransactions 0,
+DescribeProducers 0.
 
 Rooms, top to bottom (each a layer of the ``broker`` import contract in pyproject.toml,
 and each sub-package under a contract of its own):
@@ -47,7 +49,7 @@ and each sub-package under a contract of its own):
   ``groups/`` (consumer groups: ``apis``, ``coordinator``, ``consumer_groups``,
   ``consumer_protocol``, ``offsets``, ``assignors``, ``timers``,
   ``group_cap``), ``txn/`` (transactions: ``apis``,
-  ``coordinator``, ``state_store``) and ``connections/`` (one connection's pieces:
+  ``admin_apis``, ``coordinator``, ``state_store``) and ``connections/`` (one connection's pieces:
   ``dispatch``, ``responses``, ``framing``, ``auth_steps``, ``read_gate``; and what one
   client address may cost: the per-IP and broker-wide ``cap``, the per-IP ``rate``, the
   ``preauth_queue``, the ``request_pool``);

@@ -37,6 +37,7 @@ from appliance.broker.storage.fetch_wait import FetchedPartition, FetchWait
 from appliance.broker.storage.partition import LEADER_EPOCH, PartitionLog
 from appliance.broker.storage.producer_ids import ProducerIdError
 from appliance.broker.storage.topic_registry import TopicRegistry, TopicRegistryError
+from appliance.broker.txn.admin_apis import TxnAdminApis
 from appliance.broker.txn.apis import TxnApis
 from appliance.broker.txn.coordinator import TxnCoordinator
 from appliance.broker.txn.state_store import PendingOffset, TopicPartition, TxnStateStore
@@ -100,11 +101,12 @@ class Apis:
         self.slicer = Slicer()
         self.offsets = OffsetStore(config.data_dir, fsync=config.flush != "write")
         self.coordinator = GroupCoordinator(
-            config, self.offsets, lambda: len(self.consumer_groups.groups))
+            config, self.offsets, lambda: len(self.consumer_groups.groups),
+            lambda: self.consumer_groups.subscription_total)
         self.consumer_groups = ConsumerGroupCoordinator(
             config, self.offsets,
             lambda: {name: len(t.partitions) for name, t in registry.topics.items()},
-            lambda: len(self.coordinator.groups))
+            lambda: len(self.coordinator.groups), lambda: self.coordinator.metadata_total)
         registry.read_through = self.offsets.read_through
         self._refusing = False  # produces refused for a full log budget, until one fits
         # AclStoreError (a bad acls.json) stops the start: serving with fewer ACLs than
@@ -127,6 +129,7 @@ class Apis:
                                               self._commit_txn_offsets)
         self.txn_coordinator.recover(_now_ms())
         txn = self.txn = TxnApis(self.txn_coordinator, registry, authz)
+        txn_admin = TxnAdminApis(self.txn_coordinator, registry, authz)
         self.handlers = {
             schemas.PRODUCE.key: self.produce,
             schemas.FETCH.key: self.fetch,
@@ -159,6 +162,9 @@ class Apis:
             schemas.ADD_OFFSETS_TO_TXN.key: txn.add_offsets_to_txn,
             schemas.END_TXN.key: txn.end_txn,
             schemas.TXN_OFFSET_COMMIT.key: txn.txn_offset_commit,
+            schemas.DESCRIBE_PRODUCERS.key: txn_admin.describe_producers,
+            schemas.DESCRIBE_TRANSACTIONS.key: txn_admin.describe_transactions,
+            schemas.LIST_TRANSACTIONS.key: txn_admin.list_transactions,
             schemas.CREATE_ACLS.key: acls.create_acls,
             schemas.DESCRIBE_ACLS.key: acls.describe_acls,
             schemas.DELETE_ACLS.key: acls.delete_acls,

@@ -24,6 +24,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 
 from appliance.broker.groups.consumer_groups import ConsumerGroupState
 from appliance.broker.groups.coordinator import GroupState
+from appliance.broker.txn.coordinator import AbortReason, TxnCoordinator
+from appliance.broker.txn.state_store import TxnStatus
 from appliance.broker.wire import errors, schemas
 
 # Request latency upper bounds, seconds: a produce on loopback takes well under a ms; a
@@ -176,6 +178,7 @@ class BrokerCollector:
         refused.add_metric([], float(budget.refused_produces))
         yield refused
         yield from self._cleaner(self.server.cleaner.stats)
+        yield from self._transactions(self.server.apis.txn_coordinator)
         names = self.server.config.metrics_names
         labels_of = ["topic", "partition"] if names else []
         end = GaugeMetricFamily("broker_log_end_offset", "next offset to be written",
@@ -273,6 +276,40 @@ class BrokerCollector:
             metric = family(name, text)
             metric.add_metric([], float(value))
             yield metric
+
+    @staticmethod
+    def _transactions(coordinator: TxnCoordinator):
+        """Transactions: how many ids and open ones the coordinator holds, how old the
+        oldest open one is (it holds read_committed consumers back), how they ended."""
+        now_ms = time.time() * 1000
+        held = list(coordinator.txns.copy().values())
+        started = [t.started_ms for t in held if t.status is TxnStatus.ONGOING]
+        counts = coordinator.counts
+        for family, name, value, text in (
+                (GaugeMetricFamily, "broker_transactional_ids", len(held),
+                 "transactional ids the coordinator holds"),
+                (GaugeMetricFamily, "broker_transactions_ongoing", len(started),
+                 "transactions open (Ongoing)"),
+                (GaugeMetricFamily, "broker_transaction_oldest_ongoing_seconds",
+                 max(now_ms - min(started), 0) / 1000 if started else 0,
+                 "age of the oldest open transaction (0: none); read_committed consumers "
+                 "of its partitions wait behind it"),
+                (CounterMetricFamily, "broker_transactions_committed", counts.committed,
+                 "transactions committed (markers written)"),
+                (CounterMetricFamily, "broker_transaction_producers_fenced", counts.fenced,
+                 "producer epochs bumped over the producer that held the id (a new "
+                 "InitProducerId, or a timeout): the older one is fenced")):
+            metric = family(name, text)
+            metric.add_metric([], float(value))
+            yield metric
+        aborted = CounterMetricFamily(
+            "broker_transactions_aborted",
+            "transactions aborted, by reason: requested (EndTxn), timed_out "
+            "(transaction.timeout.ms), fenced (a new InitProducerId of the id found it "
+            "open), restart (a decision to abort completed at start)", labels=["reason"])
+        for reason in AbortReason.ALL:
+            aborted.add_metric([reason], float(counts.aborted.get(reason, 0)))
+        yield aborted
 
     @staticmethod
     def _cleaner(stats):

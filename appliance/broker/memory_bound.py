@@ -5,7 +5,13 @@ The log is not in it: with ``--data-dir`` records are served from the segment fi
 page cache holds them, outside the process), and in memory they are capped by the log
 budget (``--retention-total-bytes``), which is then a term. Everything else is either
 fixed, or per connection, per partition, per segment, per group, each term bounded by a
-setting. The per-connection term is what one connection may make the broker hold at
+setting. Consumer groups, of both protocols, are ``--max-groups`` at most, each of at
+most ``--group-max-size`` members; what clients decide the size of (classic members'
+metadata and assignments, KIP-848 members' subscriptions) is capped by
+``--group-max-metadata-bytes`` a group and ``--groups-max-metadata-bytes`` in all; a
+KIP-848 group's assignment (computed here) by the partitions; committed offsets by
+groups times partitions (a commit of an unknown partition is refused). The
+per-connection term is what one connection may make the broker hold at
 once: a partial request frame (larger ones come from the shared request pool), one read
 from its socket, one response being sent (``WRITE_HIGH`` unsent, then the piece being
 written), one parked request (a long-poll fetch, a rebalance; at most ``MAX_ITEMS``
@@ -46,7 +52,14 @@ PARKED_ITEM = 160  # one partition (or group, topic) of a parked request, decode
 PARTITION_STATE = 4 * KIB  # log object, store, arrays, tail ring (1.3-2.7 KiB measured)
 PRODUCER_STATE = 640  # one idempotent producer remembered by a partition
 SEGMENT_STATE = 2 * KIB  # a segment's numbers and index handle (and one descriptor)
-GROUP_STATE = 4 * KIB  # a group without its members' metadata
+# Groups (tests/broker/test_memory_bound.py: 60 KIP-848 groups of 10 members over 150
+# one-partition topics and 60 classic groups of 150 committed offsets grew the broker
+# 15.9 MiB, where these terms allow 31 MiB)
+GROUP_STATE = 4 * KIB  # a group without its members
+MEMBER_STATE = 4 * KIB  # a member, without its metadata or subscription
+# a partition in a KIP-848 group's assignment: in the target, the owner's assignment (or
+# revocation) and the saved snapshot of both, at worst one partition per topic
+ASSIGNED_PARTITION = 1 * KIB
 COMMITTED_OFFSET = 320  # one committed (group, topic, partition) offset
 
 
@@ -67,8 +80,9 @@ class Load:
     segments: int  # with --data-dir
     request_bytes: int  # the largest request frame being handled (Produce: its size)
     producers_per_partition: int | None = None  # None: --max-producers-per-partition
-    groups: int = 0
-    committed_offsets: int = 0
+    groups: int = 0  # at most --max-groups, classic and KIP-848 together
+    members: int = 0  # at most groups x --group-max-size
+    committed_offsets: int = 0  # at most groups x partitions
 
 
 @dataclass(frozen=True)
@@ -100,8 +114,11 @@ def bound(config: BrokerConfig, load: Load) -> Bound:
         "connections": load.connections * per_connection(config),
         "partitions": load.partitions * (PARTITION_STATE + producers * PRODUCER_STATE),
         "segments": load.segments * SEGMENT_STATE,
-        "groups": load.groups * GROUP_STATE + min(config.groups_max_metadata_bytes,
-                                                  load.groups * config.group_max_metadata_bytes),
+        # groups, their members, and the members' metadata (classic) or subscriptions
+        # (KIP-848) under the metadata caps; a KIP-848 group's assignment by partitions
+        "groups": load.groups * (GROUP_STATE + load.partitions * ASSIGNED_PARTITION)
+        + load.members * MEMBER_STATE
+        + min(config.groups_max_metadata_bytes, load.groups * config.group_max_metadata_bytes),
         "committed offsets": load.committed_offsets * COMMITTED_OFFSET,
         # in memory the log itself: the budget counts each batch's bookkeeping too
         # (memory_log.BATCH_OVERHEAD), and may run over by one produce before the oldest

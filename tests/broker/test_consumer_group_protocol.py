@@ -402,3 +402,37 @@ def test_max_groups_counts_classic_and_consumer_groups_together(tmp_path):
         assert Member(c, "consumer-2").heartbeat()["error_code"] == (
             errors.GROUP_MAX_SIZE_REACHED)
         assert simple_commit("classic-2") == errors.GROUP_MAX_SIZE_REACHED
+
+
+def test_subscriptions_count_against_the_group_metadata_caps(tmp_path):
+    """A KIP-848 member's subscription (each name at what it holds in memory) counts
+    against --group-max-metadata-bytes and, with classic groups' metadata, against
+    --groups-max-metadata-bytes; refused with the setting named, and counted off again
+    when the member leaves."""
+    from appliance.broker.groups.consumer_groups import NAME_OVERHEAD
+
+    names = [f"topic-{i:04d}" for i in range(20)]  # 10 characters each
+    one = len(names) * (10 + NAME_OVERHEAD)  # 1,480 bytes
+    args = ["--group-max-metadata-bytes", str(2 * one + 100),
+            "--groups-max-metadata-bytes", str(4 * one + 100),
+            "--group-initial-rebalance-delay-ms", "0"]
+    with EmbeddedBroker(topics={TOPIC: 1}, log_path=tmp_path / "broker.log",
+                        extra_args=args) as b, WireClient(b.bootstrap) as c:
+        a1, a2, a3 = (Member(c, "caps-a", topics=names) for _ in range(3))
+        assert a1.heartbeat()["error_code"] == errors.NONE
+        assert a2.heartbeat()["error_code"] == errors.NONE
+        refused = a3.heartbeat()
+        assert refused["error_code"] == errors.UNKNOWN_SERVER_ERROR
+        assert "--group-max-metadata-bytes" in refused["error_message"]
+        b1, b2 = (Member(c, "caps-b", topics=names) for _ in range(2))
+        assert b1.heartbeat()["error_code"] == errors.NONE
+        assert b2.heartbeat()["error_code"] == errors.NONE
+        # four subscriptions held: a classic member's 200 bytes would pass the total
+        classic = dict(join_body("caps-classic", session=10000), protocols=[
+            {"name": "range", "metadata": b"m" * 200}])
+        assert c.request(schemas.JOIN_GROUP, 5, classic)["error_code"] == (
+            errors.UNKNOWN_SERVER_ERROR)
+        assert a2.heartbeat(epoch=-1)["error_code"] == errors.NONE  # leaves: counted off
+        assert a3.heartbeat()["error_code"] == errors.NONE
+        log_text = (tmp_path / "broker.log").read_text()
+        assert "--groups-max-metadata-bytes" in log_text

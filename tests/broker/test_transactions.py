@@ -314,8 +314,9 @@ def test_transactional_ids_are_authorized_as_kafka_does(tmp_path):
 
 def test_compaction_keeps_markers_and_transactions_sane(tmp_path):
     """A compacted topic holding committed and aborted transactions: the cleaner removes
-    superseded plain records, and read_committed still sees every committed transactional
-    record and never an aborted one."""
+    superseded plain records and the aborted transaction's records (as Kafka's does: even
+    read_uncommitted no longer sees them), and read_committed still sees every committed
+    transactional record and never an aborted one."""
     log_path = tmp_path / "broker.log"
     with EmbeddedBroker(data_dir=tmp_path / "data", log_path=log_path) as b:
         admin = AdminClient({"bootstrap.servers": b.bootstrap})
@@ -346,8 +347,10 @@ def test_compaction_keeps_markers_and_transactions_sane(tmp_path):
             assert time.monotonic() < deadline, "no compaction pass removed anything"
             time.sleep(0.5)
         values = _values(b.bootstrap, "ctx", "read_committed", wait_s=15)
+        everything = _values(b.bootstrap, "ctx", "read_uncommitted", wait_s=15)
     assert values.count(b"committed") == 5 and b"aborted" not in values
     assert values.count(b"plain-2") == 10 and b"plain-0" not in values
+    assert everything.count(b"committed") == 5 and b"aborted" not in everything
 
 
 

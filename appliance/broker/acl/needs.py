@@ -140,6 +140,16 @@ TXN_OFFSET_COMMIT_TOPIC = Need(schemas.TXN_OFFSET_COMMIT, R.TOPIC, Op.READ, TOPI
                                "... of topics it may read")
 END_TXN = Need(schemas.END_TXN, R.TRANSACTIONAL_ID, Op.WRITE, TXN_DENIED,
                "committing or aborting a transaction")
+DESCRIBE_PRODUCERS_TOPIC = Need(schemas.DESCRIBE_PRODUCERS, R.TOPIC, Op.READ, TOPIC_DENIED,
+                                "a partition's producers and their open transactions")
+DESCRIBE_TRANSACTIONS_TXN = Need(schemas.DESCRIBE_TRANSACTIONS, R.TRANSACTIONAL_ID,
+                                 Op.DESCRIBE, TXN_DENIED, "a transactional id's state, ...")
+DESCRIBE_TRANSACTIONS_TOPIC = Need(schemas.DESCRIBE_TRANSACTIONS, R.TOPIC, Op.DESCRIBE,
+                                   TOPIC_DENIED, "... and its partitions of topics it may "
+                                   "describe (the others left out)", audit=False)
+LIST_TRANSACTIONS_TXN = Need(schemas.LIST_TRANSACTIONS, R.TRANSACTIONAL_ID, Op.DESCRIBE,
+                             TXN_DENIED, "transactional ids listed: those it may describe",
+                             audit=False)
 CREATE_ACLS = Need(schemas.CREATE_ACLS, R.CLUSTER, Op.ALTER, CLUSTER_DENIED,
                    "changing who may do what")
 DELETE_ACLS = Need(schemas.DELETE_ACLS, R.CLUSTER, Op.ALTER, CLUSTER_DENIED,

@@ -29,6 +29,12 @@ committed offsets (``offsets``) on every change, so a broker restart keeps it: m
 go on heartbeating with their epochs. Restored members' sessions start again when the
 coordinator is next used after the restart. An empty group expires with its committed
 offsets after ``offsets_retention_ms``, as classic groups do.
+
+The members' subscriptions are what a client decides the size of (the broker computes
+the assignments, bounded by the partitions): they count against the same caps as the
+classic groups' metadata, ``group_max_metadata_bytes`` per group and
+``groups_max_metadata_bytes`` for every group of both kinds together, each topic name at
+what it holds in memory (``subscription_size``).
 """
 
 from __future__ import annotations
@@ -58,6 +64,13 @@ TopicPartitions = dict[str, frozenset[int]]  # topic name -> partitions
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
 PROTOCOL_TYPE = "consumer"  # what ListGroups shows as the protocol type and group type
+NAME_OVERHEAD = 64  # a topic name held as a str (CPython: 49 bytes and its characters),
+# with its slot in the member's tuple and in the group's saved snapshot
+
+
+def subscription_size(names: tuple[str, ...], regex: str | None) -> int:
+    """What a member's subscription holds in memory, counted against the metadata caps."""
+    return sum(len(n) + NAME_OVERHEAD for n in names) + (len(regex) if regex else 0)
 
 
 class ConsumerGroupState(enum.Enum):
@@ -120,6 +133,9 @@ class ConsumerMember:
     def owns(self) -> set[tuple[str, int]]:
         return _pairs(self.assigned) | _pairs(self.revoking)
 
+    def subscription_bytes(self) -> int:
+        return subscription_size(self.subscribed_names, self.subscribed_regex)
+
 
 @dataclass(eq=False)
 class ConsumerGroup:
@@ -132,6 +148,7 @@ class ConsumerGroup:
     assignor: str = DEFAULT_ASSIGNOR
     empty_since_ms: int = field(default_factory=lambda: int(time.time() * 1000))
     rebalances: int = 0  # epochs moved since the broker started, for metrics
+    subscription_bytes: int = 0  # its members' subscriptions (subscription_size)
     saved: dict | None = None  # the snapshot last written (a heartbeat that changed
     # nothing writes nothing)
 
@@ -171,10 +188,14 @@ def _regex(pattern: str) -> re.Pattern | None:
 class ConsumerGroupCoordinator:
     def __init__(self, config: BrokerConfig, offsets: OffsetStore,
                  topic_sizes: Callable[[], Mapping[str, int]],
-                 other_groups: Callable[[], int] = lambda: 0) -> None:
+                 other_groups: Callable[[], int] = lambda: 0,
+                 other_metadata: Callable[[], int] = lambda: 0) -> None:
         self.config = config
         self.offsets = offsets
         self.other_groups = other_groups  # classic groups: --max-groups counts both kinds
+        # ... and their metadata: --groups-max-metadata-bytes counts both kinds too
+        self.other_metadata = other_metadata
+        self.subscription_total = 0  # every group's subscription_bytes
         self.topic_sizes = topic_sizes  # every topic's partition count, now
         self.groups: dict[str, ConsumerGroup] = {}
         # restored: no session (or revocation) timer yet
@@ -183,6 +204,7 @@ class ConsumerGroupCoordinator:
         for group_id, snapshot in offsets.consumer_groups().items():
             group = self._restore(group_id, snapshot)
             self.groups[group_id] = group
+            self.subscription_total += group.subscription_bytes
             self._unarmed += [(group, m) for m in group.members.values()]
 
     # -- ConsumerGroupHeartbeat -----------------------------------------------------------
@@ -203,6 +225,9 @@ class ConsumerGroupCoordinator:
         group = self.groups.get(req.group_id)
         if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             return self._leave(group, req)
+        too_large = self._subscription_refusal(group, req)
+        if too_large is not None:
+            return too_large
         if req.member_epoch == 0:
             joined = self._join(group, req, caller)
             if isinstance(joined, HeartbeatResult):
@@ -218,7 +243,7 @@ class ConsumerGroupCoordinator:
             fenced = self._fenced(member, req)
             if fenced:
                 return HeartbeatResult(errors.FENCED_MEMBER_EPOCH, fenced)
-        changed = self._update_subscription(member, req)
+        changed = self._update_subscription(group, member, req)
         member.client_id, member.client_host = caller.client_id, caller.host
         self._touch(group, member)
         if joined_now:
@@ -334,12 +359,46 @@ class ConsumerGroupCoordinator:
         return HeartbeatResult(errors.NONE, None, member.member_id, req.member_epoch,
                                0, None)
 
-    def _update_subscription(self, member: ConsumerMember, req: HeartbeatRequest) -> bool:
+    def _subscription_refusal(self, group: ConsumerGroup | None,
+                              req: HeartbeatRequest) -> HeartbeatResult | None:
+        """The metadata caps (as the classic groups'): UNKNOWN_SERVER_ERROR, naming the
+        setting, if the new subscription would make the group, or every group of both
+        kinds together, hold more than its cap."""
+        if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
+            return None
+        member = group.members.get(req.member_id) if group is not None else None
+        names = (tuple(set(req.subscribed_topic_names))
+                 if req.subscribed_topic_names is not None
+                 else member.subscribed_names if member is not None else ())
+        regex = (req.subscribed_topic_regex if req.subscribed_topic_regex is not None
+                 else member.subscribed_regex if member is not None else None)
+        old = member.subscription_bytes() if member is not None else 0
+        growth = subscription_size(names, regex) - old
+        c = self.config
+        group_bytes = (group.subscription_bytes if group is not None else 0) + growth
+        for over, limit, setting in (
+                (group_bytes > c.group_max_metadata_bytes, c.group_max_metadata_bytes,
+                 "--group-max-metadata-bytes"),
+                (growth > 0 and self.subscription_total + self.other_metadata() + growth
+                 > c.groups_max_metadata_bytes, c.groups_max_metadata_bytes,
+                 "--groups-max-metadata-bytes")):
+            if over:
+                log.warning("broker.group_metadata_too_large", group=req.group_id,
+                            limit_bytes=limit, setting=setting, protocol=PROTOCOL_TYPE)
+                return HeartbeatResult(errors.UNKNOWN_SERVER_ERROR,
+                                       f"the subscription would take group {req.group_id} "
+                                       f"or all groups past {setting} ({limit} bytes)")
+        return None
+
+    def _update_subscription(self, group: ConsumerGroup, member: ConsumerMember,
+                             req: HeartbeatRequest) -> bool:
         before = (member.subscribed_names, member.subscribed_regex, member.server_assignor)
+        held = member.subscription_bytes()
         if req.subscribed_topic_names is not None:
             member.subscribed_names = tuple(sorted(set(req.subscribed_topic_names)))
         if req.subscribed_topic_regex is not None:
             member.subscribed_regex = req.subscribed_topic_regex or None
+        self._account(group, member.subscription_bytes() - held)
         if req.server_assignor is not None:
             member.server_assignor = req.server_assignor
         if req.rebalance_timeout_ms > 0:
@@ -470,9 +529,14 @@ class ConsumerGroupCoordinator:
             if timer is not None:
                 timer.cancel()
 
+    def _account(self, group: ConsumerGroup, growth: int) -> None:
+        group.subscription_bytes += growth
+        self.subscription_total += growth
+
     def _remove(self, group: ConsumerGroup, member: ConsumerMember, reason: str) -> None:
         self._cancel_timers(member)
-        group.members.pop(member.member_id, None)
+        if group.members.pop(member.member_id, None) is not None:
+            self._account(group, -member.subscription_bytes())
         group.target.pop(member.member_id, None)
         if not group.members:
             group.empty_since_ms = int(time.time() * 1000)
@@ -598,6 +662,7 @@ class ConsumerGroupCoordinator:
                 m["rebalance_timeout_ms"], tuple(m["names"]), m["regex"], m["assignor"],
                 m["epoch"], m["previous_epoch"], MemberState(m["state"]),
                 _unlisted(m["assigned"]), _unlisted(m["revoking"]))
+        group.subscription_bytes = sum(m.subscription_bytes() for m in group.members.values())
         return group
 
 

@@ -212,10 +212,13 @@ def _answer(waiter: asyncio.Future | None, result) -> None:
 
 class GroupCoordinator:
     def __init__(self, config: BrokerConfig, offsets: OffsetStore,
-                 other_groups: Callable[[], int] = lambda: 0) -> None:
+                 other_groups: Callable[[], int] = lambda: 0,
+                 other_metadata: Callable[[], int] = lambda: 0) -> None:
         self.config = config
         self.offsets = offsets
         self.other_groups = other_groups  # KIP-848 groups: --max-groups counts both kinds
+        # ... and their subscriptions: --groups-max-metadata-bytes counts both kinds too
+        self.other_metadata = other_metadata
         self.groups: dict[str, Group] = {}
         self.metadata_total = 0  # every group's members' metadata and assignments
         consumer = offsets.consumer_groups()  # KIP-848's: consumer_groups restores those
@@ -524,7 +527,8 @@ class GroupCoordinator:
         for over, limit, setting in (
                 (group_bytes > c.group_max_metadata_bytes, c.group_max_metadata_bytes,
                  "--group-max-metadata-bytes"),
-                (growth > 0 and self.metadata_total + growth > c.groups_max_metadata_bytes,
+                (growth > 0 and self.metadata_total + self.other_metadata() + growth
+                 > c.groups_max_metadata_bytes,
                  c.groups_max_metadata_bytes, "--groups-max-metadata-bytes")):
             if over:
                 log.warning("broker.group_metadata_too_large", group=group_id,

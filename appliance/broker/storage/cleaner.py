@@ -12,7 +12,10 @@ memory; it runs on a worker thread and only writes new files (the swap is
    tombstones (null values) go too once their segment is older than
    ``delete.retention.ms``. Records without a key stay. Batches keep their offsets (see
    ``compact_batch``); a batch left empty is dropped; a segment where nothing changed is
-   not rewritten.
+   not rewritten. A transaction's batches and markers are copied whole, except the
+   batches of an aborted transaction, which go, as Kafka's cleaner removes them: no
+   ``read_committed`` consumer would return them, and a ``read_uncommitted`` one of a
+   compacted topic is owed only each key's newest committed value. Markers stay.
 
 Memory: the map, one batch and its decompressed records.
 """
@@ -24,6 +27,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from appliance.broker.storage import compact_batch
 from appliance.broker.storage.batch_scan import headers
@@ -53,6 +57,15 @@ class SegmentFile:
     last_append_ms: int
 
 
+class AbortedRange(NamedTuple):
+    """An aborted transaction of the partition: its producer's batches from
+    ``first_offset`` up to its abort marker at ``marker_offset``."""
+
+    producer_id: int
+    first_offset: int
+    marker_offset: int
+
+
 @dataclass(frozen=True)
 class CleanJob:
     directory: Path
@@ -64,6 +77,7 @@ class CleanJob:
     map_bytes: int  # the dedupe buffer
     max_batch_bytes: int  # decompression limit
     index_interval_bytes: int = 4096  # the topic's index.interval.bytes
+    aborted: tuple[AbortedRange, ...] = ()  # the partition's, when the pass was planned
 
 
 @dataclass(frozen=True)
@@ -193,6 +207,11 @@ def _clean_segment(job: CleanJob, seg: SegmentFile, keys: KeyMap, drop_tombstone
     with open(out_path, "wb") as out:
         for base, batch in _batches(seg):
             result.bytes_read += len(batch)
+            aborted = _aborted_records(batch, base, job.aborted)
+            if aborted:
+                changed = True
+                result.records_removed += aborted
+                continue
             try:
                 if _transactional(batch):
                     raise CompactionError("kept whole")
@@ -232,6 +251,17 @@ def _transactional(batch: bytes) -> bool:
     them were aborted is the partition's transaction state, not the cleaner's."""
     h = read_header(batch)
     return h.is_control or h.is_transactional
+
+
+def _aborted_records(batch: bytes, base: int, aborted: tuple[AbortedRange, ...]) -> int:
+    """How many records ``batch`` holds if it belongs to an aborted transaction, else 0."""
+    h = read_header(batch)
+    if not h.is_transactional or h.is_control:
+        return 0
+    for a in aborted:
+        if a.producer_id == h.producer_id and a.first_offset <= base < a.marker_offset:
+            return h.record_count
+    return 0
 
 
 def _keep(r: compact_batch.Record, base: int, keys: KeyMap, drop_tombstones: bool) -> bool:

@@ -84,7 +84,8 @@ class LogCleaner:
         return CleanJob(segs.dir, closed, cleaned_swap.read_clean_point(segs.dir), now_ms,
                         c.min_lag_ms, c.delete_retention_ms,
                         config.log_cleaner_dedupe_buffer_bytes, config.max_decompressed_bytes,
-                        segs.settings.index_interval_bytes)
+                        segs.settings.index_interval_bytes,
+                        tuple(cleaner.AbortedRange(*a) for a in part.txns.aborted))
 
     def _finished(self, part: PartitionLog, job: CleanJob,
                   future: concurrent.futures.Future) -> None:

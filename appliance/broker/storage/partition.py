@@ -21,10 +21,19 @@ from appliance.broker.storage.log_budget import LogBudget
 from appliance.broker.storage.memory_log import BATCH_OVERHEAD, MemoryLog, StoredBatch
 from appliance.broker.storage.partition_txns import FILE_NAME as TXN_STATE
 from appliance.broker.storage.partition_txns import AbortedTxn, PartitionTxns
-from appliance.broker.storage.producer_state import ProducerStates, last_sequence
+from appliance.broker.storage.producer_state import (
+    ActiveProducer,
+    ProducerStates,
+    last_sequence,
+)
 from appliance.broker.storage.segments import PartitionSegments
 from appliance.broker.wire import errors
-from appliance.broker.wire.control_batch import Marker, marker_batch, marker_of
+from appliance.broker.wire.control_batch import (
+    COORDINATOR_EPOCH,
+    Marker,
+    marker_batch,
+    marker_of,
+)
 from appliance.broker.wire.records import BatchHeader, read_header, with_base_offset
 from appliance.logs import get_logger
 
@@ -139,14 +148,14 @@ class PartitionLog:
         if producer_id not in self.txns.open:
             return Appended(errors.NONE, -1)
         data = marker_batch(Marker.COMMIT if committed else Marker.ABORT, producer_id,
-                            producer_epoch, 0, now_ms)
+                            producer_epoch, COORDINATOR_EPOCH, now_ms)
         base = self.high_watermark
         h = read_header(data)
         failed = self._store([StoredBatch(with_base_offset(data, base, LEADER_EPOCH), base,
                                           0, h.max_timestamp)], now_ms)
         if failed is not None:
             return failed
-        self.producers.fence(producer_id, producer_epoch, now_ms)
+        self.producers.fence(producer_id, producer_epoch, now_ms, COORDINATOR_EPOCH)
         self.txns.end(producer_id, base, committed)
         return Appended(errors.NONE, base)
 
@@ -214,6 +223,11 @@ class PartitionLog:
         parts: list[bytes | FileRange]
         parts, n = self.store.read(offset, max_bytes, at_least_one)  # type: ignore[assignment]
         return errors.NONE, parts, n
+
+    def active_producers(self) -> list[tuple[ActiveProducer, int]]:
+        """Every producer this partition remembers, with the first offset of its
+        transaction open here (-1: none): what DescribeProducers reports."""
+        return [(p, self.txns.open.get(p.producer_id, -1)) for p in self.producers.active()]
 
     def aborted_between(self, start: int, end: int) -> list[AbortedTxn]:
         return self.txns.aborted_between(start, end)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from appliance.broker.wire import errors
 
@@ -38,6 +39,17 @@ class _Producer:
     epoch: int
     last_ms: int = 0  # broker clock of its last write
     batches: deque = field(default_factory=lambda: deque(maxlen=REMEMBERED_BATCHES))
+    coordinator_epoch: int = -1  # of the last transaction marker (-1: none yet)
+
+
+class ActiveProducer(NamedTuple):
+    """One producer a partition remembers, as DescribeProducers reports it."""
+
+    producer_id: int
+    epoch: int
+    last_sequence: int  # of its last batch (-1: none since its epoch began)
+    last_timestamp: int  # the broker's clock at its last write or marker
+    coordinator_epoch: int
 
 
 class ProducerStates:
@@ -86,14 +98,21 @@ class ProducerStates:
         p = self._producers.get(pid)
         return None if p is None else p.epoch
 
-    def fence(self, pid: int, epoch: int, now_ms: int) -> None:
+    def fence(self, pid: int, epoch: int, now_ms: int, coordinator_epoch: int) -> None:
         """A transaction marker of ``epoch``: older epochs of the producer are refused
         from now on (a newer epoch starts its sequence again)."""
         p = self._producers.get(pid)
         if p is None or epoch > p.epoch:
             p = self._producers[pid] = _Producer(epoch)
         p.last_ms = max(p.last_ms, now_ms)
+        p.coordinator_epoch = coordinator_epoch
         self._producers.move_to_end(pid)
+
+    def active(self) -> list[ActiveProducer]:
+        """Every producer remembered, least recently written first."""
+        return [ActiveProducer(pid, p.epoch, p.batches[-1][1] if p.batches else -1,
+                               p.last_ms, p.coordinator_epoch)
+                for pid, p in list(self._producers.items())]
 
     def expire(self, now_ms: int) -> int:
         """Forget producers idle for ``expiration_ms``; how many went."""
@@ -112,7 +131,8 @@ class ProducerStates:
         for pid in pids:
             p = self._producers.get(pid)
             out[pid] = None if p is None else _Producer(p.epoch, p.last_ms,
-                                                        deque(p.batches, REMEMBERED_BATCHES))
+                                                        deque(p.batches, REMEMBERED_BATCHES),
+                                                        p.coordinator_epoch)
         return out
 
     def restore(self, snapshot: dict[int, _Producer | None]) -> None:
@@ -127,7 +147,7 @@ class ProducerStates:
     def to_json(self, offset: int) -> bytes:
         """The state as of ``offset`` (every batch below it is in it)."""
         return json.dumps({"offset": offset, "producers": [
-            [pid, p.epoch, p.last_ms, [list(b) for b in p.batches]]
+            [pid, p.epoch, p.last_ms, [list(b) for b in p.batches], p.coordinator_epoch]
             for pid, p in self._producers.items()]}, separators=(",", ":")).encode()
 
     @classmethod
@@ -137,8 +157,10 @@ class ProducerStates:
         try:
             doc = json.loads(data)
             out = cls(max_producers, expiration_ms)
-            for pid, epoch, last_ms, batches in doc["producers"]:
-                p = _Producer(int(epoch), int(last_ms))
+            for pid, epoch, last_ms, batches, *marked in doc["producers"]:
+                # a snapshot before DescribeProducers has no coordinator epoch
+                p = _Producer(int(epoch), int(last_ms),
+                              coordinator_epoch=int(marked[0]) if marked else -1)
                 for f, last, base in batches:
                     p.batches.append((int(f), int(last), int(base)))
                 out._producers[int(pid)] = p

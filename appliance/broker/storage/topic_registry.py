@@ -22,6 +22,7 @@ from appliance.broker.storage.segments import PartitionSegments, SegmentSettings
 from appliance.broker.wire import errors
 from appliance.broker.wire.codec import new_uuid
 from appliance.broker.wire.compression import CONFIG_NAMES
+from appliance.broker.wire.control_batch import COORDINATOR_EPOCH
 from appliance.logs import get_logger
 
 log = get_logger("appliance.broker")
@@ -171,7 +172,8 @@ class TopicRegistry:
         for seg, batch in segs.batches_after(covered):
             h = batch.header
             if h.is_control:  # a transaction marker: its epoch fences older ones
-                part.producers.fence(h.producer_id, h.producer_epoch, seg.last_append_ms)
+                part.producers.fence(h.producer_id, h.producer_epoch, seg.last_append_ms,
+                                     COORDINATOR_EPOCH)
             elif h.producer_id >= 0:
                 part.producers.record(
                     h.producer_id, h.producer_epoch, h.base_sequence,

@@ -10,21 +10,26 @@ every partition it touched; offsets committed in it handed to the group coordina
 commit, dropped on abort).
 
 Everything runs on the event loop and at once: no transaction is ever left preparing
-while the broker runs. After a kill -9 a preparing one is completed at start, and an
+while the broker runs. The coordinator also answers what the admin tools ask of the
+transactions it holds (``listed``, ``described``: KIP-664) and counts how they end
+(``counts``, for ``broker_metrics``). After a kill -9 a preparing one is completed at start, and an
 Ongoing one is aborted (epoch bumped) once its ``transaction.timeout.ms`` has passed,
 like any other that times out (``abort_expired``, on the retention timer).
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from appliance.broker.storage.durable_io import StorageError
 from appliance.broker.storage.producer_ids import MAX_EPOCH, ProducerIdError, ProducerIds
 from appliance.broker.storage.topic_registry import TopicRegistry
 from appliance.broker.txn.state_store import (
+    KAFKA_STATE_NAMES,
     PendingOffset,
     TopicPartition,
     TxnState,
@@ -48,6 +53,34 @@ class InitResult(NamedTuple):
     epoch: int = -1
 
 
+class AbortReason:
+    """Why a transaction was aborted (``broker_transactions_aborted_total{reason}``)."""
+
+    REQUESTED = "requested"  # the producer's EndTxn
+    TIMED_OUT = "timed_out"  # Ongoing past its transaction.timeout.ms
+    FENCED = "fenced"  # a new InitProducerId of its id found it open
+    RESTART = "restart"  # a decision to abort a crash left preparing, completed at start
+    ALL = (REQUESTED, TIMED_OUT, FENCED, RESTART)
+
+
+@dataclass
+class TxnCounts:
+    """How transactions ended since the broker started; bumped on the event loop, read
+    by a scrape."""
+
+    committed: int = 0
+    aborted: dict[str, int] = field(default_factory=dict)  # AbortReason -> count
+    fenced: int = 0  # epochs bumped over a producer that held the id (it is fenced)
+
+
+class Listing(NamedTuple):
+    """ListTransactions' answer: the ids that passed the filters, and the state names
+    the filters held that Kafka does not know."""
+
+    txns: list[TxnState]
+    unknown_states: list[str]
+
+
 class TxnCoordinator:
     def __init__(self, registry: TopicRegistry, producer_ids: ProducerIds,
                  store: TxnStateStore, commit_offsets: OffsetSink) -> None:
@@ -57,6 +90,7 @@ class TxnCoordinator:
         self.commit_offsets = commit_offsets
         self.txns: dict[str, TxnState] = {t.transactional_id: t for t in store.load()}
         self.by_pid: dict[int, TxnState] = {t.producer_id: t for t in self.txns.values()}
+        self.counts = TxnCounts()
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -65,7 +99,7 @@ class TxnCoordinator:
         transaction a partition still holds open that the coordinator does not."""
         for t in list(self.txns.values()):
             if t.status.preparing:
-                self._complete(t, now_ms)
+                self._complete(t, now_ms, AbortReason.RESTART)
                 log.info("broker.txn_completed_after_restart", transactional_id=t.
                          transactional_id, status=t.status.value)
         for part in self.registry.all_partitions():
@@ -100,7 +134,7 @@ class TxnCoordinator:
                 continue
             if t.status is TxnStatus.ONGOING and now_ms - t.started_ms > t.timeout_ms:
                 self._bump(t)
-                self._end(t, commit=False, now_ms=now_ms)
+                self._end(t, commit=False, now_ms=now_ms, reason=AbortReason.TIMED_OUT)
                 log.warning("broker.txn_timed_out", transactional_id=t.transactional_id,
                             producer_id=t.producer_id, timeout_ms=t.timeout_ms)
                 n += 1
@@ -126,7 +160,7 @@ class TxnCoordinator:
             else:
                 self._bump(t)
                 if t.status is TxnStatus.ONGOING:  # the previous holder's: aborted
-                    self._end(t, commit=False, now_ms=now_ms)
+                    self._end(t, commit=False, now_ms=now_ms, reason=AbortReason.FENCED)
             t.timeout_ms = timeout_ms
             if t.status is not TxnStatus.ONGOING:
                 t.status = TxnStatus.EMPTY
@@ -140,7 +174,9 @@ class TxnCoordinator:
         return self.producer_ids.issue()
 
     def _bump(self, t: TxnState) -> None:
-        """The next epoch; a new producer id when the epoch is exhausted."""
+        """The next epoch (fencing the producer that held the id); a new producer id when
+        the epoch is exhausted."""
+        self.counts.fenced += 1
         if t.epoch + 1 >= MAX_EPOCH:
             self.by_pid.pop(t.producer_id, None)
             t.producer_id, t.epoch = self._new_pid(), 0
@@ -227,25 +263,27 @@ class TxnCoordinator:
             # a decision a failed write left preparing: the retry completes it
             same = t.status is (TxnStatus.PREPARE_COMMIT if commit
                                 else TxnStatus.PREPARE_ABORT)
-            return self._complete(t, now_ms) if same else errors.INVALID_TXN_STATE
+            return (self._complete(t, now_ms, AbortReason.REQUESTED) if same
+                    else errors.INVALID_TXN_STATE)
         if err:
             return err
         assert t is not None
         if t.status is not TxnStatus.ONGOING:
             done = TxnStatus.COMPLETE_COMMIT if commit else TxnStatus.COMPLETE_ABORT
             return errors.NONE if t.status is done else errors.INVALID_TXN_STATE
-        return self._end(t, commit, now_ms)
+        return self._end(t, commit, now_ms, AbortReason.REQUESTED)
 
-    def _end(self, t: TxnState, commit: bool, now_ms: int) -> int:
+    def _end(self, t: TxnState, commit: bool, now_ms: int, reason: str) -> int:
         t.status = TxnStatus.PREPARE_COMMIT if commit else TxnStatus.PREPARE_ABORT
         err = self._saved(t)
         if err:
             t.status = TxnStatus.ONGOING
             return err
-        return self._complete(t, now_ms)
+        return self._complete(t, now_ms, reason)
 
-    def _complete(self, t: TxnState, now_ms: int) -> int:
-        """Markers to every partition, the offsets to their groups, then Complete*."""
+    def _complete(self, t: TxnState, now_ms: int, reason: str) -> int:
+        """Markers to every partition, the offsets to their groups, then Complete*
+        (counted: committed, or aborted for ``reason``)."""
         commit = t.status is TxnStatus.PREPARE_COMMIT
         for tp in sorted(t.partitions):
             part = self.registry.partition(tp.topic, tp.partition)
@@ -260,6 +298,10 @@ class TxnCoordinator:
             for group, offsets in t.offsets.items():
                 self.commit_offsets(group, offsets)
         t.status = TxnStatus.COMPLETE_COMMIT if commit else TxnStatus.COMPLETE_ABORT
+        if commit:
+            self.counts.committed += 1
+        else:
+            self.counts.aborted[reason] = self.counts.aborted.get(reason, 0) + 1
         t.partitions.clear()
         t.groups.clear()
         t.offsets.clear()
@@ -267,6 +309,27 @@ class TxnCoordinator:
         log.info("broker.txn_ended", transactional_id=t.transactional_id,
                  producer_id=t.producer_id, epoch=t.epoch, committed=commit)
         return self._saved(t)
+
+    # -- what the admin tools see (KIP-664) ------------------------------------------------
+
+    def described(self, transactional_id: str) -> TxnState | None:
+        return self.txns.get(transactional_id)
+
+    def listed(self, states: list[str], producer_ids: list[int], running_longer_ms: int,
+               id_pattern: re.Pattern | None, now_ms: int) -> Listing:
+        """The ids ListTransactions answers, Kafka's filters: in one of ``states`` (if
+        any), holding one of ``producer_ids`` (if any), whole id matching ``id_pattern``
+        (if any), and, when ``running_longer_ms`` is 0 or more, with a transaction open
+        longer than that (an id with none open has no start time, so it is left out)."""
+        unknown = sorted(set(states) - KAFKA_STATE_NAMES)
+        wanted_states, wanted_pids = set(states), set(producer_ids)
+        out = [t for t in list(self.txns.values())
+               if (not wanted_states or t.status.value in wanted_states)
+               and (not wanted_pids or t.producer_id in wanted_pids)
+               and (id_pattern is None or id_pattern.fullmatch(t.transactional_id))
+               and (running_longer_ms < 0
+                    or (t.started_ms >= 0 and now_ms - t.started_ms > running_longer_ms))]
+        return Listing(out, unknown)
 
     def _saved(self, t: TxnState) -> int:
         try:

@@ -36,6 +36,12 @@ class TxnStatus(Enum):
         return self in (TxnStatus.PREPARE_COMMIT, TxnStatus.PREPARE_ABORT)
 
 
+# Every state name Kafka's coordinator has: a ListTransactions filter naming another is
+# reported back as unknown. This broker never holds the last two (it never fences an
+# epoch mid-prepare, and forgets an expired id at once instead of marking it Dead).
+KAFKA_STATE_NAMES = frozenset({s.value for s in TxnStatus} | {"PrepareEpochFence", "Dead"})
+
+
 class TopicPartition(NamedTuple):
     topic: str
     partition: int

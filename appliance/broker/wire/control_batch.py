@@ -27,6 +27,9 @@ _TAIL = struct.Struct(">hiqqqhii")  # attributes .. recordsCount
 _CONTROL_KEY = struct.Struct(">hh")  # version, type
 _CONTROL_VALUE = struct.Struct(">hi")  # version, coordinator epoch
 NO_SEQUENCE = -1
+# The coordinator epoch every marker carries: one broker coordinates every transactional
+# id and its coordinator never moves, so its epoch never changes.
+COORDINATOR_EPOCH = 0
 # In a marker ``marker_batch`` wrote: record length, attributes, timestamp delta, offset
 # delta and key length take one byte each before the key.
 _KEY_AT = HEADER_SIZE + 5

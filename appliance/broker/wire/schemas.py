@@ -988,6 +988,86 @@ ALL.extend(TRANSACTION_APIS)
 BY_KEY.update({s.key: s for s in TRANSACTION_APIS})
 
 
+# -- looking at transactions and producers (KIP-664: the kafka-transactions tool) -----------
+# ListTransactions v1 adds a duration filter (KIP-994), v2 a transactional id pattern
+# (KIP-1152); its response is v0's.
+
+_TXN_PARTITIONS = [F("name", "string"), F("partition_indexes", Array("int32"))]
+
+DESCRIBE_PRODUCERS = Schema(
+    61, "DescribeProducers", 0, 0, 0,
+    request=[
+        F("topics", Array(_TXN_PARTITIONS)),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("topics", Array([
+            F("name", "string"),
+            F("partitions", Array([
+                F("partition_index", "int32"),
+                F("error_code", "int16"),
+                F("error_message", "nstring"),
+                F("active_producers", Array([
+                    F("producer_id", "int64"),
+                    F("producer_epoch", "int32"),
+                    F("last_sequence", "int32", default=-1),
+                    F("last_timestamp", "int64", default=-1),
+                    F("coordinator_epoch", "int32"),
+                    F("current_txn_start_offset", "int64", default=-1),
+                ])),
+            ])),
+        ])),
+    ],
+)
+
+DESCRIBE_TRANSACTIONS = Schema(
+    65, "DescribeTransactions", 0, 0, 0,
+    request=[
+        F("transactional_ids", Array("string")),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("transaction_states", Array([
+            F("error_code", "int16"),
+            F("transactional_id", "string"),
+            F("transaction_state", "string"),
+            F("transaction_timeout_ms", "int32"),
+            F("transaction_start_time_ms", "int64"),
+            F("producer_id", "int64"),
+            F("producer_epoch", "int16"),
+            F("topics", Array([
+                F("topic", "string"),
+                F("partitions", Array("int32")),
+            ])),
+        ])),
+    ],
+)
+
+LIST_TRANSACTIONS = Schema(
+    66, "ListTransactions", 0, 2, 0,
+    request=[
+        F("state_filters", Array("string")),
+        F("producer_id_filters", Array("int64")),
+        F("duration_filter", "int64", 1, default=-1),
+        F("transactional_id_pattern", "nstring", 2),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("error_code", "int16"),
+        F("unknown_state_filters", Array("string")),
+        F("transaction_states", Array([
+            F("transactional_id", "string"),
+            F("producer_id", "int64"),
+            F("transaction_state", "string"),
+        ])),
+    ],
+)
+
+TRANSACTION_ADMIN_APIS = [DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS]
+ALL.extend(TRANSACTION_ADMIN_APIS)
+BY_KEY.update({s.key: s for s in TRANSACTION_ADMIN_APIS})
+
+
 # -- SASL -----------------------------------------------------------------------------------
 # Advertised on every listener, as Kafka does; on a listener without SASL (or after a
 # connection authenticated) both answer ILLEGAL_SASL_STATE. Handshake v0 (raw SASL tokens
