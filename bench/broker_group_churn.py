@@ -219,6 +219,8 @@ class Run:
                     if m.live:
                         m.end(signal.SIGTERM)
                 rcs = {m.name: m.reap() for m in self.members}
+        failed = {m.name: (self.workdir / f"{m.name}.err").read_text(errors="replace")[-800:]
+                  for m in self.members if rcs[m.name] not in (0, -signal.SIGKILL)}
         consumed = Consumed.of(load(m.records for m in self.members))
         missing = consumed.missing(ends)
         figures = event_figures(consumed, self.history, self.events, self.events[0].ns,
@@ -233,6 +235,7 @@ class Run:
             "committed_at_end_equals_ends": committed == ends,
             "duplicates": int((~consumed.first).sum()), "overlaps": overlaps(self.history),
             "not_balanced": self.never, "member_exit_codes": rcs,
+            "member_errors": failed,
             "per_second": per_second(consumed, self.events[0].ns, end_ns),
             "cpu_busy_during": machine.busy_since(cpu0),
         }
