@@ -39,6 +39,7 @@ E2E = {
     "loadgen/test_loadgen_end_to_end.py": "load runs against the relay stand-in",
     "loadgen/test_loadgen_locust.py": "Locust runs",
     "bench/test_latency_driver.py": "the Java load driver",
+    "bench/test_broker_group_churn.py": "the group churn bench's quick form (librdkafka members)",
     "appliance/test_ha_election.py": "a pair's election through kill -9 and SIGSTOP",
 }
 

@@ -302,6 +302,13 @@ def test_assignors_spread_evenly_and_stick():
     second = uniform(AssignorInput(fewer, {"t": 7}, first))
     for m in fewer:  # a and b keep what they had
         assert first[m]["t"] <= second[m]["t"]
+    # a fourth member joining three at two partitions each of six gets its share (it got
+    # none while every member could keep up to the rounded-up share), and only one moves
+    six = uniform(AssignorInput(subs, {"t": 6}, {}))
+    more = {**subs, "d": frozenset({"t"})}
+    after = uniform(AssignorInput(more, {"t": 6}, six))
+    assert sorted(len(after[m].get("t", ())) for m in more) == [1, 1, 2, 2]
+    assert sum(len(six[m]["t"] - after[m].get("t", frozenset())) for m in subs) == 1
     assert range_(AssignorInput(fewer, {"t": 5}, {})) == {
         "a": {"t": frozenset({0, 1, 2})}, "b": {"t": frozenset({3, 4})}}
 

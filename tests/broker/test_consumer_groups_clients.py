@@ -153,6 +153,26 @@ def test_members_share_hand_over_and_survive_a_broker_restart(kbroker):
         fresh.close()
 
 
+def test_members_joining_one_at_a_time_each_get_their_share(kbroker):
+    """Issue 53's churn bench found it: three members at two partitions each kept them
+    all when a fourth joined (the uniform assignor let every member keep up to the
+    rounded-up share), so the fourth owned nothing until someone left."""
+    group = f"kip848-join-{time.monotonic_ns()}"
+    g = Group({})
+    try:
+        for n in range(1, 5):
+            g.members[f"m{n}"] = member(kbroker.bootstrap, group, f"m{n}")
+            g.read[f"m{n}"] = []
+            want = sorted([PARTITIONS // n + 1] * (PARTITIONS % n)
+                          + [PARTITIONS // n] * (n - PARTITIONS % n))
+            g.poll_until(lambda want=want: g.covers_all() and sorted(
+                len(owned(c)) for c in g.members.values()) == want,
+                f"{n} members sharing {PARTITIONS} partitions as {want}")
+    finally:
+        for c in g.members.values():
+            c.close()
+
+
 @pytest.mark.java
 def test_java_members_share_hand_over_commit_and_describe(kbroker, java_checks):
     """The Java client 3.9 (group.protocol=consumer, ConsumerGroupHeartbeat v0: the broker

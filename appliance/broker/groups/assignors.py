@@ -7,7 +7,8 @@ subscription; a subscribed topic appeared or grew). A member picks one with
 
 - ``uniform`` (the default): every partition of the subscribed topics spread so members
   differ by at most one partition where their subscriptions allow, and sticky: a member
-  keeps what it already had up to its share, so a join or leave moves only what it must.
+  keeps what it already had up to its share (rounded down, and one more for as many
+  members as the division leaves over), so a join or leave moves only what it must.
 - ``range``: per topic, the members subscribed to it (by member id) take contiguous ranges,
   the first ones one partition more when the count does not divide.
 
@@ -49,21 +50,36 @@ def uniform(spec: AssignorInput) -> Assignment:
                     if any(topic in spec.subscriptions[m] for m in members)
                     for p in range(count))
     # each member's fair share of what it may read: the partitions it subscribes to,
-    # divided among everyone who reads them too, rounded up
-    share = {}
+    # divided among everyone who reads them too, rounded down (``floor``); some may have
+    # one more, as many as the division leaves over
+    floor = {}
     for m in members:
         mine = [tp for tp in wanted if tp[0] in spec.subscriptions[m]]
         readers = {o for o in members if spec.subscriptions[o] & spec.subscriptions[m]}
-        share[m] = -(-len(mine) // max(len(readers), 1)) if mine else 0
+        floor[m] = len(mine) // max(len(readers), 1)
+    had = {m: sorted((t, p) for t, parts in spec.current.get(m, {}).items() for p in parts
+                     if t in spec.subscriptions[m] and p < spec.partitions.get(t, 0))
+           for m in members}
     owned: dict[str, set[tuple[str, int]]] = {m: set() for m in members}
     taken: set[tuple[str, int]] = set()
-    for m in members:  # stickiness: keep what it had, up to its share
-        kept = sorted((t, p) for t, parts in spec.current.get(m, {}).items() for p in parts
-                      if t in spec.subscriptions[m] and p < spec.partitions.get(t, 0))
-        for tp in kept[:share[m]]:
+
+    def keep(m: str, up_to: int) -> None:
+        for tp in had[m]:
+            if len(owned[m]) >= up_to:
+                return
             if tp not in taken:
                 owned[m].add(tp)
                 taken.add(tp)
+
+    for m in members:  # stickiness: keep what it had, up to its share
+        keep(m, floor[m])
+    # ... and one more where that still leaves enough to bring everyone to their share:
+    # rounding every share up instead let three members keep two partitions each of six
+    # when a fourth joined, which then got none (bench.broker_group_churn found it)
+    for m in sorted(members, key=lambda m: (-len(had[m]), m)):
+        short = sum(max(floor[o] - len(owned[o]), 0) for o in members)
+        if len(wanted) - len(taken) > short:
+            keep(m, floor[m] + 1)
     for tp in wanted:  # the rest to the least loaded member that reads the topic
         if tp in taken:
             continue
