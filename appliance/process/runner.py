@@ -198,6 +198,13 @@ class Appliance:
         self.recovered = self.query_start.start(
             self.rules.rule_book(), self.rules.running_rules(), starting_offsets)
 
+    def plan_query(self) -> float:
+        """Plan the next start's query now (``[ha]``: a standby, before it waits), so a
+        takeover pays only Spark's start; its seconds."""
+        if self.query_start is None:
+            raise RuntimeError("no session to plan the query in: start() comes first")
+        return self.query_start.prepare(self.rules.rule_book(), self.rules.running_rules())
+
     def serve(self, stop: threading.Event) -> int:
         """Block until ``stop`` is set (0) or the query dies or gets stuck (1). A query
         that died of a cause ``appliance.process.restarts`` lists is started again in this
