@@ -215,6 +215,10 @@ class Fault:
         if elected:
             out["takeover_steps"] = self.takeover_steps(_ts(elected[0]))
         out["false_takeovers"] = self.false_takeovers()
+        # The new active losing its role again while nobody else was there to take it (a
+        # membership that lapsed on a starved machine): a gap of its own.
+        out["fenced_after_takeover"] = sum(
+            1 for e in self.standby.events("ha.fenced") if _ts(e) >= self.struck_at)
         return out
 
     def false_takeovers(self) -> int:
@@ -327,8 +331,9 @@ def summarize(rows: list[dict]) -> list[dict]:
         if standby:
             summary["standby_cpu_percent"] = _median(standby, "cpu_percent_of_a_core")
             summary["standby_rss_mb"] = _median(standby, "rss_mb")
-        if any("false_takeovers" in r for r in runs):
-            summary["false_takeovers"] = sum(r.get("false_takeovers", 0) for r in runs)
+        for key in ("false_takeovers", "fenced_after_takeover"):
+            if any(key in r for r in runs):
+                summary[key] = sum(r.get(key, 0) for r in runs)
         target = LONGEST_WAIT_TARGET_MS.get(cell[0])
         summary["longest_wait_target_ms"] = target
         out.append(summary)
