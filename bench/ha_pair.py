@@ -51,7 +51,7 @@ from datetime import datetime
 from pathlib import Path
 
 from appliance.broker import EmbeddedBroker
-from appliance.config import Config, TopicsConfig
+from appliance.config import HA_SESSION_MIN_MS, Config, HaConfig, TopicsConfig
 from appliance.config import write_config as write_config_file
 from appliance.process import process_group
 from appliance.process.cpu_affinity import tree
@@ -64,8 +64,12 @@ from bench.appliance_latency import READY_TIMEOUT_S, ROOT, RULES, Driver
 
 OUT = ROOT / "reports" / "bench" / "ha_pair.json"
 SCENARIOS = ("kill9", "sigstop", "handover", "lone-kill9")
-SESSION_S = 6.0            # [ha] session_timeout: the smallest a Kafka broker accepts
+SESSION_S = HaConfig().session_timeout_ms / 1000  # [ha] session_timeout's default
 FROZEN_S = 30.0            # how long sigstop keeps the old active frozen
+#: The new active's log events between ``ha.elected`` and ``ha.active`` (the bench reports
+#: when each came): where a takeover's seconds go.
+TAKEOVER_STEPS = ("ha.offsets_from_kafka", "ha.offsets_floor", "ha.offsets_none",
+                  "query.started", "ha.active")
 #: The issue's targets: the longest wait for any alert, ms.
 LONGEST_WAIT_TARGET_MS = {"kill9": 5000, "sigstop": 5000, "handover": 1000}
 
@@ -93,7 +97,7 @@ def _free_port() -> int:
 
 
 def write_config(trigger: str, bootstrap: str, topics: dict[str, str], checkpoint: Path,
-                 path: Path, group: str | None) -> Path:
+                 path: Path, group: str | None, session_s: float = SESSION_S) -> Path:
     """What an operator writes; a pair's two differ only in the metrics port."""
     cell = BY_NAME[trigger]
     doc = {"kafka": {"bootstrap_servers": bootstrap}, "topics": topics,
@@ -102,7 +106,7 @@ def write_config(trigger: str, bootstrap: str, topics: dict[str, str], checkpoin
            "rules": {"path": str(RULES)}, "spark": {"master": "local[2]", **cell.spark},
            "metrics": {"port": _free_port()}}
     if group is not None:
-        doc["ha"] = {"group": group, "session_timeout": f"{SESSION_S:g} seconds"}
+        doc["ha"] = {"group": group, "session_timeout": f"{session_s:g} seconds"}
     return write_config_file(Config.model_validate(doc), path)
 
 
@@ -208,7 +212,37 @@ class Fault:
         if active:
             out["serving_after_s"] = round(_ts(active[0]) - self.struck_at, 2)
             out["takeover_s"] = active[0].get("takeover_s")
+        if elected:
+            out["takeover_steps"] = self.takeover_steps(_ts(elected[0]))
+        out["false_takeovers"] = self.false_takeovers()
+        # The new active losing its role again while nobody else was there to take it (a
+        # membership that lapsed on a starved machine): a gap of its own.
+        out["fenced_after_takeover"] = sum(
+            1 for e in self.standby.events("ha.fenced") if _ts(e) >= self.struck_at)
         return out
+
+    def false_takeovers(self) -> int:
+        """Role changes before the fault, the steady run under load: the standby elected
+        or the active fenced while both were alive and well (a session too short for the
+        machine's hiccups)."""
+        assert self.standby is not None and self.struck_at is not None
+        struck_at = self.struck_at
+        return (sum(1 for e in self.standby.events("ha.elected") if _ts(e) < struck_at)
+                + sum(1 for e in self.active.events("ha.fenced") if _ts(e) < struck_at))
+
+    def takeover_steps(self, elected_at: float) -> dict[str, float]:
+        """Seconds from ``ha.elected`` to each step of the new active's start that it
+        logged, in order: where the time between the election and serving goes."""
+        assert self.standby is not None
+        steps = {}
+        for event in log_events(self.standby.log):
+            name = event.get("event")
+            if name in TAKEOVER_STEPS and name not in steps and _ts(event) >= elected_at:
+                steps[name] = round(_ts(event) - elected_at, 3)
+                if name == "query.started":  # its own split: planning, Spark's start()
+                    steps["query.planned_s"] = event.get("planned_s")
+                    steps["query.start_s"] = event.get("start_s")
+        return steps
 
 
 def derive(result: dict, fault_at: float) -> dict:
@@ -237,7 +271,8 @@ def run_once(scenario: str, trigger: str, rate: int, cp: str, broker, args,
     pair = scenario != "lone-kill9"
     group = f"bench-{tag}" if pair else None
     configs = [write_config(trigger, broker.bootstrap, topics, checkpoint,
-                            workdir / f"{n}.toml", group) for n in ("a", "b")[:1 + pair]]
+                            workdir / f"{n}.toml", group, args.session_timeout)
+               for n in ("a", "b")[:1 + pair]]
     seconds = args.fault_at + args.after
     instances: list[Instance] = []
     fault: Fault | None = None
@@ -267,6 +302,9 @@ def run_once(scenario: str, trigger: str, rate: int, cp: str, broker, args,
                 instances.append(fault.restarted)
         for inst in instances:
             inst.stop()
+            if args.logs is not None:  # kept for a look at where a takeover's time went
+                args.logs.mkdir(parents=True, exist_ok=True)
+                shutil.copy(inst.log, args.logs / f"{tag}-{inst.log.name}")
         shutil.rmtree(checkpoint, ignore_errors=True)
     return {"scenario": scenario, "trigger": trigger, "rate": rate,
             **derive(result, args.fault_at), **fault.serving(),
@@ -293,6 +331,9 @@ def summarize(rows: list[dict]) -> list[dict]:
         if standby:
             summary["standby_cpu_percent"] = _median(standby, "cpu_percent_of_a_core")
             summary["standby_rss_mb"] = _median(standby, "rss_mb")
+        for key in ("false_takeovers", "fenced_after_takeover"):
+            if any(key in r for r in runs):
+                summary[key] = sum(r.get(key, 0) for r in runs)
         target = LONGEST_WAIT_TARGET_MS.get(cell[0])
         summary["longest_wait_target_ms"] = target
         out.append(summary)
@@ -328,14 +369,23 @@ def main(argv: list[str] | None = None) -> int:
                     help="seconds after the load starts (default: 20)")
     ap.add_argument("--after", type=float, default=70.0,
                     help="seconds of load after the fault (default: 70)")
+    ap.add_argument("--session-timeout", type=float, default=SESSION_S,
+                    help=f"[ha] session_timeout, seconds (default: {SESSION_S:g}, the "
+                         f"config's; the bench's broker takes down to "
+                         f"{HA_SESSION_MIN_MS / 1000:g})")
     ap.add_argument("--standby-window", type=float, default=10.0)
     ap.add_argument("--ready-timeout", type=float, default=READY_TIMEOUT_S)
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--logs", type=Path, default=None,
+                    help="keep each run's instance logs in this folder")
     args = ap.parse_args(argv)
     started, load0 = time.monotonic(), os.getloadavg()[0]
     cp = compile_driver("AlertLatencyBench.java")
     rows = []
-    with EmbeddedBroker() as broker, tempfile.TemporaryDirectory(prefix="bench-pair-") as tmp:
+    # Its groups take sessions down to [ha]'s floor, as the appliance's embedded broker's.
+    short_sessions = ["--group-min-session-timeout-ms", str(HA_SESSION_MIN_MS)]
+    with EmbeddedBroker(extra_args=short_sessions) as broker, \
+            tempfile.TemporaryDirectory(prefix="bench-pair-") as tmp:
         broker.create_topics({"appliance.warmup": 2})
         for run in range(args.runs):
             for trigger in args.triggers:
@@ -360,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
     doc = {"benchmark": "ha_pair", "command": "python -m bench.ha_pair " + " ".join(argv or []),
            "note": (f"fresh pair (or lone instance) per run; load from the active's "
                     f"appliance.ready, the fault {args.fault_at:g} s later, "
-                    f"{args.after:g} s after it; [ha] session_timeout {SESSION_S:g} s; "
+                    f"{args.after:g} s after it; [ha] session_timeout {args.session_timeout:g} s; "
                     f"medians of {args.runs} run(s); ms unless named"),
            "summary": summarize(ok), "runs": rows,
            "failed": [r for r in rows if "error" in r]}

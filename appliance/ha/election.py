@@ -32,12 +32,14 @@ from pathlib import Path
 
 from kafka import KafkaConsumer, TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
+from kafka.errors import InvalidSessionTimeoutError
 from kafka.structs import MemberState, OffsetAndMetadata
 
 from appliance import logs
 from appliance.ha.assignor import NewestOwnerAssignor
 from appliance.ha.control import HANDOVER, Announcement
 from appliance.ha.instance import control_topic
+from appliance.ha.session_bounds import SessionRefused, cluster_bounds, refusal
 from appliance.query.checkpoint import committed_offsets
 
 log = logs.get_logger("appliance.ha")
@@ -48,6 +50,9 @@ POLL_MS = 200
 #: How often the active commits its processed offsets (and so renews its lease).
 COMMIT_PERIOD_S = 1.0
 METADATA_MAX_AGE_MS = 10_000
+#: The heartbeat: a quarter of the session (Kafka's advice: at most a third), so a member
+#: misses three before it lapses; never more often than this.
+HEARTBEAT_MIN_MS = 250
 
 
 class Role(enum.IntEnum):
@@ -125,6 +130,7 @@ class Election:
         self.takeovers = 0  # times this process became active
         self.takeover_s: float | None = None  # assignment to serving, the last time
         self.failure: str | None = None  # the election thread's cause of death
+        self.refused: SessionRefused | None = None  # Kafka will not take the session
 
     # -- the runner's side ---------------------------------------------------------------
     @property
@@ -147,7 +153,7 @@ class Election:
         self._floor = {}
         self._floor_committed.clear()
         self.active_at = None
-        heartbeat_ms = max(500, s.session_timeout_ms // 4)
+        heartbeat_ms = max(HEARTBEAT_MIN_MS, s.session_timeout_ms // 4)
         self._consumer = KafkaConsumer(**{
             **self.client_config, "group_id": s.group,
             "client_id": f"appliance-ha-{s.instance}", "enable_auto_commit": False,
@@ -169,11 +175,14 @@ class Election:
 
     def wait_active(self, stop: threading.Event, timeout_s: float | None = None) -> bool:
         """Block while standby: True once active, False if ``stop`` was set or
-        ``timeout_s`` passed first. RuntimeError if the election itself failed."""
+        ``timeout_s`` passed first. ``SessionRefused`` if Kafka will not take the session
+        timeout (exit 2), RuntimeError if the election failed otherwise."""
         deadline = None if timeout_s is None else self.clock() + timeout_s
         while not stop.is_set() and (deadline is None or self.clock() < deadline):
             if self._became_active.wait(0.2):
                 return True
+            if self.refused is not None:
+                raise self.refused
             if self.failure is not None:
                 raise RuntimeError(f"ha election failed: {self.failure}")
         return False
@@ -222,6 +231,10 @@ class Election:
                 try:
                     self._read(consumer.poll(timeout_ms=POLL_MS))
                     self._trouble("poll", None)
+                except InvalidSessionTimeoutError:  # every retry would be refused alike
+                    self.refused = SessionRefused(refusal(
+                        self.settings.session_timeout_ms, cluster_bounds(self.client_config)))
+                    raise
                 except Exception as exc:  # noqa: BLE001 - Kafka away: retry, the lease decides
                     self._trouble("poll", exc)
                     self._closing.wait(1.0)
@@ -230,7 +243,8 @@ class Election:
                 elif not self._standby_logged:
                     self._log_standby(consumer)
         except Exception as exc:  # noqa: BLE001 - said by wait_active and in the log
-            self.failure = f"{type(exc).__name__}: {exc}"
+            self.failure = (str(self.refused) if self.refused is not None
+                            else f"{type(exc).__name__}: {exc}")
             log.error("ha.failed", error=" ".join(self.failure.split())[:500])
             self._fence(f"the election thread failed: {self.failure}")  # no lease any more
         finally:

@@ -54,6 +54,10 @@ class PairHost(Protocol):
         """Start the query from ``starting_offsets`` (the pair's, in Kafka)."""
         ...
 
+    def plan_query(self) -> float:
+        """Plan the next start's query ahead; its seconds."""
+        ...
+
 
 class PairTurns:
     """This instance's turns in its pair; ``election`` once it joined."""
@@ -94,6 +98,7 @@ class PairTurns:
         else:
             ensure_control_topic(client, group)
             election.start()  # after a step down
+        self.plan_ahead()
         rewarm_s = self.config.ha.rewarm_s
         next_warmup = time.monotonic() + (rewarm_s or 0.0)
         while not election.wait_active(stop, timeout_s=STANDBY_CHECK_S):
@@ -106,6 +111,16 @@ class PairTurns:
                 self.rewarm()
         self.starting_offsets = start_from_kafka(self.config, client, self.partitions,
                                                  election)
+
+    def plan_ahead(self) -> None:
+        """Plan the takeover's query while waiting (``ha.planned``): once elected, only
+        Spark's start of it is left to pay."""
+        try:
+            seconds = self.host.plan_query()
+        except Exception as exc:  # noqa: BLE001 - planned at the takeover instead
+            log.warning("ha.plan_failed", error=" ".join(str(exc).split())[:500])
+            return
+        log.info("ha.planned", seconds=round(seconds, 3))
 
     def rewarm(self) -> None:
         """The warm-up again: the query's code stays compiled, the producer connected."""

@@ -6,27 +6,57 @@ are the query's. The query evaluates the rule book's rules, whatever version the
 holds when each epoch or batch begins. Before each start, what a crash left in the
 checkpoint is moved aside (``appliance.query.checkpoint``).
 
+A pair's standby plans its takeover's query while it waits (``prepare``): where that
+query starts is known only once Kafka elects it, so the start goes through the fresh
+checkpoint (``seed_starting_offsets``) instead of the planned ``startingOffsets``, and
+the takeover pays only Spark's ``start()``.
+
 This module imports pyspark: the runner imports it only once the checks that need no JVM
 have passed (``appliance.process.runner``).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+import json
+import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pyspark.sql import SparkSession
+from pyspark.sql.streaming import DataStreamWriter
 
 from appliance import logs
 from appliance.process.query_probes import QueryProbes
 from appliance.process.run_settings import RunSettings
 from appliance.query.checkpoint import repair as repair_checkpoint
+from appliance.query.checkpoint import seed_starting_offsets
 from appliance.query.stream_query import StreamSpec, stream_writer
 from appliance.query.warmup import START, StreamWarmup, WarmupResult, warm_up
 from appliance.rules.rule_book import CompiledRules, RuleBook
 from appliance.rules.rules_file import RuleSet
 
 log = logs.get_logger("appliance")
+
+
+@dataclass(frozen=True)
+class PlannedQuery:
+    """A query planned ahead (``QueryStart.prepare``), for the rules it was planned on."""
+
+    writer: DataStreamWriter
+    rules_version: str
+
+
+def exact_offsets(starting_offsets: str | None) -> str | None:
+    """``starting_offsets`` if it names an offset for every partition (the pair's offsets
+    in Kafka), else None (``earliest``/``latest``, or a partition with none committed)."""
+    if not starting_offsets or not starting_offsets.lstrip().startswith("{"):
+        return None
+    try:
+        topics = json.loads(starting_offsets)
+        exact = all(int(o) >= 0 for parts in topics.values() for o in parts.values())
+    except (ValueError, TypeError, AttributeError):
+        return None
+    return starting_offsets if exact and topics else None
 
 
 class QueryStart:
@@ -36,6 +66,7 @@ class QueryStart:
         self.settings = settings
         self.spark = spark
         self.probes = probes
+        self.planned: PlannedQuery | None = None  # ``prepare``'s, until a start takes it
 
     def warm_up(self, compiled: CompiledRules, topic: str | None) -> WarmupResult:
         """Run the query's plan on synthetic records (``topic``: the warm-up topic, None
@@ -53,27 +84,50 @@ class QueryStart:
                        dict(settings.source_options), dict(settings.sink_options),
                        latency_headers=settings.config.metrics.alert_latency, plan=plan)
 
-    def start(self, book: RuleBook, rules: RuleSet, starting_offsets: str | None) -> bool:
-        """Start the query on ``book`` (at start-up, after a failure, after a takeover);
-        True if it resumes from an existing checkpoint."""
+    def _writer(self, book: RuleBook, starting_offsets: str | None) -> DataStreamWriter:
         settings = self.settings
         config, mode = settings.config, settings.mode
-        spec = StreamSpec(
+        return stream_writer(self.spark, book, StreamSpec(
             name="appliance",
             reader_options=settings.reader_options(starting_offsets),
             writer_options=settings.writer_options(),
             checkpoint=config.query.checkpoint_dir, output_mode=mode.output_mode,
             trigger=mode.trigger_kwargs(config.query.trigger_interval),
-            topics=config.topics, latency_headers=config.metrics.alert_latency)
-        writer = stream_writer(self.spark, book, spec)
+            topics=config.topics, latency_headers=config.metrics.alert_latency))
+
+    def prepare(self, book: RuleBook, rules: RuleSet) -> float:
+        """Plan the next start's query now (a standby, before it waits): a start from
+        exact offsets on these rules then skips the planning; its seconds."""
+        began = time.monotonic()
+        self.planned = PlannedQuery(self._writer(book, None), rules.version)
+        return time.monotonic() - began
+
+    def start(self, book: RuleBook, rules: RuleSet, starting_offsets: str | None) -> bool:
+        """Start the query on ``book`` (at start-up, after a failure, after a takeover);
+        True if it resumes from an existing checkpoint. A query ``prepare`` planned on
+        the same rules is started when ``starting_offsets`` are exact: they are seeded
+        into its fresh checkpoint, which the connector reads before the option."""
+        began = time.monotonic()
+        config, mode = self.settings.config, self.settings.mode
+        planned, self.planned = self.planned, None
+        seed = exact_offsets(starting_offsets)
+        ahead = planned is not None and seed is not None \
+            and planned.rules_version == rules.version
+        writer = planned.writer if ahead and planned is not None \
+            else self._writer(book, starting_offsets)
+        planned_at = time.monotonic()
         self.repair_checkpoint()
         Path(config.query.checkpoint_dir).mkdir(parents=True, exist_ok=True)
+        if ahead and seed is not None:
+            seed_starting_offsets(config.query.checkpoint_dir, seed)
         recovered = self.probes.starting()
         query = writer.start()
         self.probes.started(query, self.spark)
         log.info("query.started", id=str(query.id), trigger=mode.name,
                  interval=config.query.interval, checkpoint=config.query.checkpoint_dir,
-                 rules_version=rules.version)
+                 rules_version=rules.version, planned_ahead=ahead,
+                 planned_s=round(planned_at - began, 3),
+                 start_s=round(time.monotonic() - planned_at, 3))
         return recovered
 
     def repair_checkpoint(self) -> None:

@@ -1,10 +1,10 @@
 """The appliance's lifecycle: the pieces of a run started in order, served, stopped.
 
 Order matters: everything that can be checked without a JVM (config, rules, topics, the
-CPUs kept after ``ready``, task slots for a local master, an ``[ha]`` partner) is checked
-before Spark starts, so a typo costs a second, not a JVM start. ``Appliance`` is used
-in-process by ``demo``, the tests and the benchmarks; ``run`` adds signal handling and
-exit codes for ``appliance run``.
+CPUs kept after ``ready``, task slots for a local master, an ``[ha]`` partner and the
+session timeout its Kafka takes) is checked before Spark starts, so a typo costs a second,
+not a JVM start. ``Appliance`` is used in-process by ``demo``, the tests and the
+benchmarks; ``run`` adds signal handling and exit codes for ``appliance run``.
 
 Each piece is a room of its own, and this module only puts them in order:
 
@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 from appliance import logs
 from appliance.config import Config, ConfigError
 from appliance.ha.instance import instance_config
+from appliance.ha.session_bounds import check_session
 from appliance.process.embedded_kafka import EmbeddedPortInUse
 from appliance.process.kafka_side import KafkaSide
 from appliance.process.kept_cpus import KeptCpus
@@ -172,6 +173,7 @@ class Appliance:
             refusal = pair.check_partner()
             if refusal is not None:
                 raise PreflightError(refusal)
+            check_session(cfg.ha.session_timeout_ms, settings.client())  # SessionRefused
         shared = self._shared_spark
         master = spark_master(shared) if shared is not None else cfg.spark.master
         slots = local_slots(master)
@@ -195,6 +197,13 @@ class Appliance:
             raise RuntimeError("no session to start the query in: start() comes first")
         self.recovered = self.query_start.start(
             self.rules.rule_book(), self.rules.running_rules(), starting_offsets)
+
+    def plan_query(self) -> float:
+        """Plan the next start's query now (``[ha]``: a standby, before it waits), so a
+        takeover pays only Spark's start; its seconds."""
+        if self.query_start is None:
+            raise RuntimeError("no session to plan the query in: start() comes first")
+        return self.query_start.prepare(self.rules.rule_book(), self.rules.running_rules())
 
     def serve(self, stop: threading.Event) -> int:
         """Block until ``stop`` is set (0) or the query dies or gets stuck (1). A query

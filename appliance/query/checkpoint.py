@@ -193,3 +193,23 @@ def committed_offsets(checkpoint_dir: str | Path) -> dict[str, dict[int, int]]:
                             {int(p): int(o) for p, o in parts.items()})
         return out
     return {}
+
+
+def seed_starting_offsets(checkpoint_dir: str | Path, offsets_json: str) -> Path | None:
+    """Where a new query starts, said through its checkpoint instead of its
+    ``startingOffsets`` option: the connector resolves a fresh query's start once and
+    keeps it in ``sources/0/`` (``INITIAL_OFFSETS``, read before the option on every
+    start), so a query planned before its start was known (a pair's standby) starts at
+    ``offsets_json`` (``{"topic": {"0": 42}}``, exact offsets only). Only for a
+    checkpoint with no batch or epoch yet; written to a temp file and renamed, as the
+    connector writes it. None, and nothing written, when the checkpoint has a batch or
+    epoch already: Spark resumes from that, whatever the start said."""
+    if batch_ids(Path(checkpoint_dir) / "offsets"):
+        return None
+    source = Path(checkpoint_dir) / "sources" / "0"
+    source.mkdir(parents=True, exist_ok=True)
+    path = source / INITIAL_OFFSETS
+    tmp = source / f".{INITIAL_OFFSETS}.tmp"
+    tmp.write_text(offsets_json, encoding="utf-8")
+    tmp.rename(path)
+    return path

@@ -108,6 +108,28 @@ def test_ha_handover_without_a_pair_exits_2_and_without_a_standby_exits_1(tmp_pa
                                      "to nobody)")
 
 
+def test_a_pair_whose_kafka_refuses_its_session_exits_2_before_spark_starts(tmp_path,
+                                                                           broker):
+    """The shared broker keeps Kafka's 6 s minimum session; the pair's default is 2 s."""
+    good_rules(tmp_path)
+    topics = {name: f"refused-{name}-{tmp_path.name}"[:200]
+              for name in ("events", "alerts", "dead_letters")}
+    broker.create_topics({t: 1 for t in topics.values()})
+    config = write(tmp_path / "pair.toml",
+                   f'[kafka]\nbootstrap_servers = "{broker.bootstrap}"\n[topics]\n'
+                   + "".join(f'{k} = "{v}"\n' for k, v in topics.items())
+                   + '[ha]\ngroup = "short-session"\n')
+    result = appliance("run", "--config", str(config))
+    assert result.returncode == 2, result.stderr
+    said = [line for line in result.stderr.splitlines() if not line.startswith("{")]
+    assert said == [
+        "ha.session_timeout: 2 s is not a session this Kafka cluster takes: it accepts "
+        "sessions of at least 6 s (group.min.session.timeout.ms=6000); set [ha] "
+        "session_timeout (or APPLIANCE_HA_SESSION_TIMEOUT) to 6 s or more, or lower the "
+        "cluster's group.min.session.timeout.ms"], result.stderr
+    assert "spark.ready" not in result.stderr
+
+
 def test_run_with_bad_rules_exits_2_before_spark_starts(tmp_path):
     rules = write(tmp_path / "rules.yml",
                   "rules:\n  - {id: cpu, severity: info, when: \"avg(value) > 1\"}\n")

@@ -171,9 +171,9 @@ def test_stall_timeout_is_continuous_only_and_unset_by_default(tmp_path, monkeyp
      "appliance.toml: query.executor_loss_restarts: "),
     ('[query]\nwarmup_batches = 101\n',
      "appliance.toml: query.warmup_batches: must be 0..100, 0 = no streaming warm-up"),
-    # [ha]: Kafka's smallest default session timeout; a group name Kafka can hold.
-    ('[ha]\ngroup = "pair"\nsession_timeout = 3\n',
-     "appliance.toml: ha.session_timeout: must be 6 to 60 seconds (got '3')"),
+    # [ha]: a session that outlasts a few heartbeats; a group name Kafka can hold.
+    ('[ha]\ngroup = "pair"\nsession_timeout = 0.5\n',
+     "appliance.toml: ha.session_timeout: must be 1 to 60 seconds (got '0.5')"),
     ('[ha]\ngroup = "a pair"\n', "appliance.toml: ha.group: must be 1-200 characters"),
     ('[ha]\ngruop = "pair"\n', "appliance.toml: ha.gruop: unknown key"),
     ('[ha]\ngroup = "pair"\nrewarm_every = "5 seconds"\n',
@@ -196,6 +196,20 @@ def test_bad_env_override_names_the_variable(tmp_path, monkeypatch):
         load_config("appliance.toml", environ={"APPLIANCE_QUERY_TRIGGER": "fast"})
     assert str(err.value) == ("appliance.toml: query.trigger (from APPLIANCE_QUERY_TRIGGER): "
                               "must be one of continuous, realtime, microbatch (got 'fast')")
+
+
+def test_a_session_below_the_floor_from_the_environment_names_the_variable(tmp_path,
+                                                                         monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, '[ha]\ngroup = "pair"\n')
+    assert load_config("appliance.toml", environ={}).ha.session_timeout_ms == 2000
+    assert load_config("appliance.toml", environ={
+        "APPLIANCE_HA_SESSION_TIMEOUT": "1 second"}).ha.session_timeout_ms == 1000
+    with pytest.raises(ConfigError) as err:
+        load_config("appliance.toml", environ={"APPLIANCE_HA_SESSION_TIMEOUT": "500 ms"})
+    assert str(err.value) == ("appliance.toml: ha.session_timeout (from "
+                              "APPLIANCE_HA_SESSION_TIMEOUT): must be 1 to 60 seconds "
+                              "(got '500 ms')")
 
 
 def test_explicit_missing_file_is_an_error(tmp_path):

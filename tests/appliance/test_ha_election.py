@@ -18,12 +18,13 @@ import pytest
 from kafka import KafkaAdminClient, KafkaProducer
 
 from appliance.broker import EmbeddedBroker
-from appliance.config import Config
+from appliance.config import HA_SESSION_MIN_MS, Config
 from appliance.ha.control import Announcement
 from appliance.ha.election import COMMIT_PERIOD_S, Election, ElectionSettings, Role
 from appliance.ha.handover import HandoverError, hand_over
 from appliance.ha.kafka_offsets import group_offsets, reset_checkpoint, starting_offsets
 from appliance.ha.partner import PartnerMismatch, check_partner, pair_facts
+from appliance.ha.session_bounds import SessionRefused, check_session
 from appliance.ha.takeover import (
     announce_serving,
     ensure_control_topic,
@@ -35,7 +36,18 @@ from appliance.process.logwatch import log_events, wait_for_event
 from support.child_env import child_env
 
 SESSION_MS = 6000
+SHORT_SESSION_MS = 2000  # [ha] session_timeout's default, on a broker that takes it
 MEMBER = Path(__file__).with_name("ha_member.py")
+
+
+@pytest.fixture(scope="module")
+def short_broker(tmp_path_factory):
+    """A broker that takes sessions down to ``[ha]``'s floor, as the appliance's embedded
+    one does (the shared ``broker`` keeps Kafka's 6 s minimum)."""
+    log_dir = tmp_path_factory.mktemp("short-broker")
+    with EmbeddedBroker(log_path=log_dir / "broker.log", extra_args=[
+            "--group-min-session-timeout-ms", str(HA_SESSION_MIN_MS)]) as b:
+        yield b
 
 
 @pytest.fixture
@@ -47,8 +59,9 @@ def pair(broker):
     return group, events
 
 
-def election(broker, group: str, events: str, name: str, checkpoint: Path) -> Election:
-    e = Election(ElectionSettings(group, name, SESSION_MS, events, checkpoint),
+def election(broker, group: str, events: str, name: str, checkpoint: Path,
+             session_ms: int = SESSION_MS) -> Election:
+    e = Election(ElectionSettings(group, name, session_ms, events, checkpoint),
                  {"bootstrap_servers": broker.bootstrap.split(",")})
     e.start()
     return e
@@ -66,12 +79,14 @@ def active_within(e: Election, seconds: float) -> float:
 class Member:
     """``ha_member.py`` as a child process, its JSON log in a file."""
 
-    def __init__(self, broker, group: str, name: str, tmp_path: Path, stop_s: float = 0.0):
+    def __init__(self, broker, group: str, name: str, tmp_path: Path, stop_s: float = 0.0,
+                 session_ms: int = SESSION_MS):
         self.log = tmp_path / f"{name}.log"
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, str(MEMBER), broker.bootstrap, group, name,
-                 str(tmp_path / name), str(stop_s)], stderr=out, stdout=out, env=child_env())
+                 str(tmp_path / name), str(stop_s), str(session_ms)], stderr=out, stdout=out,
+                env=child_env())
 
     def wait_for(self, event: str, timeout: float = 60) -> dict:
         return wait_for_event(self.log, event, self.proc, timeout)
@@ -128,6 +143,53 @@ def test_kill_9_of_the_active_hands_over_within_the_session_timeout(broker, pair
         member.cleanup()
         if standby is not None:
             standby.close()
+
+
+def test_with_a_short_session_a_kill_9_hands_over_before_kafkas_default_could(
+        short_broker, tmp_path):
+    """[ha]'s default session (2 s) on a broker that takes it: the standby is elected
+    sooner than Kafka's default minimum session (6 s) would even let the active lapse."""
+    group, events = f"pair-{uuid.uuid4().hex[:8]}", f"ha-events-{uuid.uuid4().hex[:8]}"
+    short_broker.create_topics({f"{group}.ha": 1, events: 2})
+    member = Member(short_broker, group, "a", tmp_path, session_ms=SHORT_SESSION_MS)
+    standby = None
+    try:
+        member.wait_for("ha.elected")
+        standby = election(short_broker, group, events, "b", tmp_path / "b",
+                           session_ms=SHORT_SESSION_MS)
+        time.sleep(3 * SHORT_SESSION_MS / 1000)  # heartbeats go on: nobody lapses
+        assert standby.role is Role.STANDBY and member.proc.poll() is None
+        member.proc.kill()
+        took = active_within(standby, SESSION_MS / 1000 + 10)
+        assert took < SESSION_MS / 1000, took
+    finally:
+        member.cleanup()
+        if standby is not None:
+            standby.close()
+
+
+def test_a_session_kafka_refuses_is_one_line_not_a_retry_loop(broker, pair, tmp_path):
+    """The shared broker keeps Kafka's 6 s minimum: a 2 s session is refused before the
+    join (the preflight) and, were it tried, at the join itself (what a cluster that
+    does not let the appliance describe its configs says), with the same line."""
+    group, events = pair
+    line = ("ha.session_timeout: 2 s is not a session this Kafka cluster takes: it accepts "
+            "sessions of at least 6 s (group.min.session.timeout.ms=6000); set [ha] "
+            "session_timeout (or APPLIANCE_HA_SESSION_TIMEOUT) to 6 s or more, or lower "
+            "the cluster's group.min.session.timeout.ms")
+    client = {"bootstrap_servers": broker.bootstrap.split(",")}
+    with pytest.raises(SessionRefused) as before:
+        check_session(SHORT_SESSION_MS, client)
+    assert str(before.value) == line
+    check_session(SESSION_MS, client)  # taken
+    e = election(broker, group, events, "a", tmp_path / "a", session_ms=SHORT_SESSION_MS)
+    try:
+        with pytest.raises(SessionRefused) as joined:
+            active_within(e, 30)
+        assert str(joined.value) == line
+        assert e.role is Role.STANDBY
+    finally:
+        e.close()
 
 
 def test_an_active_stopped_past_its_session_is_fenced_when_it_resumes(broker, pair, tmp_path):

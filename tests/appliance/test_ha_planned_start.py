@@ -1,0 +1,86 @@
+"""A pair's standby plans its takeover's query while it waits (``QueryStart.prepare``),
+and the query it starts once elected begins exactly at the pair's offsets in Kafka, seeded
+into its fresh checkpoint (``seed_starting_offsets``), not at the planned
+``startingOffsets``. Against the shared broker and the session's Spark."""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+
+import pytest
+from kafka import KafkaConsumer, TopicPartition
+from kafka.structs import OffsetAndMetadata
+from structlog.testing import capture_logs
+
+from appliance.config import Config
+from appliance.process.query_start import exact_offsets
+from appliance.process.runner import Appliance
+from appliance.query.checkpoint import INITIAL_OFFSETS, seed_starting_offsets
+
+from support.appliance_mix import MIX_RULES
+from support.kafka_io import consume, produce
+from support.short_intervals import SHORT_INTERVALS
+
+pytestmark = pytest.mark.spark
+
+
+def event(event_id: str) -> bytes:
+    return json.dumps({"event_id": event_id, "ts": 1732200000123.5, "source": "host-1",
+                       "metric": "cpu", "value": 85}).encode()
+
+
+def test_exact_offsets_only_when_every_partition_has_one(tmp_path):
+    assert exact_offsets('{"e": {"0": 4, "1": 0}}') == '{"e": {"0": 4, "1": 0}}'
+    for start in (None, "latest", "earliest", '{"e": {"0": 4, "1": -2}}', "{}", "{oops"):
+        assert exact_offsets(start) is None, start
+    seeded = seed_starting_offsets(tmp_path / "cp", '{"e": {"0": 4}}')
+    assert seeded == tmp_path / "cp" / "sources" / "0" / INITIAL_OFFSETS
+    assert json.loads(seeded.read_text()) == {"e": {"0": 4}}
+    (tmp_path / "cp" / "offsets").mkdir()
+    (tmp_path / "cp" / "offsets" / "0").write_text("v1\n{}\n{}\n")
+    assert seed_starting_offsets(tmp_path / "cp", '{"e": {"0": 9}}') is None  # it resumes
+    assert json.loads(seeded.read_text()) == {"e": {"0": 4}}
+
+
+@pytest.mark.parametrize("trigger", ["continuous", "realtime"])
+def test_an_elected_instance_starts_its_planned_query_at_the_pairs_offsets(
+        trigger, broker, new_topic, appliance_spark, tmp_path):
+    events, alerts = new_topic(2), new_topic(1)
+    group = f"planned-{uuid.uuid4().hex[:8]}"
+    rules = tmp_path / "rules.yml"
+    rules.write_text(MIX_RULES)
+    tag = uuid.uuid4().hex[:8]
+    ids = [f"{tag}-{i}" for i in range(8)]
+    produce(broker.bootstrap, events, [event(i) for i in ids])  # 4 per partition
+    # The partner processed the first two of each partition and committed that.
+    committer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=group,
+                              enable_auto_commit=False)
+    try:
+        committer.commit({TopicPartition(events, p): OffsetAndMetadata(2, "", -1)
+                          for p in (0, 1)})
+    finally:
+        committer.close()
+    config = Config.model_validate({
+        "kafka": {"bootstrap_servers": broker.bootstrap},
+        "topics": {"events": events, "alerts": alerts, "dead_letters": new_topic(1)},
+        "query": {"trigger": trigger, "interval": SHORT_INTERVALS[trigger],
+                  "checkpoint_dir": str(tmp_path / "checkpoint"), "warmup": False,
+                  "starting_offsets": "latest"},  # what the planned query says: not used
+        "rules": {"path": str(rules)}, "metrics": {"port": 0},
+        "ha": {"group": group, "session_timeout": "6 seconds"}})
+    appliance = Appliance(config, spark=appliance_spark)
+    try:
+        with capture_logs() as logged:
+            appliance.start(threading.Event())
+        names = [e["event"] for e in logged]
+        assert "ha.planned" in names and "ha.offsets_from_kafka" in names, names
+        started = next(e for e in logged if e["event"] == "query.started")
+        assert started["planned_ahead"] is True, started
+        records = consume(broker.bootstrap, alerts, 4, timeout=180)
+    finally:
+        appliance.stop()
+    alerted = {json.loads(v)["event_id"] for _k, v in records}
+    # offsets 2 and 3 of each partition: events 4..7 (event i went to partition i % 2)
+    assert alerted == set(ids[4:]), sorted(alerted)
