@@ -89,13 +89,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from appliance import logs
     from appliance.config import ConfigError, load_config
     from appliance.overrides import OverrideError
-    from appliance.rules.rules_file import RulesError, load_rule_set
+    from appliance.process.rules_check import WAIT_S, RulesCheck
+    from appliance.rules.rules_file import RulesError
 
+    rule_set = rules_check = None
     try:
         config = load_config(args.config, trigger=args.trigger, conf=_overrides(args))
-        # Read and checked once, here: rule errors exit 2 before any JVM, and the
-        # appliance runs this rule set without reading the file again.
-        rule_set = load_rule_set(config.rules.path)
+        # Read and checked once: a file checked within WAIT_S (every small one) here, so
+        # its errors exit 2 before anything starts; a large file's check goes on while the
+        # broker and Spark start, and the start takes its verdict (the same lines, exit 2).
+        # Either way the appliance runs this rule set without reading the file again.
+        rules_check = RulesCheck(config.rules.path)
+        if rules_check.done(WAIT_S):
+            rule_set, rules_check = rules_check.result(), None
     except (ConfigError, RulesError, OverrideError) as exc:
         return _fail(str(exc))
     try:
@@ -114,7 +120,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             print(ready_line(appliance.bootstrap, embedded,
                              appliance.config.topics, metrics, output.file), flush=True)
 
-    return run(config, on_ready=on_ready, rule_set=rule_set)
+    return run(config, on_ready=on_ready, rule_set=rule_set, rules_check=rules_check)
 
 
 def run_log_file(checkpoint_dir: str) -> Path:

@@ -10,19 +10,22 @@ events are candidates for about one rule in 200), in each trigger mode:
   rules swap (the file gains a rule and the appliance gets SIGHUP at ``--reload-at``), and
   the swap's own gap: one ``bench.appliance_latency`` cell (a fresh ``appliance run``,
   the warmed Java driver open-loop from ``ready``);
-- throughput (``--throughput steady``, the default): for each of ``THROUGHPUT_COUNTS``
+- throughput, off by default: ``bench.rules_throughput`` searches it with one appliance per
+  rule count and trigger (a ladder of rates on it), in about half an hour for the six
+  cells. ``--throughput steady`` here: for each of ``THROUGHPUT_COUNTS``
   among the counts, the highest rate it sustains with its per-second p99 over the probe's
   last seconds at most ``STEADY_FACTOR`` times its own steady p99 (from its latency cells
   above), no alert lost and the driver on time: doubling then bisecting as
   ``bench.appliance_throughput`` searches; each count's rate also as a ratio to one
   rule's (the target: ``THROUGHPUT_TARGETS``). ``targets``: the 1-rule maximum (lag
   bounded at 1 s), then the larger counts probed at the targets' fractions of it;
-  ``search``: each count's own maximum with the lag bound; ``off`` skips it.
+  ``search``: each count's own maximum with the lag bound; ``off`` (the default) skips
+  it. Every mode here probes each rate on a fresh appliance: hours on two cores.
 
 Medians of ``--runs`` fresh runs (cells in rounds), each figure also as a ratio to the
 1-rule cell of the same trigger.
 
-    .venv/bin/python -m bench.rules_scale                               # everything (hours)
+    .venv/bin/python -m bench.rules_scale                               # everything (~1 h)
     .venv/bin/python -m bench.rules_scale --counts 1 1000 --triggers continuous \\
         --runs 1 --seconds 30 --throughput off                           # a smoke run
 
@@ -278,11 +281,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check-runs", type=int, default=3,
                         help="fresh rules check runs per count (default: %(default)s)")
     parser.add_argument("--throughput", choices=("steady", "targets", "search", "off"),
-                        default="steady",
+                        default="off",
                         help="search each of 1, 1,000 and 10,000 rules' highest rate within "
                              "twice its own steady p99, probe the targets' fractions of the "
                              "1-rule maximum, search each count's own maximum with the lag "
-                             "bound, or skip (default: %(default)s)")
+                             "bound, each rate a fresh appliance (hours), or skip: "
+                             "bench.rules_throughput searches it faster (default: %(default)s)")
     parser.add_argument("--throughput-seconds", type=float, default=30.0,
                         help="seconds per throughput probe (default: %(default)s)")
     parser.add_argument("--ready-timeout", type=float, default=READY_TIMEOUT_S,

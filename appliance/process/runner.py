@@ -48,6 +48,7 @@ from appliance.process.preflight import PreflightError
 from appliance.process.query_probes import READY_TIMEOUT_S, QueryProbes
 from appliance.process.reload_status import ReloadResult
 from appliance.process.restarts import InPlaceRestarts, RestartBudget
+from appliance.process.rules_check import RulesCheck
 from appliance.process.rules_swap import RulesSwap
 from appliance.process.run_settings import RunSettings
 from appliance.process.running_rules import RunningRules
@@ -71,15 +72,17 @@ class Appliance:
     """One broker (embedded or external), one SparkSession, one streaming query."""
 
     def __init__(self, config: Config, spark: SparkSession | None = None,
-                 rule_set: RuleSet | None = None):
+                 rule_set: RuleSet | None = None, rules_check: RulesCheck | None = None):
         """``spark``: an existing session to run in (tests, demo); it is not stopped.
         ``rule_set``: the rules file ``[rules] path`` names, already read and checked (the
-        CLI checks it before anything starts); None: the start reads it."""
+        CLI checks it before anything starts); ``rules_check``: its check, still running
+        (a large file's, ``appliance.process.rules_check``): the start takes its verdict
+        once Spark's session is open; neither: the start reads the file."""
         config = instance_config(config)  # [ha]: this instance's own checkpoint folder
         self.config = config
         self.mode = config.query.mode
         self._shared_spark = spark
-        self.rules = RunningRules(config.rules.path, rule_set)
+        self.rules = RunningRules(config.rules.path, rule_set, rules_check)
         self.rules_swap = RulesSwap(self.rules, config)
         self.probes = QueryProbes(self.mode, config.query.checkpoint_dir)
         self.cpus = KeptCpus(config.cpus)
@@ -106,6 +109,9 @@ class Appliance:
         ``stop`` set while it waits as standby raises ``StoppedAsStandby``."""
         started = time.monotonic()
         settings, partitions = self._check()
+        checking = self.rules.checking
+        if checking is not None and checking.done():
+            self.rules.running_rules()  # done while the broker started: its verdict, no JVM
         from appliance.process.query_start import QueryStart
         from appliance.process.spark_side import SparkSide
         from appliance.process.telemetry import Telemetry
@@ -161,7 +167,7 @@ class Appliance:
         a local master's slots; the run's settings and the events topic's partitions."""
         cfg = self.config
         self.cpus.check()
-        if self.rules.rule_set is None:
+        if self.rules.rule_set is None and self.rules.checking is None:
             self.rules.load()
         kafka = self.kafka = KafkaSide.start(cfg)
         self.bootstrap = kafka.bootstrap
@@ -312,10 +318,12 @@ class Appliance:
             self.spark = self.spark_side = None
 
 
-def run(config: Config, on_ready=None, rule_set: RuleSet | None = None) -> int:
+def run(config: Config, on_ready=None, rule_set: RuleSet | None = None,
+        rules_check: RulesCheck | None = None) -> int:
     """``appliance run``: start, serve until SIGTERM/SIGINT, stop; the exit code.
     ``on_ready(appliance)`` is called once it is ready (the terminal's ready line);
-    ``rule_set``: the rules file, already read and checked (None: read it at start)."""
+    ``rule_set``: the rules file, already read and checked; ``rules_check``: its check,
+    still running (neither: read it at start)."""
     stop = threading.Event()
     starting = threading.Event()
 
@@ -326,7 +334,7 @@ def run(config: Config, on_ready=None, rule_set: RuleSet | None = None) -> int:
             starting.clear()
             raise KeyboardInterrupt  # Ctrl-C during the start-up: do not wait it out
 
-    appliance = Appliance(config, rule_set=rule_set)
+    appliance = Appliance(config, rule_set=rule_set, rules_check=rules_check)
 
     def _on_reload(signum, _frame):
         log.info("rules.reload_requested", signal=signal.Signals(signum).name)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from appliance import logs
+from appliance.process.rules_check import RulesCheck
 from appliance.rules.rules_file import Rule, RuleSet, load_rule_set
 
 if TYPE_CHECKING:  # pyspark and prometheus_client load with the parts that use them
@@ -27,11 +28,14 @@ log = logs.get_logger("appliance")
 class RunningRules:
     """The running rule set, its rule book once Spark runs, its metrics once served."""
 
-    def __init__(self, path: str | Path, rule_set: RuleSet | None = None) -> None:
+    def __init__(self, path: str | Path, rule_set: RuleSet | None = None,
+                 checking: RulesCheck | None = None) -> None:
         """``rule_set``: ``path``'s rules, already read and checked (``appliance run``
-        checks them before anything starts); None: ``load`` reads them."""
+        checks them before anything starts); ``checking``: their check, still running
+        (a large file's: ``appliance.process.rules_check``); neither: ``load`` reads them."""
         self.path = path
         self.rule_set: RuleSet | None = rule_set  # the rules the query runs, once loaded
+        self.checking = checking if rule_set is None else None
         self.book: RuleBook | None = None  # once compiled
         self.compiled: CompiledRules | None = None  # the rules compiled at start-up
         self.rules_metrics: RulesCollector | None = None  # once serving
@@ -49,6 +53,14 @@ class RunningRules:
     # The parts each start-up step brings, for the steps after it: asking for one before
     # its step ran is a programming error, said as such.
     def running_rules(self) -> RuleSet:
+        """The rules, waiting for their check if it still runs (``RulesError`` if it
+        refused them)."""
+        if self.rule_set is None and self.checking is not None:
+            waited = time.monotonic()
+            self.rule_set = self.checking.result()
+            log.info("rules.checked", rules=len(self.rule_set), seconds=self.checking.seconds,
+                     waited_s=round(time.monotonic() - waited, 3))
+            self.checking = None
         if self.rule_set is None:
             raise RuntimeError("no rules loaded: load() comes first")
         return self.rule_set

@@ -135,6 +135,22 @@ def test_spark_finds_the_one_broken_rule_among_ten_thousand(sql_spark):
 
 
 @pytest.mark.spark
+def test_spark_gives_each_rule_the_same_verdict_wherever_its_chunk_falls(sql_spark):
+    """Spark compiles the rules in projections of ``RuleCompiler.CHUNK`` (500), side by side:
+    the corpus spread over several of them, each case between good rules, is refused rule
+    for rule with the same messages as the corpus alone."""
+    alone = _spark_verdicts(sql_spark, [c["when"] for c in CASES])
+    pad = 7  # good rules before each case: 183 cases x 8 = 1,464 rules, three chunks
+    whens = []
+    for case in CASES:
+        whens += [f"metric = 'pad{len(whens) + k}'" for k in range(pad)]
+        whens.append(case["when"])
+    spread = _spark_verdicts(sql_spark, whens)
+    assert {i // (pad + 1): reason for i, reason in spread.items()} == alone
+    assert all(i % (pad + 1) == pad for i in spread)  # no good rule refused
+
+
+@pytest.mark.spark
 def test_the_function_table_is_the_installed_sparks(sql_spark):
     """``appliance.rules.spark_functions`` was written from this Spark: the same names and
     groups (scripts/spark_functions.py writes it again after a pyspark upgrade)."""

@@ -75,6 +75,27 @@ def test_book_and_naive_agree_record_for_record(sql_spark, seed):
     assert sum(1 for r in stats.rules if r.index_key) > len(rule_set) // 3
 
 
+def test_rules_compiled_in_several_chunks_each_keep_their_own_when(sql_spark):
+    """Spark compiles the rules in projections of 500 side by side (``RuleCompiler``): over
+    three chunks, every rule still alerts on exactly the events its own ``when`` matches."""
+    count = 1_300
+    rule_set = RuleSet.of([Rule(f"r{i}", "info", f"metric = 'm{i}' AND value >= {i % 5}",
+                                f"rule {i}") for i in range(count)])
+    events = [(f"e{i}-{v}", f"m{i}", v) for i in range(0, count, 7) for v in (0, 2, 4)]
+    values = [json.dumps({"event_id": e, "ts": 1, "source": "s", "metric": m,
+                          "value": v}).encode() for e, m, v in events]
+    book = RuleBook.holding(sql_spark, rule_set)
+    try:
+        alerts = {json.loads(value)["event_id"]: [r["id"] for r in json.loads(value)["rules"]]
+                  for topic, _key, value, _headers in
+                  outputs(transform(records(sql_spark, values), book, TopicsConfig()))
+                  if topic == "alerts"}
+    finally:
+        book.close()
+    expected = {e: [f"r{m[1:]}"] for e, m, v in events if v >= int(m[1:]) % 5}
+    assert alerts == expected
+
+
 def test_a_rule_that_raises_fails_both_and_the_book_names_it(sql_spark):
     rule_set = RuleSet.of([
         Rule("fine", "info", "metric = 'cpu.util' AND value > 1", "fine"),

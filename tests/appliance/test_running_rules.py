@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from appliance.process.rules_check import RulesCheck
 from appliance.process.running_rules import RunningRules
 from appliance.rules.rules_file import EXAMPLE_RULES, RulesError, load_rule_set
 
@@ -37,3 +38,36 @@ def test_a_broken_file_is_refused_and_nothing_runs(tmp_path):
     with pytest.raises(RulesError):
         rules.load()
     assert rules.rule_set is None and rules.rules == ()
+
+
+def _many_rules(path, count: int, broken: int | None = None):
+    """``count`` rules, the one at ``broken`` with an aggregate (refused)."""
+    lines = ["rules:"]
+    for i in range(count):
+        when = "avg(value) > 1" if i == broken else f"metric = 'm{i % 200}' AND value >= {i}"
+        lines.append(f'  - {{id: r{i}, severity: info, when: "{when}", message: m}}')
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_check_still_running_gives_the_same_rules_when_first_asked(tmp_path):
+    """A large file's check runs beside the start (``appliance.process.rules_check``): the
+    start gets the rule set the check gives, once asked for it."""
+    path = _many_rules(tmp_path / "rules.yml", 3_000)  # ~0.5 s of checking
+    rules = RunningRules(path, checking=RulesCheck(path))
+    assert rules.rule_set is None and rules.checking is not None
+    got = rules.running_rules()
+    assert rules.checking is None and rules.running_rules() is got
+    assert got == load_rule_set(path)
+
+
+def test_a_check_still_running_refuses_with_the_lines_the_check_gives(tmp_path):
+    path = _many_rules(tmp_path / "rules.yml", 3_000, broken=2_345)
+    with pytest.raises(RulesError) as direct:
+        load_rule_set(path)
+    rules = RunningRules(path, checking=RulesCheck(path))
+    with pytest.raises(RulesError) as pending:
+        rules.running_rules()
+    assert pending.value.problems == direct.value.problems
+    assert len(pending.value.problems) == 1 and "rule 'r2345'" in pending.value.problems[0]
+    assert rules.rule_set is None

@@ -1,0 +1,55 @@
+"""``bench.rules_throughput``'s verdicts and bounds, without a JVM: a step is sustained only
+when the median p99 of its last seconds stays within twice the cell's own baseline, no
+alert is lost and the driver kept its schedule; the ladder and its time bound are known
+before anything runs; each count is set against one rule's rate."""
+
+from __future__ import annotations
+
+from bench.rules_throughput import Ladder, judge, main, with_ratios
+
+LADDER = Ladder(baseline_s=40.0, settle_s=20.0, start=10_000, factor=1.5, steps=4,
+                step_s=20.0, tail_s=10.0)
+
+
+def _result(p99_by_second, lost: int = 0, send_s: float = 20.0) -> dict:
+    return {"per_second": [{"second": s, "count": 100, "p99": p} for s, p in
+                           enumerate(p99_by_second)],
+            "send_s": send_s, "alerts_lost": lost}
+
+
+def test_the_baseline_is_the_median_p99_after_the_settling_seconds():
+    base = judge(5_000, _result([500.0] * 20 + [6.0] * 19 + [90.0], send_s=40.0), LADDER,
+                 None)
+    assert base.sustained and base.p99_ms == 6.0
+
+
+def test_a_step_within_twice_the_baseline_is_sustained_and_one_over_it_is_not():
+    # The step's first seconds (a new driver's rate reaching the query) are not judged.
+    assert judge(15_000, _result([80.0] * 10 + [11.0] * 10), LADDER, 12.0).sustained
+    over = judge(22_000, _result([8.0] * 10 + [13.0] * 10), LADDER, 12.0)
+    assert not over.sustained and "over 12" in over.why
+
+
+def test_lost_alerts_or_a_late_driver_fail_a_step_whatever_its_p99():
+    assert not judge(10_000, _result([5.0] * 20, lost=2), LADDER, 12.0).sustained
+    late = judge(10_000, _result([5.0] * 20, send_s=23.0), LADDER, 12.0)
+    assert not late.sustained and "driver sent for 23" in late.why
+
+
+def test_the_ladder_and_its_bound_are_known_up_front():
+    assert LADDER.rates() == [10_000, 15_000, 22_000, 34_000]
+    assert 0 < LADDER.bound_s() < 600
+
+
+def test_each_count_is_a_ratio_to_one_rules_rate_in_its_trigger():
+    cells = [{"trigger": "continuous", "rules": 1, "max_sustained": 51_000},
+             {"trigger": "continuous", "rules": 10_000, "max_sustained": 22_000},
+             {"trigger": "realtime", "rules": 10_000, "max_sustained": None}]
+    out = with_ratios(cells)
+    assert [c["ratio_to_one_rule"] for c in out] == [1.0, 0.43, None]
+    assert [c["target_met"] for c in out] == [None, False, None]
+
+
+def test_inconsistent_options_are_refused_before_anything_runs(capsys):
+    assert main(["--factor", "1"]) == 2
+    assert "factor > 1" in capsys.readouterr().err
