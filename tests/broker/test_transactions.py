@@ -9,7 +9,6 @@ import json
 import subprocess
 import sys
 import time
-import uuid
 
 import confluent_kafka as ck
 import pytest
@@ -23,6 +22,7 @@ from appliance.broker.acl import needs
 from appliance.broker.wire import errors, schemas
 from appliance.broker.wire.client import WireClient
 
+from support.broker.txn_producers import txn_producer, unique_name
 from support.wire_helpers import batch, fetch_body, produce_body, record_values
 
 
@@ -40,22 +40,11 @@ def memory_broker(tmp_path_factory):
         yield b
 
 
-def _name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def _producer(bootstrap: str, txn_id: str, **extra) -> ck.Producer:
-    p = ck.Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id,
-                     "linger.ms": 5, **extra})
-    p.init_transactions(30)
-    return p
-
-
 def _values(bootstrap: str, topic: str, isolation: str, expect: int | None = None,
             wait_s: float = 10.0, partitions: int = 1) -> list[bytes]:
     """Every value a consumer with this isolation level reads from the partitions' start:
     ``expect`` values, or (None) all up to where it reaches the end of every partition."""
-    c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": _name("g"),
+    c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": unique_name("g"),
                      "isolation.level": isolation, "enable.auto.commit": False,
                      "enable.partition.eof": True})
     c.assign([ck.TopicPartition(topic, i, ck.OFFSET_BEGINNING) for i in range(partitions)])
@@ -84,9 +73,9 @@ def _values(bootstrap: str, topic: str, isolation: str, expect: int | None = Non
 
 
 def test_commit_and_abort_seen_by_read_committed_and_uncommitted(broker):
-    topic = _name("tx")
+    topic = unique_name("tx")
     broker.create_topics({topic: 1})
-    p = _producer(broker.bootstrap, _name("tid"))
+    p = txn_producer(broker.bootstrap, unique_name("tid"))
     p.begin_transaction()
     for i in range(5):
         p.produce(topic, value=b"c1-%d" % i)
@@ -110,12 +99,12 @@ def test_commit_and_abort_seen_by_read_committed_and_uncommitted(broker):
 @pytest.mark.parametrize("store", ["segments", "memory"])
 def test_read_committed_stops_at_an_open_transaction(request, store):
     broker = request.getfixturevalue("broker" if store == "segments" else "memory_broker")
-    topic = _name("open")
+    topic = unique_name("open")
     broker.create_topics({topic: 1})
     plain = ck.Producer({"bootstrap.servers": broker.bootstrap})
     plain.produce(topic, value=b"before")
     plain.flush(10)
-    p = _producer(broker.bootstrap, _name("tid"))
+    p = txn_producer(broker.bootstrap, unique_name("tid"))
     p.begin_transaction()
     p.produce(topic, value=b"in-txn")
     p.flush(10)
@@ -132,14 +121,14 @@ def test_read_committed_stops_at_an_open_transaction(request, store):
 
 
 def test_a_second_producer_with_the_same_id_fences_the_first(broker):
-    topic = _name("fence")
+    topic = unique_name("fence")
     broker.create_topics({topic: 1})
-    txn_id = _name("tid")
-    first = _producer(broker.bootstrap, txn_id)
+    txn_id = unique_name("tid")
+    first = txn_producer(broker.bootstrap, txn_id)
     first.begin_transaction()
     first.produce(topic, value=b"zombie")
     first.flush(10)
-    second = _producer(broker.bootstrap, txn_id)  # aborts the first one's transaction
+    second = txn_producer(broker.bootstrap, txn_id)  # aborts the first one's transaction
     second.begin_transaction()
     second.produce(topic, value=b"live")
     second.commit_transaction(30)
@@ -154,9 +143,9 @@ def test_a_second_producer_with_the_same_id_fences_the_first(broker):
 
 
 def test_offsets_sent_to_a_transaction_commit_only_with_it(broker):
-    src, dst = _name("src"), _name("dst")
+    src, dst = unique_name("src"), unique_name("dst")
     broker.create_topics({src: 1, dst: 1})
-    group = _name("ctp")
+    group = unique_name("ctp")
     plain = ck.Producer({"bootstrap.servers": broker.bootstrap})
     for i in range(10):
         plain.produce(src, value=b"in-%d" % i)
@@ -172,7 +161,7 @@ def test_offsets_sent_to_a_transaction_commit_only_with_it(broker):
         if m is not None and not m.error():
             got.append(m)
     assert len(got) == 10
-    p = _producer(broker.bootstrap, _name("tid"))
+    p = txn_producer(broker.bootstrap, unique_name("tid"))
 
     def transform(batch, commit: bool) -> None:
         p.begin_transaction()
@@ -196,9 +185,9 @@ def test_offsets_sent_to_a_transaction_commit_only_with_it(broker):
 
 
 def test_a_transaction_past_its_timeout_is_aborted(broker):
-    topic = _name("timeout")
+    topic = unique_name("timeout")
     broker.create_topics({topic: 1})
-    p = _producer(broker.bootstrap, _name("tid"), **{"transaction.timeout.ms": 1000})
+    p = txn_producer(broker.bootstrap, unique_name("tid"), **{"transaction.timeout.ms": 1000})
     p.begin_transaction()
     p.produce(topic, value=b"forgotten")
     p.flush(10)
@@ -212,7 +201,7 @@ def test_a_transaction_past_its_timeout_is_aborted(broker):
 def test_an_open_transaction_across_kill_9_is_aborted_at_its_timeout(tmp_path):
     with EmbeddedBroker(data_dir=tmp_path, log_path=tmp_path / "broker.log") as b:
         b.create_topics({"k9": 2})
-        p = _producer(b.bootstrap, "k9-tid", **{"transaction.timeout.ms": 4000})
+        p = txn_producer(b.bootstrap, "k9-tid", **{"transaction.timeout.ms": 4000})
         p.begin_transaction()
         for i in range(4):
             p.produce("k9", value=b"committed-%d" % i, partition=i % 2)
@@ -235,7 +224,7 @@ def test_an_open_transaction_across_kill_9_is_aborted_at_its_timeout(tmp_path):
                                       + [b"after-0", b"after-1"])
         assert time.monotonic() - started < 15
         # a new producer of the id carries on at once
-        again = _producer(b.bootstrap, "k9-tid")
+        again = txn_producer(b.bootstrap, "k9-tid")
         again.begin_transaction()
         again.produce("k9", value=b"next", partition=0)
         again.commit_transaction(30)
@@ -244,9 +233,9 @@ def test_an_open_transaction_across_kill_9_is_aborted_at_its_timeout(tmp_path):
 
 
 def test_kafka_python_transactional_producer(broker):
-    topic = _name("kp")
+    topic = unique_name("kp")
     broker.create_topics({topic: 1})
-    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id=_name("kp"))
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id=unique_name("kp"))
     try:
         producer.init_transactions()
         producer.begin_transaction()
@@ -328,7 +317,7 @@ def test_compaction_keeps_markers_and_transactions_sane(tmp_path):
             for k in range(10):
                 plain.produce("ctx", key=b"k%d" % k, value=b"plain-%d" % version)
         plain.flush(10)
-        p = _producer(b.bootstrap, "ctx-tid")
+        p = txn_producer(b.bootstrap, "ctx-tid")
         p.begin_transaction()
         for k in range(5):
             p.produce("ctx", key=b"k%d" % k, value=b"committed")
@@ -358,7 +347,7 @@ def test_the_last_stable_offset_and_aborted_transactions_on_the_wire(broker):
     """Fetch read_committed stops at the open transaction's first offset (its LSO), and
     ListOffsets latest answers the LSO; after the abort its marker ends it and the fetch
     names it (producer id, first offset) so clients drop its records."""
-    topic, txn_id = _name("lso"), _name("w")
+    topic, txn_id = unique_name("lso"), unique_name("w")
     broker.create_topics({topic: 1})
     with WireClient(broker.bootstrap) as c:
         init = c.request(schemas.INIT_PRODUCER_ID, 4, {
@@ -419,7 +408,7 @@ def test_an_open_transaction_whose_id_was_moved_aside_is_aborted_at_start(tmp_pa
     log_path = tmp_path / "broker.log"
     with EmbeddedBroker(data_dir=tmp_path / "data", log_path=log_path) as b:
         b.create_topics({"aside": 1})
-        p = _producer(b.bootstrap, "aside-tid")
+        p = txn_producer(b.bootstrap, "aside-tid")
         p.begin_transaction()
         p.produce("aside", value=b"orphan")
         p.flush(10)
@@ -440,7 +429,7 @@ def test_a_partition_file_that_missed_its_abort_is_reconciled_from_the_log(tmp_p
     log_path = tmp_path / "broker.log"
     with EmbeddedBroker(data_dir=tmp_path / "data", log_path=log_path) as b:
         b.create_topics({"missed": 1})
-        p = _producer(b.bootstrap, "missed-tid")
+        p = txn_producer(b.bootstrap, "missed-tid")
         p.begin_transaction()
         p.produce("missed", value=b"dropped")
         p.flush(10)
@@ -465,7 +454,7 @@ def test_a_decision_logged_before_a_crash_is_completed_at_start(tmp_path):
     log_path = tmp_path / "broker.log"
     with EmbeddedBroker(data_dir=tmp_path / "data", log_path=log_path) as b:
         b.create_topics({"prep": 1})
-        p = _producer(b.bootstrap, "prep-tid", **{"transaction.timeout.ms": 600000})
+        p = txn_producer(b.bootstrap, "prep-tid", **{"transaction.timeout.ms": 600000})
         p.begin_transaction()
         p.produce("prep", value=b"decided")
         p.flush(10)

@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 
 import confluent_kafka as ck
 import pytest
@@ -24,6 +23,7 @@ from appliance.broker.wire import errors, schemas
 from appliance.broker.wire.client import WireClient
 
 from support.broker.java_programs import run_java
+from support.broker.txn_producers import txn_producer, unique_name
 from support.scrape import samples as scrape_samples
 
 
@@ -35,31 +35,20 @@ def broker(tmp_path_factory):
         yield b
 
 
-def _name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def _producer(bootstrap: str, txn_id: str, **extra) -> ck.Producer:
-    p = ck.Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id,
-                     "linger.ms": 5, **extra})
-    p.init_transactions(30)
-    return p
-
-
 def _three_transactions(bootstrap: str, topic: str, prefix: str) -> ck.Producer:
     """``prefix``-committed (3 records on partition 0), ``prefix``-aborted (1 on
     partition 1), and ``prefix``-open (one on each) left open: its producer returned."""
-    committed = _producer(bootstrap, prefix + "committed")
+    committed = txn_producer(bootstrap, prefix + "committed")
     committed.begin_transaction()
     for i in range(3):
         committed.produce(topic, value=b"c%d" % i, partition=0)
     committed.commit_transaction(30)
-    aborted = _producer(bootstrap, prefix + "aborted")
+    aborted = txn_producer(bootstrap, prefix + "aborted")
     aborted.begin_transaction()
     aborted.produce(topic, value=b"a", partition=1)
     aborted.flush(10)
     aborted.abort_transaction(30)
-    opened = _producer(bootstrap, prefix + "open")
+    opened = txn_producer(bootstrap, prefix + "open")
     opened.begin_transaction()
     opened.produce(topic, value=b"o0", partition=0)
     opened.produce(topic, value=b"o1", partition=1)
@@ -69,7 +58,7 @@ def _three_transactions(bootstrap: str, topic: str, prefix: str) -> ck.Producer:
 
 def test_the_java_admin_client_lists_and_describes_transactions_and_producers(
         broker, java_checks):
-    topic = _name("jtx")
+    topic = unique_name("jtx")
     out = run_java(java_checks, "TxnAdminCheck", broker.bootstrap, topic, timeout=240)
     assert out["LISTED"] == "aborted:CompleteAbort,committed:CompleteCommit,open:Ongoing"
     assert out["LISTED_ONGOING"] == "open:Ongoing"
@@ -89,7 +78,7 @@ def test_the_java_admin_client_lists_and_describes_transactions_and_producers(
 
 
 def test_kafka_python_lists_and_describes_transactions_and_producers(broker):
-    topic = _name("kptx")
+    topic = unique_name("kptx")
     prefix = topic + "-"
     broker.create_topics({topic: 2})
     opened = _three_transactions(broker.bootstrap, topic, prefix)
@@ -175,12 +164,12 @@ def test_the_admin_calls_are_authorized_as_kafka_does(tmp_path):
     _acl(data, "--operation", "READ", "--topic", "seen")
     with EmbeddedBroker(data_dir=data, log_path=tmp_path / "b.log", extra_args=[
             "--topics", "seen:1,unseen:1", "--authorizer", "acl"]) as b:
-        p = _producer(b.bootstrap, "ok-1")
+        p = txn_producer(b.bootstrap, "ok-1")
         p.begin_transaction()
         p.produce("seen", value=b"x", partition=0)
         p.produce("unseen", value=b"y", partition=0)
         p.flush(10)
-        hidden = _producer(b.bootstrap, "hidden-1")
+        hidden = txn_producer(b.bootstrap, "hidden-1")
         # now that both are written, take DESCRIBE of hidden- and of unseen away (a DENY
         # wins over the WRITE that implied it)
         _acl(data, "--operation", "DESCRIBE", "--transactional-id", "hidden-",
@@ -214,7 +203,7 @@ def test_the_admin_calls_are_authorized_as_kafka_does(tmp_path):
 
 
 def test_transaction_metrics_count_how_transactions_end(broker):
-    topic = _name("mtx")
+    topic = unique_name("mtx")
     broker.create_topics({topic: 1})
 
     def scraped() -> dict:
@@ -223,8 +212,8 @@ def test_transaction_metrics_count_how_transactions_end(broker):
                 if name.startswith(("broker_transaction", "broker_transactional"))}
 
     before = scraped()
-    txn_id = _name("tid")
-    p = _producer(broker.bootstrap, txn_id)
+    txn_id = unique_name("tid")
+    p = txn_producer(broker.bootstrap, txn_id)
     p.begin_transaction()
     p.produce(topic, value=b"1")
     p.commit_transaction(30)
@@ -238,8 +227,8 @@ def test_transaction_metrics_count_how_transactions_end(broker):
     during = scraped()
     assert during[("broker_transactions_ongoing", ())] >= 1
     assert during[("broker_transaction_oldest_ongoing_seconds", ())] > 0
-    _producer(broker.bootstrap, txn_id)  # fences p and aborts its open transaction
-    slow = _producer(broker.bootstrap, _name("tid"), **{"transaction.timeout.ms": 1000})
+    txn_producer(broker.bootstrap, txn_id)  # fences p and aborts its open transaction
+    slow = txn_producer(broker.bootstrap, unique_name("tid"), **{"transaction.timeout.ms": 1000})
     slow.begin_transaction()
     slow.produce(topic, value=b"forgotten")
     slow.flush(10)
@@ -267,7 +256,7 @@ def test_described_producers_survive_a_restart(tmp_path):
     producer-state snapshot, and its open transaction's first offset in txn-state."""
     with EmbeddedBroker(data_dir=tmp_path / "data", log_path=tmp_path / "b.log",
                         topics={"r": 1}) as b:
-        p = _producer(b.bootstrap, "restarted")
+        p = txn_producer(b.bootstrap, "restarted")
         p.begin_transaction()
         p.produce("r", value=b"committed")
         p.commit_transaction(30)  # offset 0, its marker at 1
