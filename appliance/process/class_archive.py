@@ -8,11 +8,14 @@ verified, written by one run with ``-XX:ArchiveClassesAtExit`` and mapped by eve
 JVM with ``-XX:SharedArchiveFile``. ``appliance class-archive build`` writes it
 (``appliance.process.class_archive_build``); ``make setup`` runs that once.
 
-An archive belongs to one JDK and one Spark installation: its name carries a key of the
-``java`` that ``spark-submit`` runs, the pyspark install and its version, so upgrading
-either picks a new name. Anything finer (a jar replaced in place) the JVM checks itself:
-it compares the class path's jars with the archive's and, on any mismatch, starts without
-the archive (a warning on the JVM's stderr), never with stale classes. What the JVM does
+An archive belongs to one JDK, one Spark installation and one build of the appliance's own
+jars (the connector and kafka-clients, on the driver's class path): its name carries a key
+of the ``java`` that ``spark-submit`` runs, the pyspark install and its version, and each
+of those jars' size and time, so upgrading any of them picks a new name. The JVM compares
+the class path's jars with the archive's and, on a mismatch, does not map the archive at
+all (a warning on its stderr), never with stale classes: a key without the jars kept a
+rebuilt connector on an archive every run then refused, and ``build --if-missing`` saw
+the old file and built none. What the JVM does
 not survive is a damaged file: a truncated archive aborts every JVM that maps it (seen
 with JDK 17 at every truncation point tried). So an archive is used only after a bare
 ``java -XX:SharedArchiveFile=... -version`` accepted it (``verify``: ~0.3 s, and it reads
@@ -34,11 +37,13 @@ import os
 import re
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from appliance import logs
 from appliance.config import ARCHIVE_AUTO, ARCHIVE_OFF
+from appliance.connector import CONNECTOR_JAR, KAFKA_CLIENTS_JAR
 from appliance.jdk import java_binary
 
 log = logs.get_logger("appliance.class_archive")
@@ -56,42 +61,60 @@ def spark_home() -> Path | None:
 
 @dataclass(frozen=True)
 class Installation:
-    """The facts an archive is keyed by: one ``java`` binary and one pyspark install."""
+    """The facts an archive is keyed by: one ``java`` binary, one pyspark install and the
+    appliance's jars on the driver's class path (``jars``: their paths as a class path;
+    ``jars_stamp``: each one's size and time, in that order). Records written before the
+    jars were part of the key have neither (empty)."""
 
     java: str
     java_size: int
     java_mtime: int
     spark_home: str
     spark_version: str
+    jars: str = ""
+    jars_stamp: str = ""
 
     @property
     def key(self) -> str:
         facts = [self.java, str(self.java_size), str(self.java_mtime), self.spark_home,
-                 self.spark_version]
+                 self.spark_version, self.jars, self.jars_stamp]
         return hashlib.sha256("|".join(facts).encode()).hexdigest()[:16]
+
+    def jar_paths(self) -> list[Path]:
+        return [Path(p) for p in self.jars.split(os.pathsep) if p]
 
 
 _VERSION = re.compile(r"""^__version__(?:\s*:\s*str)?\s*=\s*["']([^"']+)["']""", re.M)
 
 
-def installation_at(java: Path, home: Path) -> Installation | None:
-    """What is installed at these paths now; None if either is gone. The version is read
+def installation_at(java: Path, home: Path, jars: Sequence[Path] = ()) -> Installation | None:
+    """What is installed at these paths now; None if any is gone. The version is read
     from the install's own ``version.py`` (not this environment's metadata), so another
     environment's install can be described too (``appliance.process.class_archive_prune``)."""
     try:
         stat = java.stat()
         found = _VERSION.search((home / "version.py").read_text(encoding="utf-8"))
+        jar_stats = [jar.stat() for jar in jars]
     except OSError:
         return None
     if found is None:
         return None
-    return Installation(str(java), stat.st_size, int(stat.st_mtime), str(home), found.group(1))
+    stamp = ",".join(f"{st.st_size}:{st.st_mtime_ns}" for st in jar_stats)
+    return Installation(str(java), stat.st_size, int(stat.st_mtime), str(home), found.group(1),
+                        os.pathsep.join(str(jar) for jar in jars), stamp)
+
+
+#: The appliance's own jars on the driver's class path (``appliance.connector.jars``).
+DRIVER_JARS = (CONNECTOR_JAR, KAFKA_CLIENTS_JAR)
 
 
 def installation() -> Installation | None:
-    """This environment's JDK and Spark installation; None if either is missing."""
+    """This environment's JDK, Spark installation and connector jars; None if any is
+    missing (no connector built: nothing to run, so no archive to use or build)."""
     java, home = java_binary(), spark_home()
-    return installation_at(java, home) if java is not None and home is not None else None
+    if java is None or home is None:
+        return None
+    return installation_at(java, home, DRIVER_JARS)
 
 
 def install_key() -> str | None:

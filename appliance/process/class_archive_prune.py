@@ -6,7 +6,8 @@ their key, ``appliance.process.class_archive``). Upgrading either, or deleting a
 that had been set up from four checkouts held four of them. ``build`` now writes a record
 of the installation next to each archive (``driver-<key>.json``), and pruning removes an
 archive exactly when its record's installation is gone or is no longer what the key was
-made of (the JVM would refuse the archive's classes anyway). Archives without a record
+made of (the JVM would refuse the archive's classes anyway), or its record predates the
+connector jars in the key (no installation asks for its name). Archives without a record
 (built before records existed, or copied in) are reported and left: whose they are
 cannot be told, and the directory may be shared by several installations. ``build``
 prunes after writing; nothing else deletes.
@@ -46,14 +47,18 @@ def judge(archive: Path) -> Verdict:
     recorded = _recorded(archive)
     if isinstance(recorded, str):
         return Verdict(archive, False, f"{recorded}; delete it by hand if unused")
-    now = installation_at(Path(recorded.java), Path(recorded.spark_home))
+    if not recorded.jars:
+        return Verdict(archive, True, "built before the connector jars were part of an "
+                                      "archive's key: no installation looks for it any more")
+    now = installation_at(Path(recorded.java), Path(recorded.spark_home), recorded.jar_paths())
     if now is None:
         return Verdict(archive, True, f"its installation is gone ({recorded.java}, "
                                       f"{recorded.spark_home})")
     if now != recorded:
         return Verdict(archive, True, "its installation changed since it was built "
                                       f"(pyspark {recorded.spark_version} -> "
-                                      f"{now.spark_version}, or a new java)")
+                                      f"{now.spark_version}, a new java, or rebuilt "
+                                      f"connector jars)")
     return Verdict(archive, False, f"in use by {recorded.spark_home}")
 
 

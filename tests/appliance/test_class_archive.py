@@ -120,12 +120,15 @@ def test_blank_setting_is_a_config_error(tmp_path):
 
 
 def _installation(root: Path, version: str) -> class_archive.Installation:
-    """A stand-in JDK and pyspark install under ``root`` (files only, nothing runs)."""
+    """A stand-in JDK, pyspark install and connector jar under ``root`` (files only,
+    nothing runs)."""
     (root / "jdk" / "bin").mkdir(parents=True, exist_ok=True)
     (root / "jdk" / "bin" / "java").write_text("#!/bin/sh\n")
     (root / "pyspark").mkdir(exist_ok=True)
     (root / "pyspark" / "version.py").write_text(f'__version__: str = "{version}"\n')
-    found = class_archive.installation_at(root / "jdk" / "bin" / "java", root / "pyspark")
+    (root / "connector.jar").write_bytes(b"PK jar")
+    found = class_archive.installation_at(root / "jdk" / "bin" / "java", root / "pyspark",
+                                          [root / "connector.jar"])
     assert found is not None and found.spark_version == version
     return found
 
@@ -148,14 +151,22 @@ def test_prune_removes_exactly_the_archives_whose_installation_is_gone_or_change
     (tmp_path / "upgraded" / "pyspark" / "version.py").write_text('__version__ = "4.4.0"\n')
     deleted = _archive(cache, _installation(tmp_path / "deleted", "4.3.0"))
     shutil.rmtree(tmp_path / "deleted")
+    rebuilt = _archive(cache, _installation(tmp_path / "rebuilt", "4.3.0"))
+    (tmp_path / "rebuilt" / "connector.jar").write_bytes(b"PK a rebuilt connector jar")
+    keyless = dataclasses.replace(_installation(tmp_path / "keyless", "4.3.0"), jars="",
+                                  jars_stamp="")  # a record from before jars were keyed
+    old_record = _archive(cache, keyless)
     unknown = _archive(cache, None, key="0123456789abcdef")
     other = cache / "notes.txt"
     other.write_text("not an archive")
 
     planned = {v.archive.name: (v.removed, v.reason) for v in prune(cache, dry_run=True)}
     assert {name: removed for name, (removed, _) in planned.items()} == {
-        live.name: False, upgraded.name: True, deleted.name: True, unknown.name: False}
+        live.name: False, upgraded.name: True, deleted.name: True, rebuilt.name: True,
+        old_record.name: True, unknown.name: False}
     assert "4.3.0 -> 4.4.0" in planned[upgraded.name][1]
+    assert "connector jars" in planned[rebuilt.name][1]
+    assert "built before" in planned[old_record.name][1]
     assert "gone" in planned[deleted.name][1]
     assert "no record" in planned[unknown.name][1]
     assert all(p.exists() for p in (live, upgraded, deleted, unknown))  # a dry run
@@ -186,6 +197,20 @@ def test_this_installations_archive_is_described_by_the_key_it_is_named_by():
     found = class_archive.installation()
     assert found is not None and found.key == class_archive.install_key()
     assert found.spark_version == pyspark.__version__
+    assert found.jar_paths() == list(class_archive.DRIVER_JARS)
+
+
+def test_a_rebuilt_connector_jar_names_another_archive(tmp_path):
+    """The JVM maps no archive whose class path's jars changed; so a rebuilt connector
+    must look for (and ``build --if-missing`` make) an archive of its own."""
+    before = _installation(tmp_path, "4.3.0")
+    jar = tmp_path / "connector.jar"
+    jar.write_bytes(b"PK the connector, rebuilt")
+    after = class_archive.installation_at(Path(before.java), Path(before.spark_home), [jar])
+    assert after is not None and after.key != before.key
+    jar.unlink()
+    assert class_archive.installation_at(Path(before.java), Path(before.spark_home),
+                                         [jar]) is None
 
 
 @pytest.mark.spark
