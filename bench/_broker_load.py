@@ -24,6 +24,14 @@ FETCH_V = 11
 SEQ_BYTES = 12
 
 
+def owned_partitions(parts: list[str], at: int) -> frozenset[int]:
+    """The partitions of a member process's ``OWNED`` line, split into ``parts``: the
+    comma list at index ``at``, absent or empty when it owns none (the group benches'
+    member programs print it from their assignment callbacks)."""
+    listed = parts[at].split(",") if len(parts) > at else []
+    return frozenset(int(p) for p in listed if p)
+
+
 def sequenced_batch(first: int, count: int, value_bytes: int) -> bytes:
     b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
                                   producer_id=-1, producer_epoch=-1, base_sequence=-1,

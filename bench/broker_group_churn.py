@@ -48,7 +48,7 @@ from confluent_kafka.admin import AdminClient
 from appliance.broker import EmbeddedBroker
 from appliance.broker.wire.client import WireClient
 from bench import _machine as machine
-from bench._broker_load import offsets
+from bench._broker_load import offsets, owned_partitions
 from bench._churn_analysis import (
     Change,
     Consumed,
@@ -95,8 +95,7 @@ class Member:
                     self.started_ns = int(parts[1])
                     self.history.append(Change(self.started_ns, self.name, None))
             elif parts[:1] == ["OWNED"]:
-                owned = frozenset(int(p) for p in (parts[2].split(",") if len(parts) > 2
-                                                   else []) if p)
+                owned = owned_partitions(parts, 2)
                 with self.lock:
                     if self.live:
                         self.owned = owned

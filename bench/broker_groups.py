@@ -28,6 +28,7 @@ import uuid
 from pathlib import Path
 
 from bench import _machine as machine
+from bench._broker_load import owned_partitions
 from bench._java import compile_driver
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,8 +57,7 @@ class Member:
             if parts[:1] == ["START"]:
                 self.started_ms = float(parts[1])
             elif parts[:1] == ["OWNED"]:
-                self.owned = frozenset(int(p) for p in (parts[1].split(",") if len(parts) > 1
-                                                        else []) if p)
+                self.owned = owned_partitions(parts, 1)
 
     def signal(self, sig: int) -> None:
         if self.proc.poll() is None:
