@@ -15,6 +15,9 @@ sending open-loop for ``--step`` seconds:
    ``--tail`` seconds is at most ``STEADY_FACTOR`` (2) times the baseline's, no alert is
    lost and the driver kept its schedule (``bench.appliance_throughput.SEND_OVERRUN_MAX``).
    The ladder stops at the first step that is not (its backlog would carry into the next).
+   When the very first step fails, the ladder steps **down** instead (each ``--factor``
+   times below the last, while above the baseline's rate) until one is sustained, so a
+   cell whose edge lies under ``--start`` still gets a figure.
 
 A cell's figure is its highest sustained rate (None when even ``--start`` failed), and each
 count's ratio to one rule's in the same trigger (the rules-at-scale target: 10,000 rules at
@@ -76,18 +79,44 @@ class Ladder:
     settle_s: float = 20.0
     start: int = 10_000
     factor: float = 1.5
-    steps: int = 6
+    steps: int = 8
     step_s: float = 20.0
     tail_s: float = 10.0
 
     def rates(self) -> list[int]:
         return [int(round(self.start * self.factor ** k, -3)) for k in range(self.steps)]
 
+    def rates_down(self) -> list[int]:
+        """The rates tried below ``start`` when it fails: each ``factor`` times below the
+        last, while still above the baseline's rate (which is sustained by definition)."""
+        out, k = [], 1
+        while (rate := int(round(self.start / self.factor ** k, -3))) > self.baseline_rate:
+            out.append(rate)
+            k += 1
+        return out
+
     def bound_s(self) -> float:
         """The most one cell can take (every step run, every drain at its bound)."""
+        tried = max(self.steps, 1 + len(self.rates_down()))
         return (START_OVERHEAD_S + self.baseline_s + STEP_OVERHEAD_S
-                + self.steps * (self.step_s + STEP_OVERHEAD_S)
+                + tried * (self.step_s + STEP_OVERHEAD_S)
                 + DRAIN_S)  # at most one step drains in full: the ladder stops after it
+
+
+def climb(ladder: Ladder, attempt) -> list[Step]:
+    """The steps ``attempt(rate) -> Step`` is asked for: up the ladder to its first failed
+    step; when that is the very first, down from it to the first sustained one."""
+    steps: list[Step] = []
+    for rate in ladder.rates():
+        steps.append(attempt(rate))
+        if not steps[-1].sustained:
+            break
+    if steps and not steps[0].sustained:
+        for rate in ladder.rates_down():
+            steps.append(attempt(rate))
+            if steps[-1].sustained:
+                break
+    return steps
 
 
 @dataclass(frozen=True)
@@ -182,14 +211,17 @@ def run_cell(trigger: str, count: int, ladder: Ladder, cp: str, workdir: Path,
             _say(f"{trigger} {count:,} rules: ready {app.ready_s} s; baseline "
                  f"{base.rate:,}/s p99 {base.p99_ms} ms {base.why}")
             bound = STEADY_FACTOR * base.p99_ms if base.sustained and base.p99_ms else None
-            for rate in ladder.rates() if bound is not None else []:
+
+            def attempt(rate: int) -> Step:
+                assert bound is not None
                 step = judge(rate, drive(rate, ladder.step_s), ladder, bound)
-                steps.append(step)
                 _say(f"{trigger} {count:,} rules at {rate:,}/s: "
                      f"{'sustained' if step.sustained else 'NOT sustained'}, p99 "
                      f"{step.p99_ms} ms (bound {bound:g}) {step.why}")
-                if not step.sustained:
-                    break
+                return step
+
+            if bound is not None:
+                steps = climb(ladder, attempt)
         finally:
             app.close()
     return {"trigger": trigger, "rules": count, "ready_s": app.ready_s,
@@ -222,7 +254,9 @@ def markdown(doc: dict) -> str:
              "(x 1 rule) | first failed step |",
              "|---|---:|---:|---:|---:|---:|---|"]
     for c in doc["cells"]:
-        failed = next((s for s in c["steps"] if not s["sustained"]), None)
+        best_rate = c["max_sustained"] or 0
+        failed = min((s for s in c["steps"] if not s["sustained"] and s["rate"] > best_rate),
+                     key=lambda s: s["rate"], default=None)
         best = c["max_sustained"]
         best_s = "-" if best is None else f"{best:,}"
         ratio = f" (x{c['ratio_to_one_rule']})" if c["ratio_to_one_rule"] is not None else ""

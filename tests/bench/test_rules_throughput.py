@@ -5,7 +5,7 @@ before anything runs; each count is set against one rule's rate."""
 
 from __future__ import annotations
 
-from bench.rules_throughput import Ladder, judge, main, with_ratios
+from bench.rules_throughput import Ladder, Step, climb, judge, main, with_ratios
 
 LADDER = Ladder(baseline_s=40.0, settle_s=20.0, start=10_000, factor=1.5, steps=4,
                 step_s=20.0, tail_s=10.0)
@@ -38,7 +38,40 @@ def test_lost_alerts_or_a_late_driver_fail_a_step_whatever_its_p99():
 
 def test_the_ladder_and_its_bound_are_known_up_front():
     assert LADDER.rates() == [10_000, 15_000, 22_000, 34_000]
+    assert LADDER.rates_down() == [7_000]  # above the 5,000/s baseline only
+    assert Ladder(start=40_000, factor=2.0, steps=2).rates_down() == [20_000, 10_000]
     assert 0 < LADDER.bound_s() < 600
+
+
+def _edge(edge: int):
+    """An ``attempt`` that sustains every rate up to ``edge``, and the rates it was asked."""
+    asked: list[int] = []
+
+    def attempt(rate: int) -> Step:
+        asked.append(rate)
+        ok = rate <= edge
+        return Step(rate, ok, 5.0, 0, 20.0, "" if ok else "p99 over")
+    return attempt, asked
+
+
+def test_the_ladder_climbs_to_its_first_failed_step_and_no_further():
+    attempt, asked = _edge(20_000)
+    steps = climb(LADDER, attempt)
+    assert asked == [10_000, 15_000, 22_000]
+    assert [s.sustained for s in steps] == [True, True, False]
+    attempt, asked = _edge(10**9)
+    assert [s.rate for s in climb(LADDER, attempt)] == LADDER.rates()  # the top: no failure
+
+
+def test_a_failed_first_step_steps_down_until_one_is_sustained():
+    ladder = Ladder(start=40_000, factor=2.0, steps=3)
+    attempt, asked = _edge(12_000)
+    steps = climb(ladder, attempt)
+    assert asked == [40_000, 20_000, 10_000]
+    assert max(s.rate for s in steps if s.sustained) == 10_000
+    attempt, asked = _edge(6_000)  # below every step: tried down to the baseline's rate
+    assert [s.sustained for s in climb(ladder, attempt)] == [False, False, False]
+    assert asked == [40_000, 20_000, 10_000]
 
 
 def test_each_count_is_a_ratio_to_one_rules_rate_in_its_trigger():
