@@ -366,11 +366,14 @@ HOST_VARS: dict[str, dict[str, str]] = {
     "tb-worker1": {"kafka_broker_cpus": "[1]"},
     "tb-worker2": {"spark_worker_cpus": "[1, 0, 1]", **_APPLIANCE_CPUS},
 }
-# The pair's two Spark applications: each takes 4 cores in 2-core executors, one on each
-# worker (a worker lost leaves each a 2-core executor, one core per partition of events),
-# and the workers offer two cores per CPU (the standby's executors mostly wait).
+# The pair's two Spark applications: each takes 4 cores in 2-core executors (one core per
+# partition of events, twice). Each worker offers 8 (four per CPU: the standby's executors
+# mostly wait), room for both applications whole: a lost worker's executors always find
+# cores on the other. With fewer, the executors of an application that lost some pile
+# onto the cores a dead partner freed, and the next worker lost takes all of them
+# (measured: 0 slots for 30 s, the query failed).
 PAIR_VARS = ("    appliance_spark_cores_max: 4", "    appliance_spark_executor_cores: 2",
-             "    spark_worker_cores_per_cpu: 2")
+             "    spark_worker_cores_per_cpu: 4")
 
 
 def _connection_vars(key: Path) -> list[str]:

@@ -223,7 +223,7 @@ def _cpus(testbed, host, pid: int) -> set[int]:
 
 
 def test_master_lists_both_workers_alive_with_cores(testbed, deployed):
-    """Each worker offers spark_worker_cores_per_cpu (the test bed's 2: the pair's standby's
+    """Each worker offers spark_worker_cores_per_cpu (the test bed's 4: the pair's standby's
     executors mostly wait) cores per CPU its process may use (spark_worker_cpus, or all
     the host's)."""
     master = testbed.one("spark_master")
