@@ -185,6 +185,34 @@ def alive_workers(address: str) -> dict[str, int]:
     return {w["host"]: w["cores"] for w in status.get("workers", []) if w["state"] == "ALIVE"}
 
 
+#: The appliance's metrics port on the test bed (the site role's appliance_metrics_port).
+APPLIANCE_METRICS_PORT = 9464
+_HA_ROLE = re.compile(r"^appliance_ha_role\{[^}]*\} (?P<value>\S+)$", re.M)
+
+
+def ha_roles(inventory: Inventory) -> dict[str, float | None]:
+    """Each appliance host's ``appliance_ha_role`` (1 active, 0 standby, -1 fenced), from
+    its metrics endpoint; None where it does not answer or reports no role."""
+    roles: dict[str, float | None] = {}
+    for host in inventory.group("appliance"):
+        try:
+            status, body = http(f"http://{host.address}:{APPLIANCE_METRICS_PORT}/metrics",
+                                timeout=5)
+        except (OSError, HTTPException):
+            status, body = 0, b""
+        found = _HA_ROLE.search(body.decode(errors="replace")) if status == 200 else None
+        roles[host.name] = float(found["value"]) if found else None
+    return roles
+
+
+def pair_settled(inventory: Inventory) -> tuple[Host, Host] | None:
+    """(active, standby) once one appliance host serves and the other waits; else None."""
+    roles = ha_roles(inventory)
+    active = [h for h in inventory.group("appliance") if roles[h.name] == 1]
+    standby = [h for h in inventory.group("appliance") if roles[h.name] == 0]
+    return (active[0], standby[0]) if len(active) == len(standby) == 1 else None
+
+
 def wait_for(predicate, timeout: float, interval: float = 2.0):
     """Poll ``predicate`` until it returns something truthy or ``timeout`` s pass."""
     deadline = time.monotonic() + timeout
