@@ -162,7 +162,7 @@ def test_the_pair_has_one_active_one_standby_and_no_alert_says_otherwise(testbed
     for host in (active, standby):
         toml = tomllib.loads(_host_file(testbed, host, "/etc/appliance/appliance.toml"))
         assert toml["ha"] == {"group": "appliance-pair", "instance": host.name,
-                              "session_timeout": "6 seconds"}, toml.get("ha")
+                              "session_timeout": "2 seconds"}, toml.get("ha")
         assert (toml["spark"]["spark.cores.max"], toml["spark"]["spark.executor.cores"]) \
             == ("4", "2")
     master = testbed.one("spark_master")
