@@ -459,6 +459,32 @@ def up() -> int:
     return 0
 
 
+def _host(name: str) -> Host:
+    found = [h for h in HOSTS if h.name == name]
+    if not found:
+        raise SystemExit(f"testbed: no host {name!r} (hosts: {', '.join(h.name for h in HOSTS)})")
+    return found[0]
+
+
+def partition(name: str) -> int:
+    """Cut one host off the bridge, as a pulled cable or a dead switch port does: the
+    bridge's end of its veth goes down, its own end loses its carrier, every packet to
+    and from it is dropped (no reset: connections hang), and its processes run on,
+    unheard. ``heal`` plugs it back in."""
+    host = _host(name)
+    run("ip", "link", "set", host.veth, "down")
+    log(f"{host.name}: cut off the bridge ({host.veth} down)")
+    return 0
+
+
+def heal(name: str) -> int:
+    """Undo ``partition``: the host's veth back up on the bridge."""
+    host = _host(name)
+    run("ip", "link", "set", host.veth, "master", BRIDGE, "up")
+    log(f"{host.name}: back on the bridge ({host.veth} up)")
+    return 0
+
+
 def kill_tree(pidfile: Path, timeout: float) -> None:
     pid = alive(pidfile)
     if pid is not None:

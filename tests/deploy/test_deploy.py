@@ -3,7 +3,8 @@
 The tests run in file order on one deployed site: validation failures first (on fresh
 hosts), then the deploy and its idempotence (publishing to a Grafana stand-in), the
 appliance's active/standby pair (tb-master and tb-worker2), then traffic, a rogue driver,
-a reboot of the worker that runs the pair's active instance mid-stream, a load from the
+a reboot of the worker that runs the pair's active instance mid-stream, the network of the
+master's host cut while its instance serves, a load from the
 controller after which every dashboard panel's query must return data from the deployed
 Prometheus, a worker-only change rolled out one worker at a time, then the rules updates
 (they change the deployed rules), the pair's standby stopped until Alertmanager's webhook
@@ -109,6 +110,21 @@ def _hand_over(testbed, active) -> str:
                       "/opt/appliance/venv/bin/appliance ha handover "
                       "--config /etc/appliance/appliance.toml", timeout=240)
     return out.stdout.strip()
+
+
+def _serving_on(testbed, host, timeout: float = 120) -> None:
+    """The pair handed over to ``host``'s instance (unless it serves already), until it
+    serves."""
+    active, _standby = _pair(testbed, timeout=420)
+    if active.name != host.name:
+        said = _hand_over(testbed, active)
+        assert host.name in said, said
+
+    def serves() -> bool:
+        settled = bed.pair_settled(testbed)
+        return settled is not None and settled[0].name == host.name
+
+    assert bed.wait_for(serves, timeout, 1), bed.ha_roles(testbed)
 
 
 def _process(testbed, host) -> tuple[str, int]:
@@ -679,16 +695,7 @@ def test_worker_reboot_mid_stream_loses_no_alert(testbed, kafka):
     master = testbed.one("spark_master")
     worker = testbed.group("spark_workers")[-1]
     assert worker.name in {h.name for h in testbed.group("appliance")}
-    active, _standby = _pair(testbed)
-    if active.name != worker.name:
-        said = _hand_over(testbed, active)
-        assert worker.name in said, said
-
-    def worker_serves() -> bool:
-        settled = bed.pair_settled(testbed)
-        return settled is not None and settled[0].name == worker.name
-
-    assert bed.wait_for(worker_serves, 120, 1), bed.ha_roles(testbed)
+    _serving_on(testbed, worker)
     prefix = bed.unique("reboot")
     batches = [bed.make_events(f"{prefix}-{n}", 20) for n in range(30)]
     stop = threading.Event()
@@ -721,6 +728,55 @@ def test_worker_reboot_mid_stream_loses_no_alert(testbed, kafka):
     # The partner took over; the rebooted instance started at boot and waits as standby.
     _active, standby = _pair(testbed, timeout=420)
     assert standby.name == worker.name, bed.ha_roles(testbed)
+
+
+# The master's host: the pair's other instance and every executor are on the workers, so
+# the cut takes away the active driver and the Spark master only; shorter than the master's
+# worker timeout (spark_master_worker_timeout, 30 s), after which it would drop the workers
+# and every application's executors with them.
+PARTITION_S = 15.0
+PARTITION_REPORT = bed.REPO / "build" / "testbed" / "partition.json"
+
+
+def test_a_partitioned_active_host_is_replaced_and_steps_down_when_healed(testbed, deployed):
+    """The network of the host that runs the pair's active instance cut for PARTITION_S
+    (its processes run on, unheard): the partner is elected once the active's session
+    lapses and serves, every alert arrives, and with the network back the old active,
+    fenced (none of its commits accepted for a session), waits as the standby. The
+    election's time and the longest wait for an alert go to build/testbed/partition.json."""
+    master, broker = testbed.one("spark_master"), testbed.one("kafka")
+    assert master.name in {h.name for h in testbed.group("appliance")}
+    _serving_on(testbed, master)
+    partner = next(h for h in testbed.group("appliance") if h.name != master.name)
+    bootstrap = f"{broker.address}:9092"
+    with _Load(bootstrap, "partition") as load:
+        time.sleep(8)  # steady before the cut
+        cut = time.time()
+        with bed.partitioned(master):
+            elected = bed.wait_for(lambda: bed.ha_role(partner, timeout=1) == 1,
+                                   PARTITION_S, 0.25)
+            elected_s = time.time() - cut
+            time.sleep(max(0.0, cut + PARTITION_S - time.time()))
+        healed = time.time()
+        settled = _pair(testbed, timeout=300)
+        settled_s = time.time() - healed
+        time.sleep(5)  # steady after it
+    assert elected, f"{partner.name} was not elected within {PARTITION_S} s of the cut"
+    assert (settled[0].name, settled[1].name) == (partner.name, master.name), \
+        bed.ha_roles(testbed)
+    missing = load.lost(bootstrap)
+    assert not missing, \
+        f"{len(missing)} of {len(load.sent)} alerts lost, e.g. {sorted(missing)[:5]}"
+    waits = load.waits()
+    session = tomllib.loads(_host_file(testbed, master, "/etc/appliance/appliance.toml"))
+    figures = {"partition_s": PARTITION_S, "session_timeout": session["ha"]["session_timeout"],
+               "elected_after_s": round(elected_s, 2), "events": len(load.sent), "lost": 0,
+               "longest_wait_s": round(waits[-1], 2),
+               "p99_wait_s": round(waits[int(len(waits) * 0.99)], 2),
+               "old_active_standby_after_heal_s": round(settled_s, 1)}
+    PARTITION_REPORT.write_text(json.dumps(figures, indent=2) + "\n")
+    print(f"partition: {json.dumps(figures)}")
+    assert not load.failed, f"{len(load.failed)} events the producer could not send"
 
 
 # -- latency, as an operator measures it from the controller ----------------------------
@@ -1096,7 +1152,7 @@ class _Load:
     """Alerting events at ROLLING_RATE from the controller (a producer that retries while
     the broker restarts), and when each one's alert came back."""
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, label: str = "rolling") -> None:
         auth = bed.site_client_security().kafka_python()
         self.producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", retries=30,
                                       retry_backoff_ms=500, request_timeout_ms=10000,
@@ -1107,7 +1163,7 @@ class _Load:
         self.seen: dict[str, float] = {}
         self.failed: list[str] = []
         self.stop = threading.Event()
-        self.prefix = bed.unique("rolling")
+        self.prefix = bed.unique(label)
         self.threads = [threading.Thread(target=self._produce),
                         threading.Thread(target=self._read)]
 
@@ -1129,6 +1185,25 @@ class _Load:
             for alert_id in list(self.reader.poll_alerts()):
                 if alert_id.startswith(self.prefix):
                     self.seen.setdefault(alert_id, now)
+
+    def lost(self, bootstrap: str) -> set[str]:
+        """Events sent whose alert has not come, after waiting up to ALERT_TIMEOUT_S more
+        for them (an alert found then counts as come now)."""
+        missing = set(self.sent) - set(self.seen)
+        if missing:
+            checker = bed.Kafka(bootstrap, bed.site_client_security())
+            try:
+                missing = checker.wait_alerts(missing, ALERT_TIMEOUT_S)
+                self.seen.update({i: time.time()
+                                  for i in set(self.sent) - missing - set(self.seen)})
+            finally:
+                checker.close()
+        return missing
+
+    def waits(self, since: float = 0.0) -> list[float]:
+        """Sorted seconds each event sent from ``since`` on waited for its alert."""
+        return sorted(self.seen[i] - self.sent[i] for i in self.sent
+                      if self.sent[i] >= since and i in self.seen)
 
     def __enter__(self):
         for thread in self.threads:
@@ -1221,20 +1296,12 @@ def test_an_upgrade_rolls_through_the_workers_one_at_a_time_then_the_appliance(
     assert (now_active.name, now_standby.name) == (standby.name, active.name), \
         bed.ha_roles(testbed)
     # Nothing lost under load; the longest an event waited for its alert.
-    missing = set(load.sent) - set(load.seen)
-    if missing:
-        checker = bed.Kafka(f"{broker.address}:9092", bed.site_client_security())
-        try:
-            missing = checker.wait_alerts(missing, ALERT_TIMEOUT_S)
-            load.seen.update({i: time.time() for i in set(load.sent) - missing - set(load.seen)})
-        finally:
-            checker.close()
+    missing = load.lost(f"{broker.address}:9092")
     assert not missing, \
         f"{len(missing)} of {len(load.sent)} alerts lost, e.g. {sorted(missing)[:5]}"
-    waits = sorted(load.seen[i] - load.sent[i] for i in load.sent)
+    waits = load.waits()
     # The pair's part: events sent from the standby's restart to the end of the run.
-    pair_waits = sorted(load.seen[i] - load.sent[i] for i in load.sent
-                        if load.sent[i] >= restarted[standby.name])
+    pair_waits = load.waits(since=restarted[standby.name])
     figures = {"events": len(load.sent), "lost": 0, "producer_retried_out": len(load.failed),
                "longest_wait_s": round(waits[-1], 1),
                "p99_wait_s": round(waits[int(len(waits) * 0.99)], 2),
