@@ -1,7 +1,7 @@
 """Rules changed in the running appliance (``appliance rules reload``, which sends SIGHUP):
 the same process and query take the new rules from the next epoch or batch without an
-outage, in every trigger (continuous in ``make test``, the others in ``make faults``); a broken file afterwards changes nothing, and SIGTERM still stops
-it cleanly.
+outage, in every trigger (continuous in ``make test``, the others in ``make faults``); a
+broken file afterwards changes nothing, and SIGTERM still stops it cleanly.
 
 Accounting is per event, read back from Kafka: every event the old rules alert on has its
 alert throughout (nothing is evaluated by neither rule set), every event that only the new
