@@ -34,6 +34,7 @@ Writes ``reports/bench/rules_throughput.{json,md}``.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import statistics
 import subprocess
@@ -83,17 +84,18 @@ class Ladder:
     step_s: float = 20.0
     tail_s: float = 10.0
 
+    def rate(self, k: int) -> int:
+        """Step ``k`` of the ladder (negative: below ``start``), rounded to thousands."""
+        return int(round(self.start * self.factor ** k, -3))
+
     def rates(self) -> list[int]:
-        return [int(round(self.start * self.factor ** k, -3)) for k in range(self.steps)]
+        return [self.rate(k) for k in range(self.steps)]
 
     def rates_down(self) -> list[int]:
         """The rates tried below ``start`` when it fails: each ``factor`` times below the
         last, while still above the baseline's rate (which is sustained by definition)."""
-        out, k = [], 1
-        while (rate := int(round(self.start / self.factor ** k, -3))) > self.baseline_rate:
-            out.append(rate)
-            k += 1
-        return out
+        return list(itertools.takewhile(lambda r: r > self.baseline_rate,
+                                        (self.rate(-k) for k in itertools.count(1))))
 
     def bound_s(self) -> float:
         """The most one cell can take (every step run, every drain at its bound)."""
@@ -254,10 +256,9 @@ def markdown(doc: dict) -> str:
              "(x 1 rule) | first failed step |",
              "|---|---:|---:|---:|---:|---:|---|"]
     for c in doc["cells"]:
-        best_rate = c["max_sustained"] or 0
-        failed = min((s for s in c["steps"] if not s["sustained"] and s["rate"] > best_rate),
-                     key=lambda s: s["rate"], default=None)
         best = c["max_sustained"]
+        failed = min((s for s in c["steps"] if not s["sustained"] and s["rate"] > (best or 0)),
+                     key=lambda s: s["rate"], default=None)
         best_s = "-" if best is None else f"{best:,}"
         ratio = f" (x{c['ratio_to_one_rule']})" if c["ratio_to_one_rule"] is not None else ""
         fail = "-" if failed is None else f"{failed['rate']:,}/s: {failed['why']}"

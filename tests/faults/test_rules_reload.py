@@ -29,7 +29,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from appliance.rules.rules_file import rules_version
-from appliance.trigger import MODES, TRIGGERS
+from appliance.trigger import DEFAULT, MODES, TRIGGERS
 
 from support.appliance_process import ApplianceProcess
 from support.faults.fault_process import ROOT, write_config
@@ -145,7 +145,7 @@ def reload_cli(port: int) -> subprocess.CompletedProcess:
 # swap in every trigger is also held, on a cluster, by tests/cluster/test_cluster_appliance.py
 # (a rules reload reaching every executor).
 @pytest.mark.parametrize("trigger", [
-    pytest.param(t, marks=() if t == "continuous" else pytest.mark.faults_long)
+    pytest.param(t, marks=() if t == DEFAULT.name else pytest.mark.faults_long)
     for t in TRIGGERS])
 def test_rules_swap_live_and_a_broken_file_changes_nothing(broker, fault_topics, tmp_path,
                                                           trigger):
