@@ -27,6 +27,12 @@ start with that many rules). The bound on the time is printed before anything ru
 
     .venv/bin/python -m bench.rules_throughput                         # the six cells
     .venv/bin/python -m bench.rules_throughput --counts 1 --triggers continuous --steps 2
+    .venv/bin/python -m bench.rules_throughput --triggers realtime --runs 3   # medians
+
+With ``--runs N`` every cell runs N times, each a fresh appliance, the rounds interleaved
+(every cell once, then every cell again) so a noisy minute does not land on one cell; a
+cell's figure is then the median of its runs' (a run with no sustained step counts as 0),
+its ``ready`` the median of its runs', and each run's figure is kept beside it.
 
 Writes ``reports/bench/rules_throughput.{json,md}``.
 """
@@ -232,6 +238,33 @@ def run_cell(trigger: str, count: int, ladder: Ladder, cp: str, workdir: Path,
             "steps": [asdict(s) for s in steps]}
 
 
+def summarize(runs: list[dict]) -> dict:
+    """One cell from its runs (the same trigger and count): the median highest sustained
+    rate (the lower median for an even count; a run with none counts as 0, so a cell whose
+    runs mostly failed has no figure), the median ``ready``, baseline p99 and bound, and
+    every run kept under ``runs``."""
+    if len(runs) == 1:
+        return {**runs[0], "runs": runs}
+
+    def median(key, of=lambda r, k: r[k]):
+        values = [v for v in (of(r, key) for r in runs) if v is not None]
+        return round(statistics.median(values), 3) if values else None
+
+    best = statistics.median_low([r["max_sustained"] or 0 for r in runs])
+    return {"trigger": runs[0]["trigger"], "rules": runs[0]["rules"],
+            "ready_s": median("ready_s"),
+            "baseline": {"p99_ms": median("p99_ms", lambda r, k: r["baseline"][k])},
+            "p99_bound_ms": median("p99_bound_ms"), "max_sustained": best or None,
+            "steps": [], "runs": runs}
+
+
+def first_failed(cell: dict) -> dict | None:
+    """The lowest step above the cell's figure that was not sustained."""
+    best = cell["max_sustained"] or 0
+    return min((s for s in cell["steps"] if not s["sustained"] and s["rate"] > best),
+               key=lambda s: s["rate"], default=None)
+
+
 def _say(line: str) -> None:
     print(f"bench: {line}", file=sys.stderr, flush=True)
 
@@ -257,11 +290,13 @@ def markdown(doc: dict) -> str:
              "|---|---:|---:|---:|---:|---:|---|"]
     for c in doc["cells"]:
         best = c["max_sustained"]
-        failed = min((s for s in c["steps"] if not s["sustained"] and s["rate"] > (best or 0)),
-                     key=lambda s: s["rate"], default=None)
         best_s = "-" if best is None else f"{best:,}"
         ratio = f" (x{c['ratio_to_one_rule']})" if c["ratio_to_one_rule"] is not None else ""
-        fail = "-" if failed is None else f"{failed['rate']:,}/s: {failed['why']}"
+        fail = "; ".join(f"{f['rate']:,}/s: {f['why']}" if f else "-"
+                         for f in map(first_failed, c["runs"]))
+        if len(c["runs"]) > 1:
+            best_s += " (runs: " + ", ".join(f"{r['max_sustained'] or 0:,}"
+                                            for r in c["runs"]) + ")"
         lines.append(f"| {c['trigger']} | {c['rules']:,} | {c['ready_s']} | "
                      f"{c['baseline']['p99_ms']} | {c['p99_bound_ms']} | {best_s}{ratio} | "
                      f"{fail} |")
@@ -286,36 +321,44 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--step", type=float, default=d.step_s, help="seconds per step")
     parser.add_argument("--tail", type=float, default=d.tail_s,
                         help="a step's last seconds its p99 is judged on")
+    parser.add_argument("--runs", type=int, default=1,
+                        help="fresh runs per cell, interleaved; the figure is their median")
     parser.add_argument("--ready-timeout", type=float, default=READY_TIMEOUT_S)
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args([] if argv is None else argv)
     ladder = Ladder(args.baseline_rate, args.baseline, args.settle, args.start, args.factor,
                     args.steps, args.step, args.tail)
-    if (min(args.counts) < 1 or ladder.steps < 1 or ladder.factor <= 1
+    if (min(args.counts) < 1 or ladder.steps < 1 or ladder.factor <= 1 or args.runs < 1
             or not 0 < ladder.settle_s < ladder.baseline_s
             or not 0 < ladder.tail_s <= ladder.step_s):
-        print("bench.rules_throughput: counts >= 1, steps >= 1, factor > 1, "
+        print("bench.rules_throughput: counts >= 1, runs >= 1, steps >= 1, factor > 1, "
               "0 < --settle < --baseline, 0 < --tail <= --step", file=sys.stderr)
         return 2
     counts = sorted(set(args.counts))
     cells = [(t, c) for t in args.triggers for c in counts]
-    bound = len(cells) * ladder.bound_s()
-    _say(f"{len(cells)} cells, steps {', '.join(f'{r:,}' for r in ladder.rates())}/s: "
+    bound = args.runs * len(cells) * ladder.bound_s()
+    _say(f"{len(cells)} cells x {args.runs} runs, "
+         f"steps {', '.join(f'{r:,}' for r in ladder.rates())}/s: "
          f"at most {bound / 60:.0f} min (driver warm-up {DRIVER_WARMUP_S:g} s a step)")
     cp = compile_driver("AlertLatencyBench.java")
     started, load0 = time.monotonic(), os.getloadavg()[0]
-    results = []
+    by_cell: dict[tuple[str, int], list[dict]] = {cell: [] for cell in cells}
     with tempfile.TemporaryDirectory(prefix="bench-rules-throughput-") as tmp:
-        for trigger, count in cells:
+        for round_no, (trigger, count) in itertools.product(range(args.runs), cells):
             workdir = Path(tempfile.mkdtemp(dir=tmp))
+            _say(f"run {round_no + 1} of {args.runs}: {trigger}, {count:,} rules")
             try:
-                results.append(run_cell(trigger, count, ladder, cp, workdir,
-                                        args.ready_timeout))
-            except Exception as exc:  # noqa: BLE001 - one failed cell is one row's gap
+                by_cell[trigger, count].append(run_cell(trigger, count, ladder, cp, workdir,
+                                                        args.ready_timeout))
+            except Exception as exc:  # noqa: BLE001 - one failed run is one run's gap
                 _say(f"{trigger} {count:,} rules failed: {exc}")
+    results = [summarize(runs) for runs in by_cell.values() if runs]
+    complete = all(len(runs) == args.runs for runs in by_cell.values())
     command = "python -m bench.rules_throughput " + " ".join(argv or [])
     doc = {"benchmark": "rules_throughput", "command": command.strip(),
-           "note": (f"one fresh appliance per cell; baseline {ladder.baseline_rate:,}/s for "
+           "note": (f"one fresh appliance per cell and run ({args.runs} runs, interleaved; "
+                    f"a cell's figure is its runs' median); "
+                    f"baseline {ladder.baseline_rate:,}/s for "
                     f"{ladder.baseline_s:g} s (steady p99 from second {ladder.settle_s:g}); "
                     f"steps of {ladder.step_s:g} s from {ladder.start:,}/s x{ladder.factor:g}, "
                     f"sustained: median per-second p99 of the last {ladder.tail_s:g} s <= "
@@ -325,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
     write_result(args.out, doc, started, load0)
     args.out.with_suffix(".md").write_text(markdown(doc))
     print(markdown(doc))
-    return 0 if len(results) == len(cells) else 1
+    return 0 if complete else 1
 
 
 if __name__ == "__main__":

@@ -5,7 +5,16 @@ before anything runs; each count is set against one rule's rate."""
 
 from __future__ import annotations
 
-from bench.rules_throughput import Ladder, Step, climb, judge, main, with_ratios
+from bench.rules_throughput import (
+    Ladder,
+    Step,
+    climb,
+    judge,
+    main,
+    markdown,
+    summarize,
+    with_ratios,
+)
 
 LADDER = Ladder(baseline_s=40.0, settle_s=20.0, start=10_000, factor=1.5, steps=4,
                 step_s=20.0, tail_s=10.0)
@@ -83,6 +92,40 @@ def test_each_count_is_a_ratio_to_one_rules_rate_in_its_trigger():
     assert [c["target_met"] for c in out] == [None, False, None]
 
 
+def _run(best, ready, p99, failed_at=None):
+    over = "p99 9 ms over 8 ms"
+    steps = [{"rate": best or 10_000, "sustained": best is not None,
+              "why": "" if best else over}]
+    if failed_at:
+        steps.append({"rate": failed_at, "sustained": False, "why": over})
+    return {"trigger": "realtime", "rules": 1000, "ready_s": ready, "max_sustained": best,
+            "baseline": {"p99_ms": p99}, "p99_bound_ms": 2 * p99, "steps": steps}
+
+
+def test_a_cell_of_several_runs_is_their_median_and_keeps_each_run():
+    runs = [_run(15_000, 12.0, 3.0, 22_000), _run(None, 14.0, 4.0),
+            _run(22_000, 13.0, 3.5, 34_000)]
+    cell = summarize(runs)
+    assert (cell["max_sustained"], cell["ready_s"], cell["baseline"]["p99_ms"],
+            cell["p99_bound_ms"]) == (15_000, 13.0, 3.5, 7.0)
+    assert cell["runs"] == runs
+    # a run with no sustained step counts as 0: two of three failing leave no figure
+    assert summarize([_run(None, 12.0, 3.0), _run(None, 12.0, 3.0),
+                      _run(51_000, 12.0, 3.0)])["max_sustained"] is None
+    assert summarize([_run(15_000, 12.0, 3.0), _run(22_000, 12.0, 3.0)])[
+        "max_sustained"] == 15_000  # an even count: the lower median
+    row = markdown({"command": "c", "note": "n", "cells": with_ratios([cell])}).splitlines()[-1]
+    assert "15,000 (runs: 15,000, 0, 22,000)" in row
+    assert ("22,000/s: p99 9 ms over 8 ms; 10,000/s: p99 9 ms over 8 ms; "
+            "34,000/s: p99 9 ms over 8 ms |") in row
+
+
+def test_one_run_is_the_cell_itself():
+    run = _run(34_000, 11.0, 4.1, 51_000)
+    assert summarize([run]) == {**run, "runs": [run]}
+
+
 def test_inconsistent_options_are_refused_before_anything_runs(capsys):
     assert main(["--factor", "1"]) == 2
     assert "factor > 1" in capsys.readouterr().err
+    assert main(["--runs", "0"]) == 2
