@@ -14,9 +14,11 @@ The active also commits the events topic's processed offsets to the group
 (``kafka_offsets``), once a second from its checkpoint's newest committed epoch or batch.
 Those commits double as its lease: Kafka accepts them only from a member of the group's
 current generation. The active counts as fenced (it must stop writing) when Kafka took
-the partition from it (the rebalance listener says so, at its next heartbeat) or when no
-commit was accepted for a whole session timeout (it cannot reach Kafka: its partner may
-already serve).
+the partition from it (the rebalance listener says so, at its next heartbeat) or when for
+a whole session timeout no commit was accepted and the coordinator did not list it as a
+member (it cannot reach Kafka: its partner may already serve). While the group
+rebalances no commit is possible, and the coordinator's list of members (``membership``)
+keeps a live active's lease however long a slow partner takes to rejoin.
 
 One daemon thread owns the Kafka consumer (kafka-python's is not thread-safe); the
 runner asks through thread-safe state only.
@@ -32,13 +34,14 @@ from pathlib import Path
 
 from kafka import KafkaConsumer, TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
-from kafka.errors import InvalidSessionTimeoutError
+from kafka.errors import InvalidSessionTimeoutError, RebalanceInProgressError
 from kafka.structs import MemberState, OffsetAndMetadata
 
 from appliance import logs
 from appliance.ha.assignor import NewestOwnerAssignor
 from appliance.ha.control import HANDOVER, Announcement
 from appliance.ha.instance import control_topic
+from appliance.ha.membership import MembershipProbe
 from appliance.ha.session_bounds import SessionRefused, cluster_bounds, refusal
 from appliance.query.checkpoint import committed_offsets
 
@@ -115,7 +118,10 @@ class Election:
         self._consumer: KafkaConsumer | None = None
         self._standby_logged = False
         self._next_commit = 0.0
-        self._lease_at = 0.0  # when Kafka last accepted this active's commit
+        self._lease_at = 0.0  # when Kafka last accepted this active's commit or listed it
+        self._member_id = ""  # this member's id in the group, as of its last assignment
+        self._membership = MembershipProbe(client_config, settings.group,
+                                           max(1000, settings.session_timeout_ms // 3))
         self._committed: dict[int, int] = {}
         # Set once the runner said where this active's query starts (``serve_from``):
         # until then its checkpoint is the stale one of its last turn, and committing it
@@ -272,6 +278,8 @@ class Election:
                 return
             self._role = Role.ACTIVE
         now = self.active_at = self._lease_at = self.clock()
+        if self._consumer is not None:
+            self._member_id = self._consumer.group_metadata().member_id
         self.takeovers += 1
         self._became_active.set()
         log.info("ha.elected", group=self.settings.group, instance=self.settings.instance,
@@ -316,17 +324,28 @@ class Election:
         if not offsets:  # nothing processed yet: the heartbeats alone keep the role
             self._lease_at = now
             return
-        if self._commit(offsets):
+        refused = self._commit(offsets)
+        if refused is None:
             self._lease_at = now
             if self._floor:  # any accepted commit is at or past where the query began
                 self._floor_committed.set()
             return
+        if isinstance(refused, RebalanceInProgressError):
+            asked = self.clock()
+            listed = self._membership.listed(self._member_id)
+            self._trouble("membership", None if listed else RuntimeError(
+                "the coordinator did not list this member" if listed is False
+                else "the coordinator could not be asked"))
+            if listed:
+                self._lease_at = asked
+                return
         silent = now - self._lease_at
         if silent * 1000 >= self.settings.session_timeout_ms:
-            self._fence(f"Kafka accepted no offset commit for {silent:.1f} s (the session "
-                        f"timeout): the partner may serve already")
+            self._fence(f"Kafka accepted no offset commit and did not list this member for "
+                        f"{silent:.1f} s (the session timeout): the partner may serve already")
 
-    def _commit(self, offsets: dict[int, int]) -> bool:
+    def _commit(self, offsets: dict[int, int]) -> Exception | None:
+        """None when Kafka took ``offsets``, else why not."""
         consumer = self._consumer
         assert consumer is not None
         topic = self.settings.events_topic
@@ -336,12 +355,13 @@ class Election:
                             timeout_ms=max(1000, self.settings.session_timeout_ms // 3))
         except Exception as exc:  # noqa: BLE001 - refused or unreachable: the lease decides
             self._trouble("commit", exc)
-            return False
+            return exc
         self._trouble("commit", None)
+        self._member_id = consumer.group_metadata().member_id or self._member_id
         if offsets != self._committed:
             self._committed = dict(offsets)
             log.debug("ha.offsets_committed", topic=topic, offsets=offsets)
-        return True
+        return None
 
     def _trouble(self, step: str, exc: Exception | None) -> None:
         """One line when a step starts failing (``ha.poll_failed``, ``ha.commit_failed``)
@@ -362,6 +382,7 @@ class Election:
                 self.settings.events_topic, {})
             if offsets:
                 self._commit(offsets)
+        self._membership.close()
         try:
             consumer.close(autocommit=False, timeout_ms=5000)
         except Exception as exc:  # noqa: BLE001 - the session timeout removes us anyway

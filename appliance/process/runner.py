@@ -52,7 +52,7 @@ from appliance.process.rules_check import RulesCheck
 from appliance.process.rules_swap import RulesSwap
 from appliance.process.run_settings import RunSettings
 from appliance.process.running_rules import RunningRules
-from appliance.process.slots import check_slots, local_slots, spark_master
+from appliance.process.slots import RESTART_WAIT_S, check_slots, local_slots, spark_master
 from appliance.query.epoch_watch import EpochWatch, watch_for
 from appliance.rules.rules_file import RulesError, RuleSet
 from appliance.topics import TopicError
@@ -271,8 +271,10 @@ class Appliance:
             return False
 
         def start_again() -> None:
-            # The lost executor's slots come back with its replacement, seconds later.
-            spark_side.check_cluster_slots(self.mode, self.probes.partitions)
+            # The lost executors' slots come back with their replacements, seconds later,
+            # or once a restarted worker registers (``slots.RESTART_WAIT_S``).
+            spark_side.check_cluster_slots(self.mode, self.probes.partitions,
+                                           wait_s=RESTART_WAIT_S)
             self.start_query(self.pair.starting_offsets if self.pair is not None else None)
 
         if not self.restarts.attempt(cause, start_again):

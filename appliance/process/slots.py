@@ -31,6 +31,13 @@ if TYPE_CHECKING:  # pyspark loads with the Spark side (appliance.process.spark_
 #: Spark's own "how long to wait for executors to register" setting bounds our wait too.
 WAIT_CONF = "spark.scheduler.maxRegisteredResourcesWaitingTime"
 WAIT_DEFAULT = "30s"
+#: A query restarted in place after its executors were lost waits at least this long for
+#: their replacements: the master launches one when a worker with free cores registers,
+#: and a worker restarted by a rolling upgrade (its package, its JVM) came back after
+#: Spark's 30 s in the deploy test; exiting instead loses the session's warm JVM too.
+RESTART_WAIT_S = 180.0
+#: How often a long wait for slots says it still waits.
+WAIT_PROGRESS_S = 10.0
 
 log = logs.get_logger("appliance")
 
@@ -65,12 +72,14 @@ def check_slots(mode: TriggerMode, partitions: int, slots: int, where: str,
             f"use at least {partitions} ({fix})")
 
 
-def check_cluster_slots(spark: SparkSession, mode: TriggerMode, partitions: int) -> None:
-    """On a cluster: wait (bounded) for this application's executors, then check slots."""
+def check_cluster_slots(spark: SparkSession, mode: TriggerMode, partitions: int,
+                        wait_s: float | None = None) -> None:
+    """On a cluster: wait (bounded: ``wait_s``, Spark's registration wait when None) for
+    this application's executors, then check slots."""
     if not mode.slot_per_partition:
         return
     sc = spark.sparkContext
-    slots, waited = wait_for_slots(sc, partitions)
+    slots, waited = wait_for_slots(sc, partitions, wait_s)
     log.info("spark.executors", slots=slots, needed=partitions, waited_s=round(waited, 1))
     check_slots(mode, partitions, slots,
                 f"{sc.master} (cores granted to this application)",
@@ -92,12 +101,16 @@ def registration_wait_s(sc) -> float:
 def wait_for_slots(sc, wanted: int, timeout_s: float | None = None,
                    poll_s: float = 0.25) -> tuple[int, float]:
     """(slots, seconds waited): returns as soon as ``wanted`` slots are there, else the
-    count when the bounded wait ends."""
+    count when the bounded wait ends; says every ``WAIT_PROGRESS_S`` that it still waits."""
     timeout_s = registration_wait_s(sc) if timeout_s is None else timeout_s
     started = time.monotonic()
-    deadline = started + timeout_s
+    deadline, said = started + timeout_s, started
     while True:
-        slots = granted_slots(sc)
-        if slots >= wanted or time.monotonic() >= deadline:
-            return slots, time.monotonic() - started
+        slots, now = granted_slots(sc), time.monotonic()
+        if slots >= wanted or now >= deadline:
+            return slots, now - started
+        if now - said >= WAIT_PROGRESS_S:
+            said = now
+            log.info("spark.executors_waiting", slots=slots, needed=wanted,
+                     waited_s=round(now - started, 1), bound_s=round(timeout_s, 1))
         time.sleep(poll_s)

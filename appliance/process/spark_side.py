@@ -60,11 +60,13 @@ class SparkSide:
         """A rule book in this session, switching versions as ``mode`` does."""
         return RuleBook(self.session, live=mode.rules_switch is RulesSwitch.LIVE)
 
-    def check_cluster_slots(self, mode: TriggerMode, partitions: int) -> None:
-        """On a cluster master: wait (bounded) for this application's executors' slots,
-        then check them (``PreflightError``); a local master's were checked before."""
+    def check_cluster_slots(self, mode: TriggerMode, partitions: int,
+                            wait_s: float | None = None) -> None:
+        """On a cluster master: wait (bounded: ``wait_s``, else Spark's registration wait)
+        for this application's executors' slots, then check them (``PreflightError``); a
+        local master's were checked before."""
         if local_slots(spark_master(self.session)) is None:
-            check_cluster_slots(self.session, mode, partitions)
+            check_cluster_slots(self.session, mode, partitions, wait_s)
 
     def mark_classes(self) -> None:
         """The query is planned next: classes generated from here on are its own."""

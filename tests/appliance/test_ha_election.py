@@ -15,10 +15,11 @@ import uuid
 from pathlib import Path
 
 import pytest
-from kafka import KafkaAdminClient, KafkaProducer
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 
 from appliance.broker import EmbeddedBroker
 from appliance.config import HA_SESSION_MIN_MS, Config
+from appliance.ha.assignor import NewestOwnerAssignor
 from appliance.ha.control import Announcement
 from appliance.ha.election import COMMIT_PERIOD_S, Election, ElectionSettings, Role
 from appliance.ha.handover import HandoverError, hand_over
@@ -166,6 +167,52 @@ def test_with_a_short_session_a_kill_9_hands_over_before_kafkas_default_could(
         member.cleanup()
         if standby is not None:
             standby.close()
+
+
+def test_a_rebalance_longer_than_the_session_does_not_fence_a_live_active(
+        short_broker, tmp_path):
+    """A partner slow to rejoin (its host busy starting a JVM) holds the group's rebalance
+    for seconds, longer than the 2 s session, and no commit is possible meanwhile: the
+    active, still listed by the coordinator, keeps serving (it fenced itself with no
+    fault before, a gap at every partner's start)."""
+    group, events = f"pair-{uuid.uuid4().hex[:8]}", f"ha-events-{uuid.uuid4().hex[:8]}"
+    short_broker.create_topics({f"{group}.ha": 1, events: 2})
+    fake_checkpoint(tmp_path / "a", events, {0: 3, 1: 4})
+    active = election(short_broker, group, events, "a", tmp_path / "a",
+                      session_ms=SHORT_SESSION_MS)
+    slow = newcomer = None
+    try:
+        active_within(active, 30)
+        assert active.serve_from({})
+        # The slow member: joined, then polled no more; its heartbeats go on, so the
+        # coordinator waits for it to rejoin until its poll interval ends.
+        slow = KafkaConsumer(bootstrap_servers=short_broker.bootstrap.split(","),
+                             group_id=group, session_timeout_ms=SHORT_SESSION_MS,
+                             heartbeat_interval_ms=500, max_poll_interval_ms=8000,
+                             partition_assignment_strategy=(NewestOwnerAssignor,))
+        slow.subscribe([f"{group}.ha"])
+        deadline = time.monotonic() + 30
+        while slow.group_metadata().generation_id < 0 or active.role is not Role.ACTIVE:
+            assert time.monotonic() < deadline, "the slow member never joined"
+            slow.poll(timeout_ms=200)
+        slow.poll(timeout_ms=1000)  # the follow-up round, if any: then it polls no more
+        joined = time.monotonic()
+        newcomer = election(short_broker, group, events, "b", tmp_path / "b",
+                            session_ms=SHORT_SESSION_MS)
+        while not newcomer._standby_logged:
+            assert time.monotonic() < joined + 30, "the newcomer never became a standby"
+            assert active.fenced() is None, active.fenced()
+            time.sleep(0.1)
+        held = time.monotonic() - joined
+        assert held > 2 * SHORT_SESSION_MS / 1000, held  # the rebalance outlasted sessions
+        assert (active.role, newcomer.role) == (Role.ACTIVE, Role.STANDBY)
+        assert active.fenced() is None and active.takeovers == 1
+    finally:
+        for e in (active, newcomer):
+            if e is not None:
+                e.close()
+        if slow is not None:
+            slow.close(autocommit=False)
 
 
 def test_a_session_kafka_refuses_is_one_line_not_a_retry_loop(broker, pair, tmp_path):

@@ -6,7 +6,9 @@ dashboards to a Grafana stand-in on the controller, and hands the results to eve
 The scenarios share this one bed in a fixed order (test_deploy.py, then
 test_external_kafka.py): first deploy, idempotence, rules-only changes, the rolling upgrade
 under load, the move to an existing Kafka, and then the suite's one ``--check --diff``.
-Set-up, the runs and tear-down are timed into build/testbed/timings.json.
+Set-up, the runs and tear-down are timed into build/testbed/timings.json. A failed test's
+hosts' journals are copied to build/testbed/journals/<test>/ before anything else runs:
+the bed, and its journals with it, is gone at the session's end.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from support.deploy import deploy_bed as bed
 from support.grafana_standin import GrafanaStandIn  # no Grafana can be installed here
 
 TIMINGS = bed.REPO / "build" / "testbed" / "timings.json"
+JOURNALS = bed.REPO / "build" / "testbed" / "journals"
+JOURNAL_LINES = 300_000  # per host: the whole of a suite's run, with room
 GRAFANA_TOKEN = "glsa_deploy_test_token_not_a_secret"
 
 
@@ -41,6 +45,33 @@ def _needs_root() -> None:
         # need root. CI runs `make test` as root, where this never skips.
         pytest.skip(f"the deploy test bed needs root and {', '.join(missing) or 'its tools'}"
                     " (run `make setup` then `make test` as root)")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Remember whether a test's own call failed (``keep_journals`` reads it)."""
+    report = (yield).get_result()
+    if report.when == "call":
+        item.stash[CALL_FAILED] = report.failed
+
+
+CALL_FAILED = pytest.StashKey[bool]()
+
+
+@pytest.fixture(autouse=True)
+def keep_journals(request):
+    """After a failed test on the bed: every host's journal, for the post-mortem."""
+    yield
+    if not request.node.stash.get(CALL_FAILED, False) or "testbed" not in request.fixturenames:
+        return
+    testbed = request.getfixturevalue("testbed")
+    out = JOURNALS / request.node.name
+    out.mkdir(parents=True, exist_ok=True)
+    for host in testbed.hosts.values():
+        got = testbed.ssh(host, f"journalctl --no-pager -o short-precise -n {JOURNAL_LINES}",
+                          timeout=300, check=False)
+        (out / f"{host.name}.journal").write_text(got.stdout + got.stderr)
+    print(f"journals of {request.node.name}'s hosts: {out}")
 
 
 @pytest.fixture(scope="session")
