@@ -4,7 +4,8 @@ The warm-up (``appliance.query.warmup``) runs the same plan as the query, with t
 connector options (``RunSettings``), so the code it compiles and the producer it connects
 are the query's. The query evaluates the rule book's rules, whatever version the book
 holds when each epoch or batch begins. Before each start, what a crash left in the
-checkpoint is moved aside (``appliance.query.checkpoint``).
+checkpoint is moved aside (``appliance.query.checkpoint``), and a query on a fresh
+checkpoint is a new lineage of the book (its generations past the last query's).
 
 A pair's standby plans its takeover's query while it waits (``prepare``): where that
 query starts is known only once Kafka elects it, so the start goes through the fresh
@@ -28,8 +29,8 @@ from pyspark.sql.streaming import DataStreamWriter
 from appliance import logs
 from appliance.process.query_probes import QueryProbes
 from appliance.process.run_settings import RunSettings
+from appliance.query.checkpoint import is_fresh, seed_starting_offsets
 from appliance.query.checkpoint import repair as repair_checkpoint
-from appliance.query.checkpoint import seed_starting_offsets
 from appliance.query.stream_query import StreamSpec, stream_writer
 from appliance.query.warmup import START, StreamWarmup, WarmupResult, warm_up
 from appliance.rules.rule_book import CompiledRules, RuleBook
@@ -97,8 +98,11 @@ class QueryStart:
 
     def prepare(self, book: RuleBook, rules: RuleSet) -> float:
         """Plan the next start's query now (a standby, before it waits): a start from
-        exact offsets on these rules then skips the planning; its seconds."""
+        exact offsets on these rules then skips the planning; its seconds. Such a start
+        is on a fresh checkpoint (the seeded one), so the plan is a new lineage of the
+        book (``RuleBook.new_lineage``)."""
         began = time.monotonic()
+        book.new_lineage()
         self.planned = PlannedQuery(self._writer(book, None), rules.version)
         return time.monotonic() - began
 
@@ -113,11 +117,16 @@ class QueryStart:
         seed = exact_offsets(starting_offsets)
         ahead = planned is not None and seed is not None \
             and planned.rules_version == rules.version
+        self.repair_checkpoint()
+        Path(config.query.checkpoint_dir).mkdir(parents=True, exist_ok=True)
+        if not ahead and is_fresh(config.query.checkpoint_dir):
+            # Its generations restart at 0, under the ones this book's last query asked
+            # for: it gets a base past them (a resumed checkpoint keeps its own numbers,
+            # so a replayed epoch sees the version it saw).
+            book.new_lineage()
         writer = planned.writer if ahead and planned is not None \
             else self._writer(book, starting_offsets)
         planned_at = time.monotonic()
-        self.repair_checkpoint()
-        Path(config.query.checkpoint_dir).mkdir(parents=True, exist_ok=True)
         if ahead and seed is not None:
             seed_starting_offsets(config.query.checkpoint_dir, seed)
         recovered = self.probes.starting()

@@ -88,6 +88,12 @@ def batch_ids(directory: Path) -> list[int]:
     return sorted(int(p.name) for p in directory.iterdir() if p.name.isdigit())
 
 
+def is_fresh(checkpoint_dir: str | Path) -> bool:
+    """No batch or epoch planned yet: a query started here numbers its generations from 0
+    (``offsets`` is written before each one runs)."""
+    return not batch_ids(Path(checkpoint_dir) / "offsets")
+
+
 class _Mover:
     def __init__(self, root: Path):
         self.root = root

@@ -135,6 +135,14 @@ class RuleBook:
     def frontier(self) -> int:
         return int(self._book.frontier(self.id))
 
+    def new_lineage(self) -> int:
+        """Before planning a query on a fresh checkpoint (its epochs or batches numbered
+        from 0 again, as after a pair's takeover in the same session): its generations
+        start past every one this book has seen, so the newest version is in effect and
+        a later one takes effect from the query's next generation; the base, which the
+        plan's matchers add to their epoch or batch ids."""
+        return int(self._book.newLineage(self.id))
+
     def column(self, event: Column) -> Column:
         """The rules' verdict on ``event`` (a struct of the event's fields in
         ``appliance.events.FIELDS`` order): ``struct<version string, rules

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from contextlib import contextmanager
 
 import pytest
 
 from appliance.config import Config
+from appliance.ha.kafka_offsets import reset_checkpoint
+from appliance.process.reload_status import ReloadResult
 from appliance.process.runner import Appliance
 from appliance.query.warmup import MIN_RECORDS
 from appliance.rules.rules_file import RulesError
@@ -138,3 +141,73 @@ def test_a_rule_failing_on_one_event_does_not_stop_the_stream(
     assert [json.loads(v)["rules"] for _k, v in alerts] == [
         [{"id": "ok", "severity": "info", "message": "metric = 'm'"}]]
     assert appliance_spark.conf.get("spark.sql.ansi.enabled") == "true"  # shared one untouched
+
+
+def _event(name: str, metric: str) -> bytes:
+    return json.dumps({"event_id": name, "ts": 1, "source": "s", "metric": metric,
+                       "value": 1}).encode()
+
+
+def _rules(*metrics: str) -> str:
+    return "rules:\n" + "".join(
+        f"  - {{id: {m}, severity: info, when: \"metric = '{m}'\"}}\n" for m in metrics)
+
+
+@pytest.mark.parametrize("trigger", ["continuous", "microbatch"])
+def test_a_query_started_again_on_a_fresh_checkpoint_runs_and_takes_the_newest_rules(
+        trigger, broker, new_topic, appliance_spark, tmp_path):
+    """A pair's takeover in the same session: the query stops, its checkpoint goes aside
+    and a new one starts, numbering its epochs or batches from 0 again, on the same rule
+    book. It must run the newest rules, and a reload must take effect from its next
+    generation. Before, the book took the new query's generations for replays of the old
+    one's: it ran the rules of the old query's start, and a reload waited for the new
+    query to pass the old one's last generation (the deploy test's new rule never
+    alerted)."""
+    config = topic_config(new_topic, broker, tmp_path, trigger, _rules("one"))
+    rules_file, alerts = config.rules.path, config.topics.alerts
+    bootstrap = config.kafka.bootstrap_servers
+
+    def alerted(prefix: str, count: int, timeout: float = 60) -> dict[str, list[str]]:
+        """Rule ids per alerted event named ``prefix-*``, once ``count`` of them are in."""
+        def by_event(records):
+            out = {}
+            for _k, v in records:
+                alert = json.loads(v)
+                if alert["event_id"].startswith(f"{prefix}-"):
+                    out[alert["event_id"]] = [r["id"] for r in alert["rules"]]
+            return out
+        return by_event(consume(bootstrap, alerts,
+                                lambda rs: len(by_event(rs)) >= count, timeout))
+
+    def reload(*metrics: str) -> None:
+        rules_file.write_text(_rules(*metrics))
+        outcome = appliance.rules_swap.reload()
+        assert outcome.result is ReloadResult.APPLIED, outcome
+        assert outcome.in_effect, outcome  # a task entered the generation it starts in
+
+    with running(config, appliance_spark, [_event("a-0", "one")]) as appliance:
+        assert alerted("a", 1) == {"a-0": ["one"]}
+        reload("one", "two")
+        # The first query's generations climb (bounded: 40 rounds) well past where a
+        # fresh one starts.
+        book = appliance.rules.rule_book()
+        for n in range(40):
+            produce(bootstrap, config.topics.events, [_event(f"b-{n}", "two")])
+            time.sleep(0.25)
+            if book.frontier() >= 12:
+                break
+        assert book.frontier() >= 12, book.frontier()
+        assert set(map(tuple, alerted("b", 1).values())) == {("two",)}
+        # The takeover's steps: the query stops, the stale checkpoint goes aside, a new
+        # query starts in the same session.
+        appliance.probes.query.stop()
+        assert reset_checkpoint(config.query.checkpoint_dir) is not None
+        appliance.start_query(None)
+        assert appliance.probes.wait_until_processing(60)
+        produce(bootstrap, config.topics.events, [_event("c-0", "two")])
+        assert alerted("c", 1) == {"c-0": ["two"]}  # the newest rules, not the first ones
+        reload("one", "two", "three")
+        produce(bootstrap, config.topics.events,
+                [_event(f"d-{n}", "three") for n in range(4)])
+        assert alerted("d", 4, timeout=30) == {f"d-{n}": ["three"] for n in range(4)}
+        assert appliance.probes.failure() is None

@@ -42,6 +42,16 @@ import scala.jdk.javaapi.CollectionConverters;
  * its uncommitted epoch) sees the version it saw before. Batch queries (no generation) see the
  * newest version.
  *
+ * <p>Lineages: one book outlives its queries in a pair's instance (a step down stops the query,
+ * a takeover starts another in the same session), and a query started on a fresh checkpoint
+ * numbers its epochs or batches from 0 again. Taken as they come, those generations lie below
+ * the frontier the last query left: a version published then would take effect only once the
+ * new query passed the old one's numbers (the deploy test's new rule never alerted), and
+ * generations already asked would answer from the old query's versions. So each fresh query
+ * gets a <i>base</i> past every generation the book has seen ({@link #newLineage}), planned
+ * into its matchers, which add it to their epoch or batch id: generations only grow, over
+ * every query the book serves.
+ *
  * <p>Where the book lives: on the driver. Tasks in the driver's JVM (a local master) read it
  * directly; executors in other JVMs ask it over Spark's RPC ({@link RemoteBook}) and report
  * their per-rule counts back.
@@ -85,6 +95,8 @@ public final class RuleBook {
     /** The newest version a task took live (-1: none). */
     private volatile long tookLive = -1;
     private long frontier = Long.MIN_VALUE;
+    /** Added to the current lineage's epoch or batch ids (0: the book's first query). */
+    private long base;
     private long nextSeq;
     /** Counts of versions no longer kept, by rule id: {evaluated, matched}. */
     private final Map<String, long[]> retired = new HashMap<>();
@@ -156,6 +168,19 @@ public final class RuleBook {
 
     synchronized long frontier() {
       return frontier;
+    }
+
+    /** A query that numbers its generations from 0 again is planned next: its base, past
+     * every generation asked so far (the newest version is in effect from it). */
+    synchronized long newLineage() {
+      if (frontier != Long.MIN_VALUE && frontier >= base) {
+        base = frontier + 1;
+      }
+      return base;
+    }
+
+    synchronized long base() {
+      return base;
     }
 
     /** Whether a task has entered a generation where version {@code seq} is in effect, or
@@ -327,6 +352,12 @@ public final class RuleBook {
     return book(id).reached(seq);
   }
 
+  /** Before planning a query on a fresh checkpoint: its generations start past every one
+   * the book has seen (see "Lineages"); returns the base its matchers add. */
+  public static long newLineage(String id) {
+    return book(id).newLineage();
+  }
+
   /** The highest epoch or batch a task has asked for (-1: none yet). */
   public static long frontier(String id) {
     long f = book(id).frontier();
@@ -365,7 +396,7 @@ public final class RuleBook {
   public static Column column(String id, Column event, boolean live) {
     Book b = book(id);
     RuleMatcher matcher = new RuleMatcher(id, b.endpoint == null ? null : b.endpoint.address(),
-        live);
+        live, b.base());
     Expression target = new Literal(matcher, new ObjectType(RuleMatcher.class));
     List<Expression> args = List.of(ExpressionUtils.expression(event));
     return ExpressionUtils.column(new Invoke(target, "match", resultType(),

@@ -19,14 +19,15 @@ import scala.Option;
  *
  * <p>Generations: a micro-batch task belongs to one batch (Spark's {@code
  * streaming.sql.batchId} task property); a continuous task moves through epochs ({@code
- * EpochTracker}, read per event: a thread-local read); anything else (a batch query) evaluates
+ * EpochTracker}, read per event: a thread-local read), each plus the lineage's base (see
+ * {@link RuleBook}); anything else (a batch query) evaluates
  * under the newest version. A <i>live</i> matcher (real-time batches, which last minutes) takes
  * the newest version at the first event after it is published (a volatile read per event):
  * each partition then switches at one record, so every event is still evaluated by exactly one
  * version, which its alert names.
  */
 public final class RuleMatcher implements Serializable {
-  private static final long serialVersionUID = 1L;
+  private static final long serialVersionUID = 2L;
   private static final String BATCH_ID = "streaming.sql.batchId";
   private static final long NO_BATCH = Long.MIN_VALUE;
 
@@ -34,6 +35,8 @@ public final class RuleMatcher implements Serializable {
   /** Null where the driver has no RPC address (no executor elsewhere can ask). */
   private final EndpointAddress driver;
   private final boolean live;
+  /** The book's base for this query's lineage, added to its epoch or batch ids. */
+  private final long base;
 
   private transient boolean started;
   private transient RuleBook.Source source;
@@ -41,10 +44,11 @@ public final class RuleMatcher implements Serializable {
   private transient long generation;
   private transient TaskRules rules;
 
-  RuleMatcher(String bookId, EndpointAddress driver, boolean live) {
+  RuleMatcher(String bookId, EndpointAddress driver, boolean live, long base) {
     this.bookId = bookId;
     this.driver = driver;
     this.live = live;
+    this.base = base;
   }
 
   private void start() {
@@ -75,10 +79,10 @@ public final class RuleMatcher implements Serializable {
 
   private long currentGeneration() {
     if (batch != NO_BATCH) {
-      return batch;
+      return base + batch;
     }
     Option<Object> epoch = EpochTracker.getCurrentEpoch();
-    return epoch.isDefined() ? (Long) epoch.get() : RuleBook.NEWEST;
+    return epoch.isDefined() ? base + (Long) epoch.get() : RuleBook.NEWEST;
   }
 
   /** The rules' verdict on one valid event (a struct of its fields): {@code struct<version,
