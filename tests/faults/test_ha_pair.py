@@ -10,11 +10,14 @@ the old active steps down and waits warm; SIGSTOP of the active's process group 
 host) lets the standby take over after the session timeout, and the frozen one, once it
 runs again, is fenced and steps down; SIGTERM of the active hands over at once, without
 waiting out a session timeout. Every phase under load, nothing lost. An instance with
-another trigger than the pair's active one is refused (exit 2) before Spark starts.
+another trigger than the pair's active one is refused (exit 2) before Spark starts. A
+rule added once both have served twice in their processes (their rule books outlive
+their queries) alerts from the one that serves, before and after the role moves again.
 """
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -38,6 +41,7 @@ from support.faults.fault_accounting import account_alerts
 from support.faults.fault_kafka import wait_for_records
 from support.faults.fault_process import INTERVALS
 from support.faults.loadrun import LoadThread, rules_yaml
+from support.kafka_io import consume, produce
 from support.ports import free_port
 from support.scrape import metric_sum
 
@@ -90,6 +94,31 @@ def group_committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
         return {p: o for p, o in out.items() if o is not None}
     finally:
         consumer.close(autocommit=False)
+
+
+NEW_RULE = ("  - id: pair-new\n    severity: info\n    when: \"metric = 'pair.new'\"\n"
+            "    message: \"a rule added while the pair runs\"\n")
+
+
+def new_rule_alerts(bootstrap: str, topics: dict[str, str], tag: str, count: int = 5,
+                    timeout: float = 60) -> None:
+    """``count`` events only the new rule matches: each gets its alert, naming that rule."""
+    ids = {f"{tag}-{n}" for n in range(count)}
+    produce(bootstrap, topics["events"], [json.dumps(
+        {"event_id": i, "ts": int(time.time() * 1000), "source": "pair", "metric": "pair.new",
+         "value": 1.0}).encode() for i in sorted(ids)])
+
+    def alerted(records) -> dict[str, list[str]]:
+        out = {}
+        for _k, v in records:
+            alert = json.loads(v)
+            if alert["event_id"] in ids:
+                out[alert["event_id"]] = [r["id"] for r in alert["rules"]]
+        return out
+
+    got = alerted(consume(bootstrap, topics["alerts"], lambda rs: len(alerted(rs)) == count,
+                          timeout))
+    assert got == {i: ["pair-new"] for i in ids}, got
 
 
 @dataclass
@@ -217,6 +246,17 @@ def test_pair_kill_9_handover_sigstop_and_sigterm_lose_nothing(trigger, broker, 
             phase.note = (f"; standby elected {took_s:.1f} s after the SIGSTOP; "
                           f"fenced: {fenced['cause']}")
 
+        # A new rule: b (serving its second turn in its process) swaps it in live; a2,
+        # waiting, is asked to (SIGHUP) and does when it serves.
+        rules.write_text(rules_yaml() + NEW_RULE)
+        reload = subprocess.run(
+            [sys.executable, "-m", "appliance", "rules", "reload", "--config",
+             str(configs["b"]), "--timeout", "2m"],
+            capture_output=True, text=True, env=child_env(), cwd=ROOT, timeout=180)
+        assert reload.returncode == 0, reload.stdout + reload.stderr
+        a2.proc.send_signal(signal.SIGHUP)
+        new_rule_alerts(broker.bootstrap, topics, "after-sigstop")
+
         # SIGTERM of the active: it leaves the group at once, a2 takes over again.
         with under_load(broker, topics, label, "SIGTERM", 15.0) as phase:
             stopped = phase.strike()
@@ -226,6 +266,7 @@ def test_pair_kill_9_handover_sigstop_and_sigterm_lose_nothing(trigger, broker, 
             assert handover_s < SESSION_S, handover_s  # it left the group: no session timeout
             wait_count(a2, "ha.active", 2)
             phase.note = f"; standby elected {handover_s:.1f} s after the SIGTERM"
+        new_rule_alerts(broker.bootstrap, topics, "after-sigterm")  # a2's second turn
         assert b.text().count('"ha.left"') == 2  # its step down, then the SIGTERM
         assert b.find("ha.rewarmed") is not None  # it waited warm, and kept warm
         assert a2.terminate() == 0
