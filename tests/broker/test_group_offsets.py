@@ -35,6 +35,25 @@ def test_replay_restores_commits_deletes_and_generations(tmp_path):
     assert OffsetStore(str(tmp_path)).groups() == []
 
 
+def test_a_stable_groups_members_replay_and_a_log_from_before_them_still_reads(tmp_path):
+    stable = {"protocol": "range", "leader": "m1", "members": [
+        ["m1", None, "c", "/127.0.0.1", 6000, 10000, [["range", "AAE="]], "AAI="]]}
+    s = OffsetStore(str(tmp_path))
+    s.record_generation("g", 3, "consumer", stable)
+    s.record_generation("h", 2, "consumer", stable)
+    s.record_generation("h", 3, "consumer")  # h rebalances: its members are dropped
+    s.close()
+    with (tmp_path / group_offsets.LOG_NAME).open("a") as log:  # a line as older brokers wrote
+        log.write(json.dumps({"g": ["old", 7, "consumer"]}) + "\n")
+    again = OffsetStore(str(tmp_path))
+    assert again.group_record("g") == group_offsets.GroupRecord(3, "consumer", stable)
+    assert again.group_record("h") == group_offsets.GroupRecord(3, "consumer", None)
+    assert again.group_record("old") == group_offsets.GroupRecord(7, "consumer", None)
+    again._compact()  # the rewrite keeps them
+    again.close()
+    assert OffsetStore(str(tmp_path)).group_record("g").stable == stable
+
+
 def test_a_torn_last_line_is_dropped_and_the_log_stays_appendable(tmp_path):
     s = OffsetStore(str(tmp_path))
     s.commit("g", [(OffsetKey("t", 0), _c(5))])

@@ -33,6 +33,13 @@ answer is alive by definition. Static members (``group.instance.id``, KIP-345) k
 identity across restarts: a rejoin with the same instance id takes over the old member id
 (fencing the old one with FENCED_INSTANCE_ID) without a rebalance when nothing changed.
 
+A broker restart keeps a stable group's members (``offsets`` holds its last stable
+state, as Kafka's offsets topic holds a group's metadata record): the group comes back
+Stable in its generation, each member's session starting afresh with the broker's first
+tick, so members that heartbeat within it keep their assignment and no rebalance moves a
+partition (an active/standby pair elected through a group keeps its active). A member
+that does not come back expires after its session, as any other.
+
 This module knows groups and members only; the wire (versions, response layouts) is
 ``apis``, the committed offsets ``offsets``.
 """
@@ -40,6 +47,7 @@ This module knows groups and members only; the wire (versions, response layouts)
 from __future__ import annotations
 
 import asyncio
+import base64
 import enum
 import time
 import uuid
@@ -222,18 +230,62 @@ class GroupCoordinator:
         self.groups: dict[str, Group] = {}
         self.metadata_total = 0  # every group's members' metadata and assignments
         consumer = offsets.consumer_groups()  # KIP-848's: consumer_groups restores those
+        self._unarmed: list[tuple[Group, Member]] = []  # restored: no session timer yet
         for group_id in offsets.groups():  # groups survive a restart with their offsets
             if group_id in consumer:
                 continue
             record = offsets.group_record(group_id)
-            self.groups[group_id] = Group(
+            group = self.groups[group_id] = Group(
                 group_id, generation=record.generation if record else 0,
                 protocol_type=record.protocol_type if record else None)
+            if record is not None and record.stable:
+                self._restore_stable(group, record.stable)
+
+    # -- a stable group across a restart ----------------------------------------------------
+
+    @staticmethod
+    def _stable_snapshot(group: Group) -> dict:
+        """What ``_restore_stable`` needs of a stable group (JSON: bytes as base64)."""
+        def b64(data: bytes) -> str:
+            return base64.b64encode(data).decode("ascii")
+        return {"protocol": group.protocol_name, "leader": group.leader_id, "members": [
+            [m.member_id, m.instance_id, m.client_id, m.client_host, m.session_timeout_ms,
+             m.rebalance_timeout_ms, [[p.name, b64(p.metadata)] for p in m.protocols],
+             b64(m.assignment)] for m in group.members.values()]}
+
+    def _restore_stable(self, group: Group, snapshot: dict) -> None:
+        for (member_id, instance_id, client_id, client_host, session_ms, rebalance_ms,
+             protocols, assignment) in snapshot["members"]:
+            member = group.members[member_id] = Member(
+                member_id, instance_id, client_id, client_host, session_ms, rebalance_ms,
+                group.protocol_type or "",
+                tuple(Protocol(n, base64.b64decode(m)) for n, m in protocols),
+                assignment=base64.b64decode(assignment))
+            if instance_id is not None:
+                group.static[instance_id] = member_id
+            self._unarmed.append((group, member))
+        if group.members:
+            group.state = GroupState.STABLE
+            group.protocol_name = snapshot["protocol"]
+            group.leader_id = snapshot["leader"]
+            self._account(group)
+            log.info("broker.group_restored", group=group.group_id,
+                     generation=group.generation, members=len(group.members))
+
+    def _arm_restored(self) -> None:
+        """Restored members' sessions start with the first call on the event loop (the
+        broker's first tick, or a member's first request): each has its whole session
+        from then to heartbeat again."""
+        unarmed, self._unarmed = self._unarmed, []
+        for group, member in unarmed:
+            if group.members.get(member.member_id) is member:
+                self._touch(group, member)
 
     # -- JoinGroup ------------------------------------------------------------------------
 
     def join(self, req: JoinRequest, caller: Caller) -> JoinResult | asyncio.Future:
         c = self.config
+        self._arm_restored()
         if not req.group_id:
             return JoinResult(errors.INVALID_GROUP_ID, member_id=req.member_id)
         if not (c.group_min_session_timeout_ms <= req.session_timeout_ms
@@ -501,9 +553,12 @@ class GroupCoordinator:
         return max(order, key=lambda name: votes[name])  # ties: the first voted for
 
     def _save_generation(self, group: Group) -> None:
+        """The generation, and a stable group's members (a rebalancing or empty group's
+        record drops them: a restart then starts it over)."""
         if self.offsets.has_offsets(group.group_id) or group.members:
-            self.offsets.record_generation(group.group_id, group.generation,
-                                           group.protocol_type)
+            self.offsets.record_generation(
+                group.group_id, group.generation, group.protocol_type,
+                self._stable_snapshot(group) if group.state is GroupState.STABLE else None)
 
     def _forget_if_unused(self, group: Group) -> None:
         """An empty group without committed offsets is gone, as Kafka's cleanup does."""
@@ -564,6 +619,7 @@ class GroupCoordinator:
     def sync(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
              protocol_type: str | None, protocol_name: str | None,
              assignments: dict[str, bytes]) -> SyncResult | asyncio.Future:
+        self._arm_restored()
         group = self.groups.get(group_id)
         error = self._check_member(group, member_id, instance_id)
         if error:
@@ -597,6 +653,7 @@ class GroupCoordinator:
             self._account(group)
             group.state = GroupState.STABLE
             group.rebalances += 1
+            self._save_generation(group)
             log.info("broker.group_stable", group=group.group_id, generation=group.generation,
                      members=len(group.members))
             for m in group.members.values():
@@ -619,6 +676,7 @@ class GroupCoordinator:
 
     def heartbeat(self, group_id: str, generation: int, member_id: str,
                   instance_id: str | None) -> int:
+        self._arm_restored()
         group = self.groups.get(group_id)
         error = self._check_member(group, member_id, instance_id)
         if error:
@@ -633,6 +691,7 @@ class GroupCoordinator:
 
     def leave(self, group_id: str, identities: list[tuple[str, str | None]]) -> list[int]:
         """Error per leaving (member id, instance id); the group rebalances without them."""
+        self._arm_restored()
         group = self.groups.get(group_id)
         if group is None:
             return [errors.UNKNOWN_MEMBER_ID] * len(identities)
@@ -669,6 +728,7 @@ class GroupCoordinator:
     def check_commit(self, group_id: str, generation: int, member_id: str,
                      instance_id: str | None) -> int:
         """May this OffsetCommit write? (Kafka's rules; -1 generation = not a member.)"""
+        self._arm_restored()
         group = self.groups.get(group_id)
         if group is None:
             if generation < 0:  # offsets only: the group exists from now on, empty

@@ -17,7 +17,11 @@ died mid-write: that request was never answered) is cut off. An older
 ``consumer_offsets.json`` is read once and carried over.
 
 The generation is kept so a group that restarts with the broker continues counting
-instead of starting again at 1 (tools and logs compare generations). A KIP-848 consumer
+instead of starting again at 1 (tools and logs compare generations). A classic group that
+was stable keeps its members too (``GroupRecord.stable``, written when it becomes stable
+and dropped when it rebalances), as Kafka's coordinator loads a group's last metadata
+record: members that heartbeat within their session after the restart keep their
+assignment, and no rebalance takes their partitions away. A KIP-848 consumer
 group is kept whole (its epochs, members, their assignments and the target: an opaque
 snapshot its coordinator, ``consumer_groups``, writes on every change and reads back), so
 its members go on heartbeating across a restart.
@@ -61,6 +65,9 @@ class GroupRecord(NamedTuple):
 
     generation: int
     protocol_type: str | None
+    #: A classic group's last stable state (its coordinator's snapshot: protocol, leader,
+    #: members and assignments), None while it rebalances or is empty.
+    stable: dict | None = None
 
 
 class OffsetStore:
@@ -155,9 +162,12 @@ class OffsetStore:
         if touched:
             self._append_or_log([{"dt": topic}])
 
-    def record_generation(self, group: str, generation: int, protocol_type: str | None) -> None:
-        self._groups[group] = GroupRecord(generation, protocol_type)
-        self._append_or_log([{"g": [group, generation, protocol_type]}])
+    def record_generation(self, group: str, generation: int, protocol_type: str | None,
+                          stable: dict | None = None) -> None:
+        """The group's generation, and its members once ``stable`` (replacing the last)."""
+        self._groups[group] = GroupRecord(generation, protocol_type, stable)
+        self._append_or_log([{"g": [group, generation, protocol_type, stable]}])
+        self._maybe_compact()
 
     def record_consumer_group(self, group: str, snapshot: dict) -> None:
         """The consumer group's whole state, replacing the last (a failed write is
@@ -233,8 +243,9 @@ class OffsetStore:
                 if not offsets:
                     del self._offsets[group]
         elif "g" in r:
-            group, generation, protocol_type = r["g"]
-            self._groups[group] = GroupRecord(generation, protocol_type)
+            group, generation, protocol_type, *stable = r["g"]  # no members before they were kept
+            self._groups[group] = GroupRecord(generation, protocol_type,
+                                              stable[0] if stable else None)
 
     def _recover(self) -> None:
         assert self._path is not None
@@ -288,7 +299,7 @@ class OffsetStore:
     def _rewrite(self) -> None:
         """Write only the live entries to a new file and swap it in atomically."""
         assert self._path is not None
-        records: list[dict] = [{"g": [g, rec.generation, rec.protocol_type]}
+        records: list[dict] = [{"g": [g, rec.generation, rec.protocol_type, rec.stable]}
                                for g, rec in self._groups.items()]
         records += [{"cg": [g, snapshot]} for g, snapshot in self._consumer_groups.items()]
         records += [{"c": [g, k.topic, k.partition, *v]}
