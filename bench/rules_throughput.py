@@ -246,16 +246,16 @@ def summarize(runs: list[dict]) -> dict:
     if len(runs) == 1:
         return {**runs[0], "runs": runs}
 
-    def median(key, of=lambda r, k: r[k]):
-        values = [v for v in (of(r, key) for r in runs) if v is not None]
-        return round(statistics.median(values), 3) if values else None
+    def median(values) -> float | None:
+        present = [v for v in values if v is not None]
+        return round(statistics.median(present), 3) if present else None
 
     best = statistics.median_low([r["max_sustained"] or 0 for r in runs])
     return {"trigger": runs[0]["trigger"], "rules": runs[0]["rules"],
-            "ready_s": median("ready_s"),
-            "baseline": {"p99_ms": median("p99_ms", lambda r, k: r["baseline"][k])},
-            "p99_bound_ms": median("p99_bound_ms"), "max_sustained": best or None,
-            "steps": [], "runs": runs}
+            "ready_s": median(r["ready_s"] for r in runs),
+            "baseline": {"p99_ms": median(r["baseline"]["p99_ms"] for r in runs)},
+            "p99_bound_ms": median(r["p99_bound_ms"] for r in runs),
+            "max_sustained": best or None, "steps": [], "runs": runs}
 
 
 def first_failed(cell: dict) -> dict | None:

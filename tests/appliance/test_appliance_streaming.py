@@ -23,7 +23,7 @@ from appliance.query.warmup import MIN_RECORDS
 from appliance.rules.rules_file import RulesError
 
 from support.appliance_mix import check_outputs, make_mix
-from support.kafka_io import consume, produce
+from support.kafka_io import consume, produce, rules_alerted
 from support.short_intervals import SHORT_INTERVALS
 
 pytestmark = pytest.mark.spark
@@ -170,15 +170,8 @@ def test_a_query_started_again_on_a_fresh_checkpoint_runs_and_takes_the_newest_r
 
     def alerted(prefix: str, count: int, timeout: float = 60) -> dict[str, list[str]]:
         """Rule ids per alerted event named ``prefix-*``, once ``count`` of them are in."""
-        def by_event(records):
-            out = {}
-            for _k, v in records:
-                alert = json.loads(v)
-                if alert["event_id"].startswith(f"{prefix}-"):
-                    out[alert["event_id"]] = [r["id"] for r in alert["rules"]]
-            return out
-        return by_event(consume(bootstrap, alerts,
-                                lambda rs: len(by_event(rs)) >= count, timeout))
+        return rules_alerted(bootstrap, alerts, lambda eid: eid.startswith(f"{prefix}-"),
+                             count, timeout)
 
     def reload(*metrics: str) -> None:
         rules_file.write_text(_rules(*metrics))

@@ -41,7 +41,7 @@ from support.faults.fault_accounting import account_alerts
 from support.faults.fault_kafka import wait_for_records
 from support.faults.fault_process import INTERVALS
 from support.faults.loadrun import LoadThread, rules_yaml
-from support.kafka_io import consume, produce
+from support.kafka_io import produce, rules_alerted
 from support.ports import free_port
 from support.scrape import metric_sum
 
@@ -108,16 +108,7 @@ def new_rule_alerts(bootstrap: str, topics: dict[str, str], tag: str, count: int
         {"event_id": i, "ts": int(time.time() * 1000), "source": "pair", "metric": "pair.new",
          "value": 1.0}).encode() for i in sorted(ids)])
 
-    def alerted(records) -> dict[str, list[str]]:
-        out = {}
-        for _k, v in records:
-            alert = json.loads(v)
-            if alert["event_id"] in ids:
-                out[alert["event_id"]] = [r["id"] for r in alert["rules"]]
-        return out
-
-    got = alerted(consume(bootstrap, topics["alerts"], lambda rs: len(alerted(rs)) == count,
-                          timeout))
+    got = rules_alerted(bootstrap, topics["alerts"], ids.__contains__, count, timeout)
     assert got == {i: ["pair-new"] for i in ids}, got
 
 

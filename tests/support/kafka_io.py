@@ -53,3 +53,18 @@ def has_all(field: str, expected) -> Callable[[list[tuple]], bool]:
     """``consume``'s ``want``: every expected ``field`` value is among the records' JSON
     values (duplicates allowed)."""
     return lambda records: set(expected) <= {json.loads(v)[field] for _k, v in records}
+
+
+def rules_alerted(bootstrap: str, alerts: str, selected: Callable[[str], bool], count: int,
+                  timeout: float) -> dict[str, list[str]]:
+    """The rule ids each alert on ``alerts`` names, by event id, for the events
+    ``selected`` picks; read until ``count`` such events have an alert (or ``timeout``)."""
+    def by_event(records: list[tuple]) -> dict[str, list[str]]:
+        out = {}
+        for _k, v in records:
+            alert = json.loads(v)
+            if selected(alert["event_id"]):
+                out[alert["event_id"]] = [r["id"] for r in alert["rules"]]
+        return out
+    return by_event(consume(bootstrap, alerts, lambda rs: len(by_event(rs)) >= count,
+                            timeout))
