@@ -61,8 +61,15 @@ class CompiledRules:
 
     @property
     def index(self) -> str:
-        """How the rules are indexed: keys, residual rules, most candidates per event."""
+        """How the rules are indexed: keys, residual rules, most candidates per event, rules
+        with a threshold."""
         return str(self.version.describeIndex())
+
+    @property
+    def thresholds(self) -> list[str]:
+        """Per rule, the comparisons checked before it is evaluated (``value >= 98.0``,
+        several joined by `` AND ``; ``""``: none): ``Threshold.java``."""
+        return str(self.version.describeThresholds()).split("\n")[:-1]
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from appliance.rules.rule_book import RuleBook
+from appliance.rules.rule_book import RuleBook, compile_rules
 from appliance.rules.rules_file import Rule, RuleSet
 
 pytestmark = pytest.mark.spark
@@ -63,3 +63,29 @@ def test_each_rule_is_filed_under_the_conjunct_it_can_be_skipped_by(sql_spark):
     finally:
         book.close()
     assert [(when, key) for (when, _k), key in zip(CASES, keys, strict=True)] == CASES
+
+
+#: Which conjuncts each rule's candidates are checked against before Spark's ``eval``
+#: (``Threshold.java``): a double field against a constant, up to the first conjunct that
+#: could throw (a threshold after it would skip Spark's throw; rules are deterministic).
+THRESHOLDS = [
+    ("metric = 'cpu' AND value > 1", "value > 1.0"),
+    ("metric = 'cpu' AND 90 < value", "value > 90.0"),
+    ("value >= 1 AND value < 5.5", "value >= 1.0 AND value < 5.5"),
+    ("ts <= 0 AND metric = 'cpu'", "ts <= 0.0"),
+    ("value >= -0.0", "value >= 0.0"),                           # Spark folds -0.0
+    ("assert_true(value > 0) IS NULL AND value > 1", ""),        # it could throw first
+    ("value > 1 AND assert_true(value > 0) IS NULL", "value > 1.0"),
+    ("if(value > 1e3, raise_error('big'), true) AND value < 0", ""),
+    ("CAST(value AS INT) > 1", ""),                               # not the field itself
+    ("value = 1 AND metric = 'cpu'", ""),                         # not an ordering
+    ("value > NULL", ""),
+    ("metric > 'a'", ""),                                         # not a number
+]
+
+
+def test_each_rule_has_the_thresholds_that_may_decide_it_alone(sql_spark):
+    rules = RuleSet.of([Rule(f"t{i}", "info", when, "m") for i, (when, _t) in
+                        enumerate(THRESHOLDS)])
+    got = compile_rules(sql_spark, rules).thresholds
+    assert list(zip([w for w, _t in THRESHOLDS], got, strict=True)) == THRESHOLDS

@@ -243,6 +243,12 @@ RAISING = [
      [_event("cpu", 1e300), _event("disk", 5)]),
     ("if(value > 1000, raise_error('too big'), true) AND tags['env'] = 'prod'",
      [_event("cpu", 5000, tags={"env": "dev"}), _event("cpu", 5, tags={"env": "prod"})]),
+    # A threshold after a conjunct that can raise must not decide the rule: Spark raises
+    # before it reaches the threshold, which is false for these events.
+    ("assert_true(value < 1000) IS NULL AND value < 0",
+     [_event("cpu", 5000), _event("cpu", 5)]),
+    ("if(value > 1000, raise_error('too big'), true) AND value < 0 AND metric = 'cpu'",
+     [_event("cpu", 5000), _event("cpu", 5), _event("cpu", -5)]),
 ]
 
 
@@ -265,4 +271,31 @@ def test_a_rule_that_can_raise_fails_the_same_events_in_the_book_and_in_spark(sq
         indexed = [_verdict(sql_spark, book, v) for v in events]
     finally:
         book.close()
+    assert indexed == naive
+
+
+# -- thresholds: a comparison checked before eval decides exactly what Spark decides --------
+
+EDGE_VALUES = (0.0, -0.0, 90.0, 89.999, 90.000001, 1e308, -1e308, 5e-324, -5e-324, 42)
+
+
+def test_thresholds_decide_edge_values_as_spark_does(sql_spark):
+    """Rules the book checks by a primitive comparison first (``Threshold.java``): at their
+    bounds, around zero and at the ends of the doubles, the same alerts as the plan-compiled
+    query, record for record."""
+    bounds = (0, -0.0, 90, 89.999, 1e308, -1e308, 5e-324)
+    whens = [f"value {op} {b}" for op in (">", ">=", "<", "<=") for b in bounds]
+    whens += [f"{b} < value" for b in bounds] + ["ts > 0 AND value >= 90 AND value < 1e308",
+                                                  "metric = 'cpu' AND value <= 0"]
+    rule_set = RuleSet.of([Rule(f"t{i}", "info", w, "m") for i, w in enumerate(whens)])
+    values = [json.dumps({"event_id": f"e{i}", "ts": t, "source": "s", "metric": "cpu",
+                          "value": v}).encode()
+              for i, (v, t) in enumerate((v, t) for v in EDGE_VALUES for t in (0, 1))]
+    book = RuleBook.holding(sql_spark, rule_set)
+    try:
+        indexed = outputs(transform(records(sql_spark, values), book, TopicsConfig()))
+    finally:
+        book.close()
+    naive = outputs(transform(records(sql_spark, values), NaiveRules(rule_set), TopicsConfig()))
+    assert len(naive) == len(values)  # every event matched some rule
     assert indexed == naive

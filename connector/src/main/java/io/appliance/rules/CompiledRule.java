@@ -23,16 +23,20 @@ final class CompiledRule implements Serializable {
   final boolean shared;
   /** The conjunct the index files it under; null for a residual rule. */
   final IndexChoice index;
+  /** Conjuncts a primitive comparison decides, checked first ({@link Threshold}). */
+  final Threshold[] thresholds;
   /** {@code struct<id, severity, message, ordinal>}, as the alert's {@code rules} list has it. */
   final InternalRow listed;
   /** {@link #when} serialized (on first need), what each task's copy is read back from. */
   private transient volatile byte[] whenBytes;
 
-  CompiledRule(RuleDefinition definition, Expression when, IndexChoice index) {
+  CompiledRule(RuleDefinition definition, Expression when, IndexChoice index,
+      Threshold[] thresholds) {
     this.definition = definition;
     this.when = when;
     this.shared = NodeFacts.stateless(when);
     this.index = index;
+    this.thresholds = thresholds;
     this.listed = new GenericInternalRow(new Object[] {
         UTF8String.fromString(definition.id), UTF8String.fromString(definition.severity),
         UTF8String.fromString(definition.message), definition.ordinal});

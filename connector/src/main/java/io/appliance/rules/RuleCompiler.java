@@ -299,7 +299,8 @@ public final class RuleCompiler {
       for (int i = from; i < to; i++) {
         Expression bound = bind(((Alias) columns.get(i - from)).child(), input);
         rules[i] = new CompiledRule(defs.get(i), bound,
-            IndexChoice.choose(bound, fieldNames, preference, present));
+            IndexChoice.choose(bound, fieldNames, preference, present),
+            Threshold.of(bound, fieldNames));
       }
     }
   }

@@ -208,9 +208,27 @@ public final class RuleSetVersion implements Serializable {
     return index.residualCount();
   }
 
-  /** How the rules are indexed, for the appliance's log: keys, residual count, widest event. */
+  /** How the rules are indexed, for the appliance's log: keys, residual count, widest event,
+   * rules with a threshold checked before their evaluation. */
   public String describeIndex() {
+    int thresholded = 0;
+    for (CompiledRule r : rules) {
+      thresholded += r.thresholds.length > 0 ? 1 : 0;
+    }
     return "keys=" + index.keys() + " residual=" + index.residualCount()
-        + " max_candidates=" + maxCandidates;
+        + " max_candidates=" + maxCandidates + " with_threshold=" + thresholded;
+  }
+
+  /** Each rule's thresholds ({@link Threshold}), one line per rule in rule order, the
+   * thresholds joined by " AND " (an empty line: none). */
+  public String describeThresholds() {
+    StringBuilder out = new StringBuilder();
+    for (CompiledRule r : rules) {
+      for (int i = 0; i < r.thresholds.length; i++) {
+        out.append(i == 0 ? "" : " AND ").append(r.thresholds[i]);
+      }
+      out.append('\n');
+    }
+    return out.toString();
   }
 }

@@ -5,7 +5,9 @@ import org.apache.spark.sql.catalyst.expressions.Expression;
 
 /**
  * One task's evaluator over one {@link RuleSetVersion}: the index's candidates for an event,
- * each evaluated with Spark's interpreted {@code eval}, the matched ones listed in rule order.
+ * each evaluated with Spark's interpreted {@code eval} unless one of its {@link Threshold}s
+ * already fails (a candidate either way: counted as evaluated), the matched ones listed in
+ * rule order.
  *
  * <p>Used by one task thread only. Rules whose expressions may keep state get a copy of their
  * own here on first use, read back from the rule's serialized form ({@link
@@ -48,6 +50,9 @@ final class TaskRules {
       int i = candidates[k];
       CompiledRule rule = rules[i];
       evaluated.lazySet(i, evaluated.get(i) + 1);  // one writer: this task
+      if (Threshold.anyExcludes(rule.thresholds, event)) {
+        continue;  // false in Spark too, found with a comparison instead of eval
+      }
       Object verdict;
       try {
         verdict = expression(i, rule).eval(event);
