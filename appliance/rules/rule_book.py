@@ -81,7 +81,8 @@ class Publication:
     effective_from: int | None
 
 
-def _rules_json(rule_set: RuleSet) -> str:
+def rules_json(rule_set: RuleSet) -> str:
+    """``rule_set`` as ``RuleCompiler.compile`` reads it."""
     return json.dumps({"version": rule_set.version, "rules": [
         {"id": r.id, "severity": r.severity, "ordinal": r.ordinal, "message": r.message,
          "when": r.when} for r in rule_set.rules]})
@@ -93,7 +94,7 @@ def compile_rules(spark: SparkSession, rule_set: RuleSet) -> CompiledRules:
     jvm = driver_jvm(spark)
     compiled = jvm.io.appliance.rules.RuleCompiler.compile(
         spark._jsparkSession, EVENT_DDL, ",".join(INDEX_PREFERENCE),
-        ",".join(f.name for f in REQUIRED), _rules_json(rule_set))
+        ",".join(f.name for f in REQUIRED), rules_json(rule_set))
     problems = json.loads(compiled.problemsJson())
     if problems:
         rules = rule_set.rules
