@@ -24,11 +24,12 @@ def classpath() -> str:
     return os.pathsep.join([str(CLASSES), str(KAFKA_CLIENTS_JAR), str(jars / "*")])
 
 
-def compile_driver(source: str, timeout: float = 300.0) -> str:
+def compile_driver(source: str, timeout: float = 300.0, before: tuple[Path, ...] = ()) -> str:
     """Compile ``bench/java/<source>`` and the bench classes it uses (javac finds them on
     the source path: ``PacedSend``, the broker benches' one sender); returns the classpath
-    to run it with."""
-    cp = classpath()
+    to run it with. ``before``: jars ahead of the rest (the connector, for a bench of its
+    classes)."""
+    cp = os.pathsep.join([*map(str, before), classpath()])
     CLASSES.mkdir(parents=True, exist_ok=True)
     subprocess.run(["javac", "-nowarn", "-encoding", "UTF-8", "-d", str(CLASSES), "-cp", cp,
                     "-sourcepath", str(SOURCES),

@@ -37,7 +37,7 @@ from appliance.rules.rules_file import parse_rule_set
 from appliance.trigger import MODES
 from appliance.tuning import sql_settings, tuning_for
 from bench import _rule_sets as rule_sets
-from bench._java import classpath, compile_driver
+from bench._java import compile_driver
 from bench._machine import write_result
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,7 +48,7 @@ COUNTS = (1, 1000, 10000)
 RUN_TIMEOUT_S = 300.0
 
 
-def one_run(count: int, jar: Path, workdir: Path, seconds: float, rounds: int) -> dict:
+def one_run(count: int, cp: str, workdir: Path, seconds: float, rounds: int) -> dict:
     """One fresh JVM over ``count`` generated rules: its per-round ns per event."""
     rules = workdir / f"rules-{count}.json"
     rules.write_text(rules_json(parse_rule_set(rule_sets.dump(rule_sets.rules_doc(count)),
@@ -56,7 +56,6 @@ def one_run(count: int, jar: Path, workdir: Path, seconds: float, rounds: int) -
     settings = workdir / "sql.conf"
     conf = sql_settings(tuning_for(MODES["continuous"]).spark_conf)
     settings.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
-    cp = os.pathsep.join([str(jar), classpath()])
     done = subprocess.run(["java", "-Xmx2g", "-cp", cp, MAIN, str(rules), str(settings),
                            str(seconds), str(rounds)],
                           capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False)
@@ -109,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
               f"(make connector builds it)", file=sys.stderr)
         return 2
     counts = sorted(set(args.counts))
-    compile_driver(SOURCE)
+    cp = compile_driver(SOURCE, before=(args.connector_jar,))
     started, load0 = time.monotonic(), os.getloadavg()[0]
     by_count: dict[int, list[dict]] = {c: [] for c in counts}
     with tempfile.TemporaryDirectory(prefix="bench-rules-match-") as tmp:
@@ -117,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
             for count in counts:
                 print(f"bench: run {run + 1} of {args.runs}: {count:,} rules", file=sys.stderr,
                       flush=True)
-                by_count[count].append(one_run(count, args.connector_jar, Path(tmp),
+                by_count[count].append(one_run(count, cp, Path(tmp),
                                                args.seconds, args.rounds))
     cells = [summarize(c, runs, args.warmup) for c, runs in by_count.items()]
     one = next((c["ns_per_event"] for c in cells if c["rules"] == 1), None)
