@@ -32,7 +32,8 @@ import time
 from pathlib import Path
 
 from appliance.connector import CONNECTOR_JAR
-from appliance.rules.rule_book import rules_json
+from appliance.events import EVENT_DDL, REQUIRED
+from appliance.rules.rule_book import INDEX_PREFERENCE, rules_json
 from appliance.rules.rules_file import parse_rule_set
 from appliance.trigger import MODES
 from appliance.tuning import sql_settings, tuning_for
@@ -48,14 +49,26 @@ COUNTS = (1, 1000, 10000)
 RUN_TIMEOUT_S = 300.0
 
 
-def one_run(count: int, cp: str, workdir: Path, seconds: float, rounds: int) -> dict:
-    """One fresh JVM over ``count`` generated rules: its per-round ns per event."""
-    rules = workdir / f"rules-{count}.json"
-    rules.write_text(rules_json(parse_rule_set(rule_sets.dump(rule_sets.rules_doc(count)),
-                                               f"generated-{count}.yml")))
-    settings = workdir / "sql.conf"
+def inputs(counts: list[int], workdir: Path) -> tuple[dict[int, Path], Path]:
+    """Written once for every run: each count's rules JSON, and the appliance's SQL
+    settings with the event schema and index facts the compiler takes (``RuleBook``'s
+    own: ``EVENT_DDL``, ``INDEX_PREFERENCE``, the required fields)."""
+    rules = {}
+    for count in counts:
+        rules[count] = workdir / f"rules-{count}.json"
+        rules[count].write_text(rules_json(parse_rule_set(
+            rule_sets.dump(rule_sets.rules_doc(count)), f"generated-{count}.yml")))
+    settings = workdir / "compile.conf"
     conf = sql_settings(tuning_for(MODES["continuous"]).spark_conf)
-    settings.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
+    facts = {"@ddl": EVENT_DDL, "@preference": ",".join(INDEX_PREFERENCE),
+             "@present": ",".join(f.name for f in REQUIRED)}
+    settings.write_text("".join(f"{k}={v}\n" for k, v in {**facts, **conf}.items()))
+    return rules, settings
+
+
+def one_run(count: int, rules: Path, settings: Path, cp: str, seconds: float,
+            rounds: int) -> dict:
+    """One fresh JVM over ``count`` generated rules: its per-round ns per event."""
     done = subprocess.run(["java", "-Xmx2g", "-cp", cp, MAIN, str(rules), str(settings),
                            str(seconds), str(rounds)],
                           capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False)
@@ -112,11 +125,12 @@ def main(argv: list[str] | None = None) -> int:
     started, load0 = time.monotonic(), os.getloadavg()[0]
     by_count: dict[int, list[dict]] = {c: [] for c in counts}
     with tempfile.TemporaryDirectory(prefix="bench-rules-match-") as tmp:
+        rules, settings = inputs(counts, Path(tmp))
         for run in range(args.runs):
             for count in counts:
                 print(f"bench: run {run + 1} of {args.runs}: {count:,} rules", file=sys.stderr,
                       flush=True)
-                by_count[count].append(one_run(count, cp, Path(tmp),
+                by_count[count].append(one_run(count, rules[count], settings, cp,
                                                args.seconds, args.rounds))
     cells = [summarize(c, runs, args.warmup) for c, runs in by_count.items()]
     one = next((c["ns_per_event"] for c in cells if c["rules"] == 1), None)

@@ -21,14 +21,13 @@ import org.apache.spark.unsafe.types.UTF8String;
  * the task's evaluator, which the connector keeps package-private.
  *
  * <p>Arguments: the rules JSON (as {@code appliance.rules.rule_book} hands the compiler),
- * a file of {@code key=value} SQL settings (the appliance's), seconds per round, rounds.
+ * a file of {@code key=value} lines (the appliance's SQL settings, and the compiler's
+ * inputs the Python side owns: {@code @ddl}, the event schema; {@code @preference}, the
+ * index keys; {@code @present}, the required fields), seconds per round, rounds.
  * Prints one JSON line: the rules, the candidates per event, and each round's nanoseconds
  * per event (the first rounds are the JIT's; the caller takes the later ones' median).
  */
 public final class RuleMatchBench {
-  private static final String DDL = "event_id string, ts double, source string, metric string, "
-      + "value double, tags map<string,string>";
-
   public static void main(String[] args) throws Exception {
     String rulesJson = new String(Files.readAllBytes(Paths.get(args[0])), StandardCharsets.UTF_8);
     List<String> settings = Files.readAllLines(Paths.get(args[1]), StandardCharsets.UTF_8);
@@ -38,9 +37,12 @@ public final class RuleMatchBench {
     SparkSession.Builder builder = SparkSession.builder().master("local[1]")
         .appName("rule-match-bench").config("spark.ui.enabled", "false");
     SparkSession spark = builder.getOrCreate();
+    java.util.Map<String, String> facts = new java.util.HashMap<>();
     for (String line : settings) {
       int eq = line.indexOf('=');
-      if (eq > 0) {
+      if (eq > 0 && line.startsWith("@")) {
+        facts.put(line.substring(1, eq), line.substring(eq + 1));
+      } else if (eq > 0) {
         try {
           spark.conf().set(line.substring(0, eq), line.substring(eq + 1));
         } catch (RuntimeException staticConf) {
@@ -48,8 +50,8 @@ public final class RuleMatchBench {
         }
       }
     }
-    RuleCompiler.Compiled compiled = RuleCompiler.compile(spark, DDL, "metric,source,event_id",
-        "event_id,ts,source,metric,value", rulesJson);
+    RuleCompiler.Compiled compiled = RuleCompiler.compile(spark, facts.get("ddl"),
+        facts.get("preference"), facts.get("present"), rulesJson);
     RuleSetVersion version = compiled.version();
     if (version == null) {
       throw new IllegalArgumentException("rules refused: " + compiled.problemsJson());
