@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -122,22 +123,29 @@ def test_cpus_a_host_does_not_have_stop_the_preflight(inventory):
     """kafka_broker_cpus, spark_worker_cpus, appliance_cpus (each unit's CPUAffinity=): a
     CPU index the host lacks, or one that is not a number, stops the run before any host
     changes, naming the variable; so do CPUs to keep to after ready that leave none of the
-    appliance's own out (appliance_cpus_after_ready); CPUs the host has pass."""
-    absent = _preflight(inventory, "-e", json.dumps({"kafka_broker_cpus": [0, 4096]}))
+    appliance's own out (appliance_cpus_after_ready); CPUs the host has pass. The four
+    runs only read the inventory and its certificates: they run side by side, not one
+    after the other (about 25 s each)."""
+    cases = {
+        "absent": {"kafka_broker_cpus": [0, 4096]},
+        "word": {"appliance_cpus": ["first"]},
+        "every": {"appliance_cpus": [1], "appliance_cpus_after_ready": [1]},
+        "given": {"kafka_broker_cpus": [0], "spark_worker_cpus": [0, 0],
+                  "appliance_cpus": [0, 1], "appliance_cpus_after_ready": [1]},
+    }
+    with ThreadPoolExecutor(max_workers=len(cases)) as pool:
+        futures = {name: pool.submit(_preflight, inventory, "-e", json.dumps(extra))
+                   for name, extra in cases.items()}
+        runs = {name: future.result() for name, future in futures.items()}
+    absent, word, every, given = (runs[name] for name in cases)
     assert absent.returncode != 0, absent.stdout[-4000:]
     assert "kafka_broker: kafka_broker_cpus [0, 4096] names CPUs controller does not have" \
         in absent.stdout, absent.stdout[-4000:]
     assert "changed=0" in absent.stdout
-    word = _preflight(inventory, "-e", json.dumps({"appliance_cpus": ["first"]}))
     assert word.returncode != 0, word.stdout[-4000:]
     assert "appliance_cpus" in word.stdout, word.stdout[-4000:]
-    every = _preflight(inventory, "-e", json.dumps(
-        {"appliance_cpus": [1], "appliance_cpus_after_ready": [1]}))
     assert every.returncode != 0, every.stdout[-4000:]
     assert "appliance_cpus_after_ready [1] must name some but not all of the CPUs the " \
         "appliance may use on controller ([1])" in " ".join(every.stdout.split()), \
         every.stdout[-4000:]
-    given = _preflight(inventory, "-e", json.dumps(
-        {"kafka_broker_cpus": [0], "spark_worker_cpus": [0, 0], "appliance_cpus": [0, 1],
-         "appliance_cpus_after_ready": [1]}))
     assert given.returncode == 0, given.stdout[-4000:] + given.stderr[-2000:]
