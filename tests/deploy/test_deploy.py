@@ -1231,7 +1231,7 @@ def _handed_over(play_output: str) -> str | None:
 
 
 def test_an_upgrade_rolls_through_the_workers_one_at_a_time_then_the_appliance(
-        testbed, deployed, wheel):
+        testbed, deployed, wheel, tmp_path):
     """A new wheel, a new spark-defaults entry and a Java option change (the GC log
     option, in spark-defaults and spark-env) in one run, under load: the master first
     (it recovers its workers and the applications), then the workers one at a time, each
@@ -1239,7 +1239,9 @@ def test_an_upgrade_rolls_through_the_workers_one_at_a_time_then_the_appliance(
     pair: its standby restarted first, back waiting warm, the active one hands over to it
     and restarts last, back as the standby. Every event's alert arrives; the longest
     waits (the whole upgrade's, and from the standby's restart on: the pair's part) are
-    written to rolling_upgrade.json."""
+    written to rolling_upgrade.json. The upgrade brings new rules too: both instances of
+    the running pair take them before either restarts (a standby restarted onto rules
+    its active instance does not serve would be refused), and both end with them."""
     master, broker = (testbed.one(g) for g in ("spark_master", "kafka"))
     workers = testbed.group("spark_workers")
     # Last of this file: the broken-rules test before restarted the standby.
@@ -1248,8 +1250,18 @@ def test_an_upgrade_rolls_through_the_workers_one_at_a_time_then_the_appliance(
              (broker, "appliance-broker"), *((h, "appliance") for h in testbed.group("appliance"))]
     before = {(h.name, u): bed.main_pid(testbed, h, u) for h, u in units}
     _rebuild_wheel(wheel)
+    rules = yaml.safe_load(EXAMPLE_RULES.read_text())
+    rules["rules"].append({"id": "disk-errors", "severity": "warning",
+                           "when": "metric = 'disk.errors' AND value > 0",
+                           "message": "disk errors"})
+    new_rules = tmp_path / "rules.yml"
+    new_rules.write_text(yaml.safe_dump(rules))
+    new_sha = hashlib.sha256(new_rules.read_bytes()).hexdigest()
+    pair = testbed.group("appliance")
+    assert all(_rules_sha(testbed, h) != new_sha for h in pair)
     change = ["-e", json.dumps({"spark_common_extra_conf": {"spark.appliance.rolled": "yes"},
-                                "spark_gc_log_files": 6})]
+                                "spark_gc_log_files": 6,
+                                "appliance_rules_file": str(new_rules)})]
     samples: list[tuple[float, dict[str, set[str]] | None]] = []
     watch_errors: list[str] = []
     done = threading.Event()
@@ -1312,6 +1324,7 @@ def test_an_upgrade_rolls_through_the_workers_one_at_a_time_then_the_appliance(
     now_active, now_standby = _pair(testbed)
     assert (now_active.name, now_standby.name) == (standby.name, active.name), \
         bed.ha_roles(testbed)
+    assert {h.name: _rules_sha(testbed, h) for h in pair} == {h.name: new_sha for h in pair}
     # Nothing lost under load; the longest an event waited for its alert.
     missing = load.lost(f"{broker.address}:9092")
     assert not missing, \
