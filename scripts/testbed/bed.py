@@ -98,14 +98,15 @@ class Host:
 
 # Three hosts share the site's roles (2 cores, shared with others): the Spark master and
 # the appliance (its driver) on one, the broker and Prometheus on a worker, and a second
-# worker that tests may reboot without touching the broker or the driver. A fourth host
+# worker that tests may reboot without touching the broker; it runs the appliance's
+# partner too (an active/standby pair), which a reboot hands over from. A fourth host
 # is no part of the site: it stands for a Kafka cluster the site already has (its owner
 # sets it up, not site.yml; tests/deploy/test_external_kafka.py).
 HOSTS = (
     Host("tb-master", "master", f"{SUBNET_PREFIX}.11", ("spark_master", "appliance")),
     Host("tb-worker1", "worker1", f"{SUBNET_PREFIX}.12",
          ("spark_workers", "kafka", "monitoring")),
-    Host("tb-worker2", "worker2", f"{SUBNET_PREFIX}.13", ("spark_workers",)),
+    Host("tb-worker2", "worker2", f"{SUBNET_PREFIX}.13", ("spark_workers", "appliance")),
     Host("tb-kafka", "kafka", f"{SUBNET_PREFIX}.14", ("existing_kafka",)),
 )
 GROUPS = ("spark_master", "spark_workers", "kafka", "appliance", "monitoring")
@@ -356,13 +357,23 @@ def proxy_up(mirror: aptsource.Mirror) -> None:
 # the worker's and the appliance's lists name both CPUs (a duplicate too), which keeps
 # the cores the tests' clusters rely on while the units carry the setting. The appliance
 # keeps to CPU 0 for its first 5 s after ready (appliance_cpus_after_ready), short enough
-# to be over before the tests that restart it measure anything.
+# to be over before the tests that restart it measure anything; both instances of the
+# pair alike, so whichever serves shows it.
+_APPLIANCE_CPUS = {"appliance_cpus": "[0, 1]", "appliance_cpus_after_ready": "[0]",
+                   "appliance_cpus_after_ready_seconds": "5"}
 HOST_VARS: dict[str, dict[str, str]] = {
-    "tb-master": {"appliance_cpus": "[0, 1]", "appliance_cpus_after_ready": "[0]",
-                  "appliance_cpus_after_ready_seconds": "5"},
+    "tb-master": _APPLIANCE_CPUS,
     "tb-worker1": {"kafka_broker_cpus": "[1]"},
-    "tb-worker2": {"spark_worker_cpus": "[1, 0, 1]"},
+    "tb-worker2": {"spark_worker_cpus": "[1, 0, 1]", **_APPLIANCE_CPUS},
 }
+# The pair's two Spark applications: each takes 4 cores in 2-core executors (one core per
+# partition of events, twice). Each worker offers 8 (four per CPU: the standby's executors
+# mostly wait), room for both applications whole: a lost worker's executors always find
+# cores on the other. With fewer, the executors of an application that lost some pile
+# onto the cores a dead partner freed, and the next worker lost takes all of them
+# (measured: 0 slots for 30 s, the query failed).
+PAIR_VARS = ("    appliance_spark_cores_max: 4", "    appliance_spark_executor_cores: 2",
+             "    spark_worker_cores_per_cpu: 4")
 
 
 def _connection_vars(key: Path) -> list[str]:
@@ -397,6 +408,7 @@ def write_inventory(key: Path) -> None:
              "    monitoring_loadgen_targets:",
              f"      - {BRIDGE_ADDRESS}:{LOADGEN_METRICS_PORT}",
              f"    monitoring_alert_webhook_url: http://{BRIDGE_ADDRESS}:{ALERT_WEBHOOK_PORT}/alerts",
+             *PAIR_VARS,
              "  hosts:"]
     for host in site:
         lines += [f"    {host.name}:", f"      ansible_host: {host.address}",
@@ -444,6 +456,32 @@ def up() -> int:
     wait_ssh(HOSTS, key)
     write_inventory(key)
     log(f"up in {time.monotonic() - started:.1f} s; inventory {INVENTORY.relative_to(REPO)}")
+    return 0
+
+
+def _host(name: str) -> Host:
+    found = [h for h in HOSTS if h.name == name]
+    if not found:
+        raise SystemExit(f"testbed: no host {name!r} (hosts: {', '.join(h.name for h in HOSTS)})")
+    return found[0]
+
+
+def partition(name: str) -> int:
+    """Cut one host off the bridge, as a pulled cable or a dead switch port does: the
+    bridge's end of its veth goes down, its own end loses its carrier, every packet to
+    and from it is dropped (no reset: connections hang), and its processes run on,
+    unheard. ``heal`` plugs it back in."""
+    host = _host(name)
+    run("ip", "link", "set", host.veth, "down")
+    log(f"{host.name}: cut off the bridge ({host.veth} down)")
+    return 0
+
+
+def heal(name: str) -> int:
+    """Undo ``partition``: the host's veth back up on the bridge."""
+    host = _host(name)
+    run("ip", "link", "set", host.veth, "master", BRIDGE, "up")
+    log(f"{host.name}: back on the bridge ({host.veth} up)")
     return 0
 
 

@@ -1,14 +1,17 @@
 """`ansible-playbook site.yml` on real hosts (the test bed): the issue's acceptance.
 
 The tests run in file order on one deployed site: validation failures first (on fresh
-hosts), then the deploy and its idempotence (publishing to a Grafana stand-in), then
-traffic, a rogue driver, a worker reboot
-mid-stream, a load from the controller after which every dashboard panel's query must
-return data from the deployed Prometheus, a worker-only change rolled out one worker at a
-time, then the rules updates (they change the deployed rules), the appliance stopped
-until Alertmanager's webhook says so, a rules file broken by hand on the host, and last an
-upgrade rolled under load (its settings stay: test_external_kafka.py, next, redeploys).
-The suite's one `--check --diff` pass previews the site's last state, there.
+hosts), then the deploy and its idempotence (publishing to a Grafana stand-in), the
+appliance's active/standby pair (tb-master and tb-worker2), then traffic, a rogue driver,
+a reboot of the worker that runs the pair's active instance mid-stream, the network of the
+master's host cut while its instance serves, a load from the
+controller after which every dashboard panel's query must return data from the deployed
+Prometheus, a worker-only change rolled out one worker at a time, then the rules updates
+(they change the deployed rules), the pair's standby stopped until Alertmanager's webhook
+says so, a rules file broken by hand on the host, and last an upgrade rolled under load
+(the pair's standby first, a handover, then the other; its settings stay:
+test_external_kafka.py, next, redeploys). The suite's one `--check --diff` pass previews
+the site's last state, there.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import contextlib
 import hashlib
 import json
 import math
+import re
 import shlex
 import shutil
 import socket
@@ -80,15 +84,48 @@ def _invocation(testbed, host) -> str:
     return testbed.ssh(host, "systemctl show -P InvocationID appliance").stdout.strip()
 
 
-def _wait_ready(testbed, host, timeout: float = 300) -> None:
-    """Until the running invocation of the appliance logged ``appliance.ready``."""
-    def ready() -> bool:
+def _wait_up(testbed, host, timeout: float = 300) -> None:
+    """Until the running invocation of the appliance logged ``appliance.ready`` (it
+    serves) or ``ha.standby`` (it waits, warm, as its pair's standby)."""
+    def up() -> bool:
         journal = testbed.ssh(host, "journalctl -o cat --no-pager "
                               f"_SYSTEMD_INVOCATION_ID={_invocation(testbed, host)}",
                               check=False).stdout
-        return '"appliance.ready"' in journal
+        return '"appliance.ready"' in journal or '"ha.standby"' in journal
 
-    assert bed.wait_for(ready, timeout, 2), f"the appliance was not ready in {timeout} s"
+    assert bed.wait_for(up, timeout, 2), f"the appliance on {host.name} was not up in {timeout} s"
+
+
+def _pair(testbed, timeout: float = 300):
+    """(active, standby) hosts of the appliance pair, once it has one of each."""
+    settled = bed.wait_for(lambda: bed.pair_settled(testbed), timeout, 2)
+    assert settled, f"no active and standby within {timeout} s: {bed.ha_roles(testbed)}"
+    return settled
+
+
+def _hand_over(testbed, active) -> str:
+    """`appliance ha handover` on the active host, as the play runs it: its output."""
+    out = testbed.ssh(active, "systemd-run --quiet --wait --pipe --collect "
+                      "--property=User=appliance --property=Group=appliance "
+                      "--property=EnvironmentFile=/etc/appliance/appliance.env "
+                      "/opt/appliance/venv/bin/appliance ha handover "
+                      "--config /etc/appliance/appliance.toml", timeout=240)
+    return out.stdout.strip()
+
+
+def _serving_on(testbed, host, timeout: float = 120) -> None:
+    """The pair handed over to ``host``'s instance (unless it serves already), until it
+    serves."""
+    active, _standby = _pair(testbed, timeout=420)
+    if active.name != host.name:
+        said = _hand_over(testbed, active)
+        assert host.name in said, said
+
+    def serves() -> bool:
+        settled = bed.pair_settled(testbed)
+        return settled is not None and settled[0].name == host.name
+
+    assert bed.wait_for(serves, timeout, 1), bed.ha_roles(testbed)
 
 
 def _process(testbed, host) -> tuple[str, int]:
@@ -132,6 +169,38 @@ def test_first_run_converges_and_second_changes_nothing(testbed, deployed, grafa
     assert source["url"] == f"http://{monitoring.address}:9090"
 
 
+def test_the_pair_has_one_active_one_standby_and_no_alert_says_otherwise(testbed, deployed):
+    """Two appliance hosts: each renders [ha] alike but for its instance name, each is its
+    own Spark application with its share of the workers' cores, one serves
+    (appliance_ha_role 1) and the other waits (0), as the deployed Prometheus sees them
+    too; AppliancePairNoStandby stays quiet."""
+    active, standby = _pair(testbed)
+    assert {active.name, standby.name} == {h.name for h in testbed.group("appliance")}
+    for host in (active, standby):
+        toml = tomllib.loads(_host_file(testbed, host, "/etc/appliance/appliance.toml"))
+        assert toml["ha"] == {"group": "appliance-pair", "instance": host.name,
+                              "session_timeout": "2 seconds"}, toml.get("ha")
+        assert (toml["spark"]["spark.cores.max"], toml["spark"]["spark.executor.cores"]) \
+            == ("4", "2")
+    master = testbed.one("spark_master")
+    apps = [a for a in bed.master_status(master.address)["activeapps"]
+            if a["name"] == "appliance"]
+    assert len(apps) == 2 and all(2 <= a["cores"] <= 4 for a in apps), apps
+    prometheus = f"http://{testbed.one('monitoring').address}:9090"
+
+    def latest(expr: str) -> list[tuple[str, float]]:
+        now = time.time()
+        return sorted((s["metric"].get("instance", ""), float(s["values"][-1][1]))
+                      for s in bed.prometheus_query_range(prometheus, expr, now - 1, now,
+                                                          SCRAPE_S))
+
+    roles = bed.wait_for(lambda: sorted(v for _i, v in latest("appliance_ha_role"))
+                         == [0.0, 1.0], 60, SCRAPE_S)
+    assert roles, latest("appliance_ha_role")
+    time.sleep(3 * SCRAPE_S)  # evaluated since: a rule that fired would show
+    assert latest('ALERTS{alertname="AppliancePairNoStandby"}') == []
+
+
 def _cpu_list(text: str) -> set[int]:
     """A CPU list as the kernel and systemd print it ("0-1,3", "0 1") as a set."""
     return set(parse_cpu_list(text.strip()))
@@ -171,26 +240,29 @@ def _cpus(testbed, host, pid: int) -> set[int]:
 
 
 def test_master_lists_both_workers_alive_with_cores(testbed, deployed):
-    """Each worker offers one core per CPU its process may use (spark_worker_cpus, or
-    all the host's)."""
+    """Each worker offers spark_worker_cores_per_cpu (the test bed's 4: the pair's standby's
+    executors mostly wait) cores per CPU its process may use (spark_worker_cpus, or all
+    the host's)."""
     master = testbed.one("spark_master")
     workers = testbed.group("spark_workers")
     alive = bed.alive_workers(master.address)
     assert set(alive) == {w.address for w in workers}, alive
     for worker in workers:
         usable = _cpus(testbed, worker, bed.main_pid(testbed, worker, "spark-worker"))
-        assert alive[worker.address] == len(usable), (worker.name, usable, alive)
+        per_cpu = int(testbed.vars.get("spark_worker_cores_per_cpu", 1))
+        assert alive[worker.address] == per_cpu * len(usable), (worker.name, usable, alive)
 
 
 def test_units_run_on_the_cpus_the_inventory_gives_them(testbed, deployed):
     """kafka_broker_cpus, spark_worker_cpus and appliance_cpus (the test bed's host
     variables) become each unit's CPUAffinity=, which the process and its children get;
     a unit without them may use every CPU."""
-    _wait_cpus_released(testbed, testbed.hosts["tb-master"])  # see the next test
-    pinned = {"appliance-broker": (testbed.hosts["tb-worker1"], {1}),
-              "spark-worker": (testbed.hosts["tb-worker2"], {0, 1}),
-              "appliance": (testbed.hosts["tb-master"], {0, 1})}
-    for unit, (host, cpus) in pinned.items():
+    active, _standby = _pair(testbed)
+    _wait_cpus_released(testbed, active)  # see the next test
+    pinned = [("appliance-broker", testbed.hosts["tb-worker1"], {1}),
+              ("spark-worker", testbed.hosts["tb-worker2"], {0, 1}),
+              *(("appliance", host, {0, 1}) for host in testbed.group("appliance"))]
+    for unit, host, cpus in pinned:
         shown = testbed.ssh(host, f"systemctl show -P CPUAffinity {unit}").stdout
         assert _cpu_list(shown) == cpus, (unit, host.name, shown)
         pid = bed.main_pid(testbed, host, unit)
@@ -208,8 +280,9 @@ def test_units_run_on_the_cpus_the_inventory_gives_them(testbed, deployed):
 
 def test_the_appliance_keeps_to_its_after_ready_cpus_then_gets_them_back(testbed, deployed):
     """appliance_cpus_after_ready (the test bed's [0] for 5 s, `[cpus]` in appliance.toml):
-    from ready the appliance's processes keep to CPU 0, then get both of the unit's back."""
-    host = testbed.hosts["tb-master"]
+    from ready the appliance's processes keep to CPU 0, then get both of the unit's back
+    (the pair's active instance: a standby is not ready until it serves)."""
+    host, _standby = _pair(testbed)
     events = _wait_cpus_released(testbed, host)
     names = [e.get("event") for e in events]
     kept = next(e for e in events if e.get("event") == "cpus.kept")
@@ -333,8 +406,10 @@ def test_spark_uis_answer_only_the_sites_token_and_kill_nothing(testbed, deploye
         assert bed.http(url)[0] == 403, url
         assert bed.http(url, forged)[0] == 403, url
         assert bed.http(url, bed.spark_ui_headers())[0] == 200, url
-    (app,) = [a for a in bed.master_status(master.address)["activeapps"]
-              if a["name"] == "appliance"]
+    apps = [a for a in bed.master_status(master.address)["activeapps"]
+            if a["name"] == "appliance"]
+    assert len(apps) == 2, apps  # the pair: each instance is its own application
+    app = apps[0]
     kill = bed.http(f"http://{master.address}:8080/app/kill/?id={app['id']}&terminate=true",
                     bed.spark_ui_headers(), data=b"{}")
     time.sleep(3)
@@ -615,8 +690,13 @@ def test_driver_without_the_secret_cannot_register(testbed, deployed):
 
 
 def test_worker_reboot_mid_stream_loses_no_alert(testbed, kafka):
+    """The worker rebooted runs the pair's active instance too (handed over to it first):
+    the other instance takes over, every alert arrives, and the rebooted host's instance
+    comes back as the standby."""
     master = testbed.one("spark_master")
     worker = testbed.group("spark_workers")[-1]
+    assert worker.name in {h.name for h in testbed.group("appliance")}
+    _serving_on(testbed, worker)
     prefix = bed.unique("reboot")
     batches = [bed.make_events(f"{prefix}-{n}", 20) for n in range(30)]
     stop = threading.Event()
@@ -646,6 +726,58 @@ def test_worker_reboot_mid_stream_loses_no_alert(testbed, kafka):
     missing = kafka.wait_alerts(expected, ALERT_TIMEOUT_S)
     assert not missing, f"{len(missing)} alerts lost across the reboot, e.g. {sorted(missing)[:5]}"
     assert testbed.ssh(worker, "systemctl is-active spark-worker").stdout.strip() == "active"
+    # The partner took over; the rebooted instance started at boot and waits as standby.
+    _active, standby = _pair(testbed, timeout=420)
+    assert standby.name == worker.name, bed.ha_roles(testbed)
+
+
+# The master's host: the pair's other instance and every executor are on the workers, so
+# the cut takes away the active driver and the Spark master only; shorter than the master's
+# worker timeout (spark_master_worker_timeout, 30 s), after which it would drop the workers
+# and every application's executors with them.
+PARTITION_S = 15.0
+PARTITION_REPORT = bed.REPO / "build" / "testbed" / "partition.json"
+
+
+def test_a_partitioned_active_host_is_replaced_and_steps_down_when_healed(testbed, deployed):
+    """The network of the host that runs the pair's active instance cut for PARTITION_S
+    (its processes run on, unheard): the partner is elected once the active's session
+    lapses and serves, every alert arrives, and with the network back the old active,
+    fenced (none of its commits accepted for a session), waits as the standby. The
+    election's time and the longest wait for an alert go to build/testbed/partition.json."""
+    master, broker = testbed.one("spark_master"), testbed.one("kafka")
+    assert master.name in {h.name for h in testbed.group("appliance")}
+    _serving_on(testbed, master)
+    partner = next(h for h in testbed.group("appliance") if h.name != master.name)
+    bootstrap = f"{broker.address}:9092"
+    with _Load(bootstrap, "partition") as load:
+        time.sleep(8)  # steady before the cut
+        cut = time.time()
+        with bed.partitioned(master):
+            elected = bed.wait_for(lambda: bed.ha_role(partner, timeout=1) == 1,
+                                   PARTITION_S, 0.25)
+            elected_s = time.time() - cut
+            time.sleep(max(0.0, cut + PARTITION_S - time.time()))
+        healed = time.time()
+        settled = _pair(testbed, timeout=300)
+        settled_s = time.time() - healed
+        time.sleep(5)  # steady after it
+    assert elected, f"{partner.name} was not elected within {PARTITION_S} s of the cut"
+    assert (settled[0].name, settled[1].name) == (partner.name, master.name), \
+        bed.ha_roles(testbed)
+    missing = load.lost(bootstrap)
+    assert not missing, \
+        f"{len(missing)} of {len(load.sent)} alerts lost, e.g. {sorted(missing)[:5]}"
+    waits = load.waits()
+    session = tomllib.loads(_host_file(testbed, master, "/etc/appliance/appliance.toml"))
+    figures = {"partition_s": PARTITION_S, "session_timeout": session["ha"]["session_timeout"],
+               "elected_after_s": round(elected_s, 2), "events": len(load.sent), "lost": 0,
+               "longest_wait_s": round(waits[-1], 2),
+               "p99_wait_s": round(waits[int(len(waits) * 0.99)], 2),
+               "old_active_standby_after_heal_s": round(settled_s, 1)}
+    PARTITION_REPORT.write_text(json.dumps(figures, indent=2) + "\n")
+    print(f"partition: {json.dumps(figures)}")
+    assert not load.failed, f"{len(load.failed)} events the producer could not send"
 
 
 # -- latency, as an operator measures it from the controller ----------------------------
@@ -761,12 +893,14 @@ def test_every_dashboard_panel_has_data_from_the_deployed_prometheus(testbed, co
 
 def test_worker_only_change_restarts_one_worker_at_a_time(testbed, deployed):
     """New worker settings restart the workers one after the other (each back ALIVE
-    before the next goes down); the master and the appliance keep running (same
-    MainPID): the appliance restarts its query in place on the remaining executors."""
-    master, appliance = testbed.one("spark_master"), testbed.one("appliance")
-    workers = testbed.group("spark_workers")
+    before the next goes down); the master and both appliance instances keep running
+    (same MainPID): the active one restarts its query in place on the remaining
+    executors."""
+    master = testbed.one("spark_master")
+    workers, pair = testbed.group("spark_workers"), testbed.group("appliance")
+    _pair(testbed)  # the reboot's instance is back, waiting
     before = {(h.name, unit): bed.main_pid(testbed, h, unit)
-              for h, unit in [(master, "spark-master"), (appliance, "appliance"),
+              for h, unit in [(master, "spark-master"), *((a, "appliance") for a in pair),
                               *((w, "spark-worker") for w in workers)]}
     seen: list[set[str]] = []
     done = threading.Event()
@@ -790,7 +924,7 @@ def test_worker_only_change_restarts_one_worker_at_a_time(testbed, deployed):
         key = (worker.name, "spark-worker")
         assert after[key] not in (0, before[key]), f"{worker.name} was not restarted"
         assert any(worker.address not in alive for alive in seen), worker.name
-    for key in ((master.name, "spark-master"), (appliance.name, "appliance")):
+    for key in ((master.name, "spark-master"), *((a.name, "appliance") for a in pair)):
         assert after[key] == before[key], f"{key} was restarted by a worker-only change"
     addresses = {w.address for w in workers}
     assert all(alive & addresses for alive in seen), \
@@ -805,8 +939,11 @@ def test_worker_only_change_restarts_one_worker_at_a_time(testbed, deployed):
 # -- rules updates ----------------------------------------------------------------------
 
 def test_bad_rules_fail_before_any_host_changes(testbed, deployed, tmp_path):
-    appliance = testbed.one("appliance")
-    before = (_rules_sha(testbed, appliance), _invocation(testbed, appliance))
+    """The preflight's rules check stops the run before any host is touched. (Not the
+    appliance's invocation: an instance of the pair may restart on its own meanwhile, its
+    query out of restarts after the workers' restarts before, which the pair covers.)"""
+    pair = testbed.group("appliance")
+    before = {h.name: _rules_sha(testbed, h) for h in pair}
     bad = tmp_path / "rules.yml"
     bad.write_text("rules:\n  - id: broken\n    severity: critical\n"
                    "    when: \"no_such_column > 1\"\n")
@@ -816,18 +953,21 @@ def test_bad_rules_fail_before_any_host_changes(testbed, deployed, tmp_path):
     assert "appliance rules check" in run.output or "rules check" in run.output
     assert str(bad) in run.output and "no_such_column" in run.output, run.log
     assert all(r["changed"] == 0 for r in run.recap.values()), run.recap
-    assert (_rules_sha(testbed, appliance), _invocation(testbed, appliance)) == before
+    assert "PLAY [Common" not in run.output, "the run went past the preflight"
+    assert {h.name: _rules_sha(testbed, h) for h in pair} == before
 
 
 def test_new_rule_rolls_out_without_losing_alerts(testbed, kafka, tmp_path):
-    appliance = testbed.one("appliance")
+    """New rules reach both instances of the pair without a restart: the active one swaps
+    them in live, the standby is asked to (it does when it serves)."""
+    appliance, standby = _pair(testbed)
     rules = yaml.safe_load(EXAMPLE_RULES.read_text())
     rules["rules"].append({"id": "net-errors", "severity": "warning",
                            "when": "metric = 'net.errors' AND value > 10",
                            "message": "network errors"})
     new = tmp_path / "rules.yml"
     new.write_text(yaml.safe_dump(rules))
-    before = _process(testbed, appliance)
+    before, standby_before = _process(testbed, appliance), _process(testbed, standby)
     prefix = bed.unique("roll")
     old_rule = [bed.make_events(f"{prefix}-old-{n}", 10) for n in range(40)]
     stop = threading.Event()
@@ -848,16 +988,18 @@ def test_new_rule_rolls_out_without_losing_alerts(testbed, kafka, tmp_path):
         producer.join(timeout=120)
         stop.set()
     assert run.rc == 0, f"rules update failed, see {run.log}"
-    assert run.changed()[appliance.name] > 0
+    assert run.changed()[appliance.name] > 0 and run.changed()[standby.name] > 0
     # Only the rules: the configuration, the unit and the restart are not run at all.
     for task in ("Render appliance.toml", "Install the appliance unit",
                  "Restart the appliance onto its new packages or configuration"):
         assert f"TASK [appliance : {task}]" not in run.output, f"--tags rules ran {task!r}"
     # Swapped in live: the same unit invocation and main process throughout.
     assert _process(testbed, appliance) == before, "the rules rollout restarted the appliance"
+    assert _process(testbed, standby) == standby_before, "the rollout restarted the standby"
+    assert _rules_sha(testbed, standby) == _rules_sha(testbed, appliance)
     journal = testbed.ssh(appliance, "journalctl -o cat --no-pager "
                           f"_SYSTEMD_INVOCATION_ID={before[0]}").stdout
-    assert journal.count('"appliance.ready"') == 1 and '"rules.reloaded"' in journal
+    assert '"rules.reloaded"' in journal
     new_rule = bed.make_events(f"{prefix}-new", 20, metric="net.errors", value=50.0)
     kafka.produce(new_rule)
     expected = {e["event_id"] for batch in old_rule for e in batch}
@@ -871,14 +1013,15 @@ def test_new_rule_rolls_out_without_losing_alerts(testbed, kafka, tmp_path):
     assert "/var/lib/appliance/checkpoints" in checkpoint  # same checkpoint as before
 
 
-# -- the appliance stopped, and Alertmanager says so -----------------------------------
+# -- the pair's standby stopped, and Alertmanager says so --------------------------------
 
 def test_alertmanager_delivers_a_firing_alert_when_the_appliance_is_stopped(
         testbed, deployed, webhook):
-    """The deployed chain end to end: Prometheus sees the appliance's target down, the
-    rule fires after its `for`, Alertmanager posts it to the webhook receiver, with the
-    rule's summary and a runbook link."""
-    appliance = testbed.one("appliance")
+    """The deployed chain end to end: the pair's standby stopped, Prometheus sees its
+    target down, the rules fire after their `for` (the instance is down, and the pair has
+    no standby), Alertmanager posts them to the webhook receiver, with the rule's summary
+    and a runbook link; the active instance serves on throughout."""
+    active, appliance = _pair(testbed)
     stopped = time.time()
     testbed.ssh(appliance, "systemctl stop appliance")
     try:
@@ -899,9 +1042,12 @@ def test_alertmanager_delivers_a_firing_alert_when_the_appliance_is_stopped(
         status, page = bed.http(runbook, bed.web_headers())
         assert status == 200 and b'id="appliancequerydown"' in page, status
         print(f"alert delivered {firing and round(time.time() - stopped)} s after the stop")
+        alone = bed.wait_for(lambda: webhook.firing("AppliancePairNoStandby", stopped), 180, 2)
+        assert alone and alone[0]["labels"]["group"] == "appliance-pair", alone[:1]
+        assert bed.ha_roles(testbed)[active.name] == 1, "the active instance stopped serving"
     finally:
         testbed.ssh(appliance, "systemctl start appliance", check=False)
-        _wait_ready(testbed, appliance)  # the next tests edit its rules
+        _wait_up(testbed, appliance)  # the next tests edit its rules
 
 
 def test_reload_of_a_file_broken_by_hand_fails_and_changes_nothing(testbed, deployed, kafka,
@@ -909,10 +1055,10 @@ def test_reload_of_a_file_broken_by_hand_fails_and_changes_nothing(testbed, depl
     """`systemctl reload appliance` with a rules.yml broken on the host: the reload fails
     (ExecReload= waits for the outcome), the same process keeps running the rules it had,
     and they keep alerting; ApplianceRulesReloadRejected reaches the webhook through the
-    warning route."""
-    appliance = testbed.one("appliance")
+    warning route. (On the pair's active instance: a standby runs no query to reload.)"""
+    appliance, _standby = _pair(testbed)
     rules, backup = "/etc/appliance/rules.yml", "/etc/appliance/rules.yml.before-reload"
-    _wait_ready(testbed, appliance)  # a start reads the file: break it only after that
+    _wait_up(testbed, appliance)  # a start reads the file: break it only after that
     before = _process(testbed, appliance)
     broken = 'rules:\n  - id: Broken-Id\n    severity: info\n    when: "value > 1"\n'
     testbed.ssh(appliance, f"cp -p {rules} {backup} && printf %s {shlex.quote(broken)} "
@@ -948,8 +1094,8 @@ def test_broken_rules_on_the_host_leave_the_unit_failed_not_restarting(testbed, 
     """A hand edit that breaks rules.yml on the host (the play validates every file it
     ships, an editor does not): `appliance run` exits 2, which no restart can fix, so the
     unit stays failed with the one-line reason in its journal, not retrying every few
-    seconds forever (StartLimitIntervalSec=0)."""
-    appliance = testbed.one("appliance")
+    seconds forever (StartLimitIntervalSec=0). The pair's standby: its partner serves on."""
+    _active, appliance = _pair(testbed)
     rules, backup = "/etc/appliance/rules.yml", "/etc/appliance/rules.yml.before-test"
     broken = ("rules:\\n  - id: broken\\n    severity: dire\\n"
               "    when: \\\"value > 1\\\"\\n    message: edited by hand\\n")
@@ -1011,7 +1157,7 @@ class _Load:
     """Alerting events at ROLLING_RATE from the controller (a producer that retries while
     the broker restarts), and when each one's alert came back."""
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, label: str = "rolling") -> None:
         auth = bed.site_client_security().kafka_python()
         self.producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", retries=30,
                                       retry_backoff_ms=500, request_timeout_ms=10000,
@@ -1022,7 +1168,7 @@ class _Load:
         self.seen: dict[str, float] = {}
         self.failed: list[str] = []
         self.stop = threading.Event()
-        self.prefix = bed.unique("rolling")
+        self.prefix = bed.unique(label)
         self.threads = [threading.Thread(target=self._produce),
                         threading.Thread(target=self._read)]
 
@@ -1045,6 +1191,25 @@ class _Load:
                 if alert_id.startswith(self.prefix):
                     self.seen.setdefault(alert_id, now)
 
+    def lost(self, bootstrap: str) -> set[str]:
+        """Events sent whose alert has not come, after waiting up to ALERT_TIMEOUT_S more
+        for them (an alert found then counts as come now)."""
+        missing = set(self.sent) - set(self.seen)
+        if missing:
+            checker = bed.Kafka(bootstrap, bed.site_client_security())
+            try:
+                missing = checker.wait_alerts(missing, ALERT_TIMEOUT_S)
+                self.seen.update({i: time.time()
+                                  for i in set(self.sent) - missing - set(self.seen)})
+            finally:
+                checker.close()
+        return missing
+
+    def waits(self, since: float = 0.0) -> list[float]:
+        """Sorted seconds each event sent from ``since`` on waited for its alert."""
+        return sorted(self.seen[i] - self.sent[i] for i in self.sent
+                      if self.sent[i] >= since and i in self.seen)
+
     def __enter__(self):
         for thread in self.threads:
             thread.start()
@@ -1058,23 +1223,45 @@ class _Load:
         self.reader.close()
 
 
+def _handed_over(play_output: str) -> str | None:
+    """The host on which the play's handover task ran (changed), if it ran."""
+    found = re.search(r"TASK \[appliance : Hand over to the standby \(appliance ha handover\)\]"
+                      r"[^\n]*\n+changed: \[(?P<host>[^\]]+)\]", play_output)
+    return found["host"] if found else None
+
+
 def test_an_upgrade_rolls_through_the_workers_one_at_a_time_then_the_appliance(
-        testbed, deployed, wheel):
+        testbed, deployed, wheel, tmp_path):
     """A new wheel, a new spark-defaults entry and a Java option change (the GC log
     option, in spark-defaults and spark-env) in one run, under load: the master first
-    (it recovers its workers and the application), then the workers one at a time, each
-    back ALIVE under a new registration before the next goes down, then the appliance;
-    every event's alert arrives; the longest wait is written to rolling_upgrade.json."""
-    master, appliance, broker = (testbed.one(g) for g in ("spark_master", "appliance", "kafka"))
+    (it recovers its workers and the applications), then the workers one at a time, each
+    back ALIVE under a new registration before the next goes down, then the appliance
+    pair: its standby restarted first, back waiting warm, the active one hands over to it
+    and restarts last, back as the standby. Every event's alert arrives; the longest
+    waits (the whole upgrade's, and from the standby's restart on: the pair's part) are
+    written to rolling_upgrade.json. The upgrade brings new rules too: both instances of
+    the running pair take them before either restarts (a standby restarted onto rules
+    its active instance does not serve would be refused), and both end with them."""
+    master, broker = (testbed.one(g) for g in ("spark_master", "kafka"))
     workers = testbed.group("spark_workers")
+    # Last of this file: the broken-rules test before restarted the standby.
+    _pair(testbed)
     units = [(master, "spark-master"), *((w, "spark-worker") for w in workers),
-             (broker, "appliance-broker"), (appliance, "appliance")]
-    # Last of this file: the broken-rules test before restarted the appliance.
-    _wait_ready(testbed, appliance)
+             (broker, "appliance-broker"), *((h, "appliance") for h in testbed.group("appliance"))]
     before = {(h.name, u): bed.main_pid(testbed, h, u) for h, u in units}
     _rebuild_wheel(wheel)
+    rules = yaml.safe_load(EXAMPLE_RULES.read_text())
+    rules["rules"].append({"id": "disk-errors", "severity": "warning",
+                           "when": "metric = 'disk.errors' AND value > 0",
+                           "message": "disk errors"})
+    new_rules = tmp_path / "rules.yml"
+    new_rules.write_text(yaml.safe_dump(rules))
+    new_sha = hashlib.sha256(new_rules.read_bytes()).hexdigest()
+    pair = testbed.group("appliance")
+    assert all(_rules_sha(testbed, h) != new_sha for h in pair)
     change = ["-e", json.dumps({"spark_common_extra_conf": {"spark.appliance.rolled": "yes"},
-                                "spark_gc_log_files": 6})]
+                                "spark_gc_log_files": 6,
+                                "appliance_rules_file": str(new_rules)})]
     samples: list[tuple[float, dict[str, set[str]] | None]] = []
     watch_errors: list[str] = []
     done = threading.Event()
@@ -1124,22 +1311,36 @@ def test_an_upgrade_rolls_through_the_workers_one_at_a_time_then_the_appliance(
             for i, w in enumerate(workers)]
     assert gone[0] < back[0] <= gone[1] < back[1], (gone, back)
     assert all(alive for _, alive in known), "every worker was down at once"
-    assert _since_boot_to_wall(testbed, appliance, "appliance") > back[-1]
+    # The pair: the standby restarted first, after the workers; then the active one, which
+    # had handed over to it first: roles swapped. Which was which is what the play read
+    # when it came to them (the broker's restart before may have moved the role since the
+    # test looked): the instance that handed over.
+    handed = _handed_over(run.output)
+    assert handed is not None, f"no handover in the upgrade, see {run.log}"
+    active = testbed.hosts[handed]
+    standby = next(h for h in testbed.group("appliance") if h.name != handed)
+    restarted = {h.name: _since_boot_to_wall(testbed, h, "appliance") for h in (standby, active)}
+    assert back[-1] < restarted[standby.name] < restarted[active.name], (back, restarted)
+    now_active, now_standby = _pair(testbed)
+    assert (now_active.name, now_standby.name) == (standby.name, active.name), \
+        bed.ha_roles(testbed)
+    assert {h.name: _rules_sha(testbed, h) for h in pair} == {h.name: new_sha for h in pair}
     # Nothing lost under load; the longest an event waited for its alert.
-    missing = set(load.sent) - set(load.seen)
-    if missing:
-        checker = bed.Kafka(f"{broker.address}:9092", bed.site_client_security())
-        try:
-            missing = checker.wait_alerts(missing, ALERT_TIMEOUT_S)
-            load.seen.update({i: time.time() for i in set(load.sent) - missing - set(load.seen)})
-        finally:
-            checker.close()
+    missing = load.lost(f"{broker.address}:9092")
     assert not missing, \
         f"{len(missing)} of {len(load.sent)} alerts lost, e.g. {sorted(missing)[:5]}"
-    waits = sorted(load.seen[i] - load.sent[i] for i in load.sent)
+    waits = load.waits()
+    # The pair's part: events sent from the standby's restart to the end of the run.
+    pair_waits = load.waits(since=restarted[standby.name])
     figures = {"events": len(load.sent), "lost": 0, "producer_retried_out": len(load.failed),
                "longest_wait_s": round(waits[-1], 1),
                "p99_wait_s": round(waits[int(len(waits) * 0.99)], 2),
+               "pair_events": len(pair_waits),
+               "pair_longest_wait_s": round(pair_waits[-1], 2) if pair_waits else None,
+               "pair_p99_wait_s": (round(pair_waits[int(len(pair_waits) * 0.99)], 2)
+                                   if pair_waits else None),
+               "handover": next((line.strip() for line in run.output.splitlines()
+                                 if "ha handover:" in line), None),
                "play_s": round(run.seconds, 1),
                "worker_down_s": [round(b - g, 1) for g, b in zip(gone, back, strict=True)]}
     ROLLING_REPORT.write_text(json.dumps(figures, indent=2) + "\n")

@@ -64,6 +64,11 @@ def existing_kafka(testbed, deployed, tmp_path_factory) -> ExistingKafka:
              "operations": ["WRITE", "READ"]},
             {"principal": f"User:{APPLIANCE_USER}", "topic": "events.dlq",
              "operations": ["WRITE"]},
+            # The appliance pair's group and control topic (appliance_ha_group).
+            {"principal": f"User:{APPLIANCE_USER}", "group": "appliance-pair",
+             "operations": ["READ"]},
+            {"principal": f"User:{APPLIANCE_USER}", "topic": "appliance-pair.ha",
+             "operations": ["CREATE", "READ", "WRITE"]},
             {"principal": f"User:{TESTER}", "topic": "events", "operations": ["WRITE"]},
             {"principal": f"User:{TESTER}", "topic": "alerts", "operations": ["READ"]}]
     owner_vars = work / "owner.json"
@@ -114,9 +119,12 @@ def external_site(testbed, existing_kafka, tmp_path_factory):
     # the checkpoint (offsets of the old cluster's topics) set aside.
     broker = testbed.one("kafka")
     testbed.ssh(broker, "systemctl disable --now appliance-broker")
-    appliance = testbed.one("appliance")
-    testbed.ssh(appliance, "systemctl stop appliance && mv /var/lib/appliance/checkpoints "
-                "/var/lib/appliance/checkpoints.site-broker")
+    # Both instances of the pair, the standby first (the active one then has nobody to
+    # hand over to, and stops).
+    roles = bed.ha_roles(testbed)
+    for appliance in sorted(testbed.group("appliance"), key=lambda h: roles[h.name] or 0):
+        testbed.ssh(appliance, "systemctl stop appliance && mv /var/lib/appliance/checkpoints "
+                    "/var/lib/appliance/checkpoints.site-broker")
     run = bed.run_playbook(label="external-kafka", inventory=inventory, timeout=1800)
     # The deploy suite's one `--check --diff` pass: on the site's last state, after the
     # first deploy, the rules changes and the rolling upgrade (test_deploy.py).

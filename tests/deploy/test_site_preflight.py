@@ -214,3 +214,35 @@ def test_an_unsupported_platform_is_refused_in_one_line(tmp_path):
     assert line.startswith("h-") and line.endswith(
         'is not a supported platform (supported: Debian 13 aarch64; ansible/README.md, '
         '"Supported platforms")'), line
+
+
+def test_three_appliance_hosts_are_refused_in_one_line(tmp_path):
+    """One appliance host is a single instance, two a pair; any other count stops the run."""
+    hosts = {name: (*groups, "appliance") if "appliance" not in groups else groups
+             for name, groups in HOSTS.items()}
+    line = _error_line(preflight(write_inventory(tmp_path, group_vars={}, host_vars={},
+                                                 hosts=hosts)))
+    assert line == ("the appliance group has 3 hosts (h-master, h-worker1, h-worker2): list "
+                    "one (a single instance) or two (an active/standby pair)"), line
+
+
+PAIR = {**HOSTS, "h-worker2": ("spark_workers", "appliance")}
+
+
+def test_a_pair_without_its_share_of_the_workers_cores_is_refused(tmp_path):
+    """Two applications on one cluster: the first would take every core, the second none."""
+    line = _error_line(preflight(write_inventory(tmp_path, group_vars={}, host_vars={},
+                                                 hosts=PAIR)))
+    assert line.startswith("appliance: the appliance group's two hosts run a pair"), line
+    assert "set appliance_spark_cores_max" in line and "got 0" in line, line
+
+
+def test_a_pair_with_its_cores_passes_the_appliances_own_config_check(tmp_path):
+    """Each host's appliance.toml, [ha] included, loads with the appliance's validation."""
+    run = preflight(write_inventory(tmp_path, group_vars={"all": {
+        "appliance_spark_cores_max": 4, "appliance_spark_executor_cores": 2,
+        "appliance_ha_session_timeout": 8}}, host_vars={}, hosts=PAIR))
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    checked = re.findall(r"TASK \[appliance : Run appliance config check on them\].*?(?=TASK \[)",
+                         run.stdout, re.S)
+    assert checked and "h-master" in checked[0] and "h-worker2" in checked[0], checked

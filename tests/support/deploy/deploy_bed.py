@@ -8,6 +8,7 @@ traffic only ever goes to the test bed's own addresses (10.213.0.0/24).
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import importlib.util
 import json
@@ -112,6 +113,17 @@ class Inventory:
                               check=check, stdin=subprocess.DEVNULL)
 
 
+@contextlib.contextmanager
+def partitioned(host: Host):
+    """``host`` cut off the test bed's network for the block (``scripts/testbed partition``:
+    its processes run on, unheard), plugged back in after it, whatever happened."""
+    subprocess.run([*TESTBED, "partition", host.name], check=True, timeout=30)
+    try:
+        yield
+    finally:
+        subprocess.run([*TESTBED, "heal", host.name], check=True, timeout=30)
+
+
 def main_pid(inventory: Inventory, host: Host, unit: str) -> int:
     """The unit's MainPID on the host (0 when it is not running)."""
     return int(inventory.ssh(host, f"systemctl show -P MainPID {unit}").stdout.strip() or 0)
@@ -183,6 +195,36 @@ def alive_workers(address: str) -> dict[str, int]:
     except OSError:
         return {}
     return {w["host"]: w["cores"] for w in status.get("workers", []) if w["state"] == "ALIVE"}
+
+
+#: The appliance's metrics port on the test bed (the site role's appliance_metrics_port).
+APPLIANCE_METRICS_PORT = 9464
+_HA_ROLE = re.compile(r"^appliance_ha_role\{[^}]*\} (?P<value>\S+)$", re.M)
+
+
+def ha_role(host: Host, timeout: float = 5) -> float | None:
+    """The host's ``appliance_ha_role`` (1 active, 0 standby, -1 fenced), from its metrics
+    endpoint; None where it does not answer or reports no role."""
+    try:
+        status, body = http(f"http://{host.address}:{APPLIANCE_METRICS_PORT}/metrics",
+                            timeout=timeout)
+    except (OSError, HTTPException):
+        status, body = 0, b""
+    found = _HA_ROLE.search(body.decode(errors="replace")) if status == 200 else None
+    return float(found["value"]) if found else None
+
+
+def ha_roles(inventory: Inventory) -> dict[str, float | None]:
+    """Each appliance host's ``ha_role``."""
+    return {host.name: ha_role(host) for host in inventory.group("appliance")}
+
+
+def pair_settled(inventory: Inventory) -> tuple[Host, Host] | None:
+    """(active, standby) once one appliance host serves and the other waits; else None."""
+    roles = ha_roles(inventory)
+    active = [h for h in inventory.group("appliance") if roles[h.name] == 1]
+    standby = [h for h in inventory.group("appliance") if roles[h.name] == 0]
+    return (active[0], standby[0]) if len(active) == len(standby) == 1 else None
 
 
 def wait_for(predicate, timeout: float, interval: float = 2.0):
