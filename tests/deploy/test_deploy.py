@@ -33,6 +33,7 @@ import tomllib
 import urllib.request
 import uuid
 import zipfile
+from pathlib import Path
 
 import matplotlib.image
 import pytest
@@ -135,6 +136,15 @@ def _process(testbed, host) -> tuple[str, int]:
 
 def _rules_sha(testbed, host) -> str:
     return testbed.ssh(host, "sha256sum /etc/appliance/rules.yml").stdout.split()[0]
+
+
+def _example_rules_and(tmp_path, rule: dict) -> Path:
+    """examples/rules.yml with ``rule`` added, written to ``tmp_path``: a rules change."""
+    rules = yaml.safe_load(EXAMPLE_RULES.read_text())
+    rules["rules"].append(rule)
+    path = tmp_path / "rules.yml"
+    path.write_text(yaml.safe_dump(rules))
+    return path
 
 
 # -- before anything is deployed --------------------------------------------------------
@@ -961,12 +971,9 @@ def test_new_rule_rolls_out_without_losing_alerts(testbed, kafka, tmp_path):
     """New rules reach both instances of the pair without a restart: the active one swaps
     them in live, the standby is asked to (it does when it serves)."""
     appliance, standby = _pair(testbed)
-    rules = yaml.safe_load(EXAMPLE_RULES.read_text())
-    rules["rules"].append({"id": "net-errors", "severity": "warning",
-                           "when": "metric = 'net.errors' AND value > 10",
-                           "message": "network errors"})
-    new = tmp_path / "rules.yml"
-    new.write_text(yaml.safe_dump(rules))
+    new = _example_rules_and(tmp_path, {"id": "net-errors", "severity": "warning",
+                                        "when": "metric = 'net.errors' AND value > 10",
+                                        "message": "network errors"})
     before, standby_before = _process(testbed, appliance), _process(testbed, standby)
     prefix = bed.unique("roll")
     old_rule = [bed.make_events(f"{prefix}-old-{n}", 10) for n in range(40)]
@@ -1250,12 +1257,9 @@ def test_an_upgrade_rolls_through_the_workers_one_at_a_time_then_the_appliance(
              (broker, "appliance-broker"), *((h, "appliance") for h in testbed.group("appliance"))]
     before = {(h.name, u): bed.main_pid(testbed, h, u) for h, u in units}
     _rebuild_wheel(wheel)
-    rules = yaml.safe_load(EXAMPLE_RULES.read_text())
-    rules["rules"].append({"id": "disk-errors", "severity": "warning",
-                           "when": "metric = 'disk.errors' AND value > 0",
-                           "message": "disk errors"})
-    new_rules = tmp_path / "rules.yml"
-    new_rules.write_text(yaml.safe_dump(rules))
+    new_rules = _example_rules_and(tmp_path, {"id": "disk-errors", "severity": "warning",
+                                              "when": "metric = 'disk.errors' AND value > 0",
+                                              "message": "disk errors"})
     new_sha = hashlib.sha256(new_rules.read_bytes()).hexdigest()
     pair = testbed.group("appliance")
     assert all(_rules_sha(testbed, h) != new_sha for h in pair)
