@@ -18,6 +18,7 @@ import os
 import re
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -79,15 +80,14 @@ def settings_shown(run: subprocess.CompletedProcess) -> dict[str, dict]:
     return {m["host"]: json.loads(m["body"])["msg"] for m in _SHOWN.finditer(section)}
 
 
-@pytest.fixture(scope="module")
-def layered(tmp_path_factory) -> Path:
+def layered(root: Path) -> Path:
     """Each of the three must-agree settings set at every level: group_vars/all (the usual
     place) for every host, group_vars/spark_workers over it, host_vars of one worker over
     that. The Kafka settings there point the site at an existing cluster, with no kafka
     group."""
     hosts = {name: tuple(g for g in groups if g != "kafka") for name, groups in HOSTS.items()}
     return write_inventory(
-        tmp_path_factory.mktemp("layered"),
+        root,
         group_vars={
             "all": {"appliance_trigger": "realtime",
                     "appliance_kafka_bootstrap": "kafka-1.example:9093",
@@ -102,8 +102,68 @@ def layered(tmp_path_factory) -> Path:
         hosts=hosts)
 
 
-def test_each_level_wins_over_the_one_before_and_the_hosts_that_differ_are_named(layered):
-    run = preflight(layered)
+def example_vault_with_a_short_secret(root: Path) -> Path:
+    """The example vault as it comes (every value "change-me-..."), and one secret too
+    short."""
+    example = yaml.safe_load((ANSIBLE_DIR / "inventories" / "example" / "group_vars" / "all"
+                              / "vault.yml.example").read_text())
+    example["kafka_passwords"]["loadgen"] = "short"
+    write_inventory(root, group_vars={}, host_vars={})
+    (root / "group_vars" / "all" / "vault.yml").write_text(yaml.safe_dump(example))
+    return root
+
+
+def plain(group_vars: dict | None = None, hosts: dict = HOSTS):
+    """An inventory with ``group_vars`` (no host_vars) over ``hosts``."""
+    return lambda root: write_inventory(root, group_vars=group_vars or {}, host_vars={},
+                                        hosts=hosts)
+
+
+PAIR = {**HOSTS, "h-worker2": ("spark_workers", "appliance")}
+THREE_APPLIANCES = {name: (*groups, "appliance") if "appliance" not in groups else groups
+                    for name, groups in HOSTS.items()}
+UNSUPPORTED = {"site_supported_platforms": [{"distribution": "Debian", "major_version": "13",
+                                             "architecture": "aarch64",
+                                             "debian_arch": "arm64"}]}
+EXTRA = {"appliance_trigger": "realtime", "appliance_kafka_bootstrap": "kafka-9.example:9093",
+         "kafka_security_protocol": "SASL_SSL"}
+
+#: Every preflight run of this file: its inventory and its -e. They only read what they are
+#: given, so the fixture below runs them side by side (one after the other they were the
+#: slowest file of `make test`, 5.5 min of ansible-playbook starts).
+CASES = {
+    "layered": (layered, {}),
+    "layered, -e": (layered, EXTRA),
+    "defaults": (plain(), {}),
+    "trigger for the appliance group": (plain({"appliance": {"appliance_trigger": "realtime"}}),
+                                        {}),
+    "kafka group and a cluster": (plain({"all": {
+        "appliance_kafka_bootstrap": "kafka-1.example:9093"}}), {}),
+    "broker on two hosts": (plain(hosts={**HOSTS, "h-worker2": ("spark_workers", "kafka")}), {}),
+    "example vault": (example_vault_with_a_short_secret, {}),
+    "unsupported platform": (plain(), UNSUPPORTED),
+    "three appliance hosts": (plain(hosts=THREE_APPLIANCES), {}),
+    "pair without cores": (plain(hosts=PAIR), {}),
+    "pair with cores": (plain({"all": {"appliance_spark_cores_max": 4,
+                                       "appliance_spark_executor_cores": 2,
+                                       "appliance_ha_session_timeout": 8}}, hosts=PAIR), {}),
+}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, subprocess.CompletedProcess]:
+    """Each case's preflight run, three at a time (the inventories written first: pytest's
+    temporary directories are made one at a time)."""
+    argv = {name: (build(tmp_path_factory.mktemp("inventory")),
+                   *(("-e", json.dumps(extra)) if extra else ()))
+            for name, (build, extra) in CASES.items()}
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        done = pool.map(lambda args: preflight(*args), argv.values())
+        return dict(zip(argv, done, strict=True))
+
+
+def test_each_level_wins_over_the_one_before_and_the_hosts_that_differ_are_named(runs):
+    run = runs["layered"]
     assert run.returncode != 0, run.stdout[-4000:]
     shown = settings_shown(run)
     used = {host: (s["appliance_trigger"], s["kafka_bootstrap_servers"],
@@ -125,11 +185,9 @@ def test_each_level_wins_over_the_one_before_and_the_hosts_that_differ_are_named
     assert "changed=0" in run.stdout
 
 
-def test_extra_vars_win_over_every_level(layered):
+def test_extra_vars_win_over_every_level(runs):
     """-e: every host uses it, they agree, and the site checks pass."""
-    run = preflight(layered, "-e", json.dumps({
-        "appliance_trigger": "realtime", "appliance_kafka_bootstrap": "kafka-9.example:9093",
-        "kafka_security_protocol": "SASL_SSL"}))
+    run = runs["layered, -e"]
     shown = settings_shown(run)
     assert {h: (s["appliance_trigger"], s["kafka_bootstrap_servers"],
                 s["kafka_security_protocol"]) for h, s in shown.items()} == {
@@ -138,10 +196,10 @@ def test_extra_vars_win_over_every_level(layered):
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
 
 
-def test_role_defaults_apply_where_the_inventory_says_nothing(tmp_path):
+def test_role_defaults_apply_where_the_inventory_says_nothing(runs):
     """No setting anywhere: every host uses the site role's defaults (the site's own
     broker on the kafka host, SASL_SSL, continuous), and the run passes."""
-    run = preflight(write_inventory(tmp_path, group_vars={}, host_vars={}))
+    run = runs["defaults"]
     shown = settings_shown(run)
     assert {h: (s["appliance_trigger"], s["kafka_bootstrap_servers"],
                 s["kafka_security_protocol"]) for h, s in shown.items()} == {
@@ -149,11 +207,10 @@ def test_role_defaults_apply_where_the_inventory_says_nothing(tmp_path):
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
 
 
-def test_a_trigger_set_for_the_appliance_group_only_is_refused(tmp_path):
+def test_a_trigger_set_for_the_appliance_group_only_is_refused(runs):
     """The issue's case: group_vars/appliance.yml wins on the appliance's host only, so the
     Spark JVMs elsewhere would get another trigger's tuning: refused, naming the hosts."""
-    run = preflight(write_inventory(tmp_path, group_vars={"appliance": {
-        "appliance_trigger": "realtime"}}, host_vars={}))
+    run = runs["trigger for the appliance group"]
     assert run.returncode != 0
     assert ('appliance_trigger differs across hosts ("realtime" on h-master; "continuous" on '
             'h-worker1, h-worker2): set it once, for every host (group_vars/all)') \
@@ -167,9 +224,8 @@ def _error_line(run: subprocess.CompletedProcess) -> str:
     return lines[0].split("Action failed: ", 1)[-1]
 
 
-def test_a_kafka_group_and_an_existing_cluster_together_are_refused(tmp_path):
-    run = preflight(write_inventory(tmp_path, group_vars={"all": {
-        "appliance_kafka_bootstrap": "kafka-1.example:9093"}}, host_vars={}))
+def test_a_kafka_group_and_an_existing_cluster_together_are_refused(runs):
+    run = runs["kafka group and a cluster"]
     assert _error_line(run) == (
         "the inventory names both a kafka group (h-worker1) and appliance_kafka_bootstrap "
         "(kafka-1.example:9093): list one host in the kafka group for the site's own broker, "
@@ -178,24 +234,17 @@ def test_a_kafka_group_and_an_existing_cluster_together_are_refused(tmp_path):
     assert "changed=0" in run.stdout
 
 
-def test_a_broker_on_two_hosts_is_refused(tmp_path):
-    hosts = {**HOSTS, "h-worker2": ("spark_workers", "kafka")}
-    run = preflight(write_inventory(tmp_path, group_vars={}, host_vars={}, hosts=hosts))
-    line = _error_line(run)
+def test_a_broker_on_two_hosts_is_refused(runs):
+    line = _error_line(runs["broker on two hosts"])
     assert line.startswith("the kafka group has 2 hosts (h-worker1, h-worker2), but the "
                            "site's broker does not replicate"), line
     assert "point appliance_kafka_bootstrap at a replicated Kafka cluster" in line
 
 
-def test_placeholders_and_short_secrets_are_refused_naming_the_variables(tmp_path):
+def test_placeholders_and_short_secrets_are_refused_naming_the_variables(runs):
     """The example vault as it comes (every value "change-me-..."), and one secret too
     short: each named, no value shown."""
-    example = yaml.safe_load((ANSIBLE_DIR / "inventories" / "example" / "group_vars" / "all"
-                              / "vault.yml.example").read_text())
-    example["kafka_passwords"]["loadgen"] = "short"
-    root = write_inventory(tmp_path, group_vars={}, host_vars={})
-    (root / "group_vars" / "all" / "vault.yml").write_text(yaml.safe_dump(example))
-    line = _error_line(preflight(root))
+    line = _error_line(runs["example vault"])
     assert line == (
         "spark_auth_secret is still the example vault's placeholder; "
         "kafka_passwords.admin is still the example vault's placeholder; "
@@ -206,42 +255,30 @@ def test_placeholders_and_short_secrets_are_refused_naming_the_variables(tmp_pat
     assert "short" not in line.replace("shorter", "")
 
 
-def test_an_unsupported_platform_is_refused_in_one_line(tmp_path):
-    run = preflight(write_inventory(tmp_path, group_vars={}, host_vars={}), "-e", json.dumps(
-        {"site_supported_platforms": [{"distribution": "Debian", "major_version": "13",
-                                       "architecture": "aarch64", "debian_arch": "arm64"}]}))
-    line = _error_line(run)
+def test_an_unsupported_platform_is_refused_in_one_line(runs):
+    line = _error_line(runs["unsupported platform"])
     assert line.startswith("h-") and line.endswith(
         'is not a supported platform (supported: Debian 13 aarch64; ansible/README.md, '
         '"Supported platforms")'), line
 
 
-def test_three_appliance_hosts_are_refused_in_one_line(tmp_path):
+def test_three_appliance_hosts_are_refused_in_one_line(runs):
     """One appliance host is a single instance, two a pair; any other count stops the run."""
-    hosts = {name: (*groups, "appliance") if "appliance" not in groups else groups
-             for name, groups in HOSTS.items()}
-    line = _error_line(preflight(write_inventory(tmp_path, group_vars={}, host_vars={},
-                                                 hosts=hosts)))
+    line = _error_line(runs["three appliance hosts"])
     assert line == ("the appliance group has 3 hosts (h-master, h-worker1, h-worker2): list "
                     "one (a single instance) or two (an active/standby pair)"), line
 
 
-PAIR = {**HOSTS, "h-worker2": ("spark_workers", "appliance")}
-
-
-def test_a_pair_without_its_share_of_the_workers_cores_is_refused(tmp_path):
+def test_a_pair_without_its_share_of_the_workers_cores_is_refused(runs):
     """Two applications on one cluster: the first would take every core, the second none."""
-    line = _error_line(preflight(write_inventory(tmp_path, group_vars={}, host_vars={},
-                                                 hosts=PAIR)))
+    line = _error_line(runs["pair without cores"])
     assert line.startswith("appliance: the appliance group's two hosts run a pair"), line
     assert "set appliance_spark_cores_max" in line and "got 0" in line, line
 
 
-def test_a_pair_with_its_cores_passes_the_appliances_own_config_check(tmp_path):
+def test_a_pair_with_its_cores_passes_the_appliances_own_config_check(runs):
     """Each host's appliance.toml, [ha] included, loads with the appliance's validation."""
-    run = preflight(write_inventory(tmp_path, group_vars={"all": {
-        "appliance_spark_cores_max": 4, "appliance_spark_executor_cores": 2,
-        "appliance_ha_session_timeout": 8}}, host_vars={}, hosts=PAIR))
+    run = runs["pair with cores"]
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     checked = re.findall(r"TASK \[appliance : Run appliance config check on them\].*?(?=TASK \[)",
                          run.stdout, re.S)
