@@ -86,14 +86,19 @@ def _invocation(testbed, host) -> str:
     return testbed.ssh(host, "systemctl show -P InvocationID appliance").stdout.strip()
 
 
+def _appliance_journal(testbed, host) -> str:
+    """The running invocation of the appliance unit's log lines, as one text."""
+    return testbed.ssh(host, "journalctl -o cat --no-pager "
+                       f"_SYSTEMD_INVOCATION_ID={_invocation(testbed, host)}",
+                       check=False).stdout
+
+
 def _wait_up(testbed, host, timeout: float = 300) -> None:
     """Until the running invocation of the appliance logged ``appliance.ready`` (it
     serves) or ``ha.standby`` (it waits, warm, as its pair's standby)."""
     def up() -> bool:
-        journal = testbed.ssh(host, "journalctl -o cat --no-pager "
-                              f"_SYSTEMD_INVOCATION_ID={_invocation(testbed, host)}",
-                              check=False).stdout
-        return '"appliance.ready"' in journal or '"ha.standby"' in journal
+        events = {e.get("event") for e in _appliance_events(testbed, host)}
+        return bool(events & {"appliance.ready", "ha.standby"})
 
     assert bed.wait_for(up, timeout, 2), f"the appliance on {host.name} was not up in {timeout} s"
 
@@ -219,11 +224,8 @@ def _cpu_list(text: str) -> set[int]:
 
 def _appliance_events(testbed, host) -> list[dict]:
     """The running invocation's JSON log lines."""
-    journal = testbed.ssh(host, "journalctl -o cat --no-pager "
-                          f"_SYSTEMD_INVOCATION_ID={_invocation(testbed, host)}",
-                          check=False).stdout
     events = []
-    for line in journal.splitlines():
+    for line in _appliance_journal(testbed, host).splitlines():
         if line.startswith("{"):
             with contextlib.suppress(ValueError):
                 events.append(json.loads(line))
