@@ -1238,6 +1238,13 @@ def _rebuild_wheel(path) -> None:
     rebuilt.replace(path)
 
 
+def _since_boot_to_wall(testbed, host, unit: str) -> float:
+    """When ``unit`` last became active on ``host``, as wall-clock seconds."""
+    out = testbed.ssh(host, f"date -d \"$(systemctl show -P ActiveEnterTimestamp {unit})\" "
+                      "+%s.%N").stdout
+    return float(out)
+
+
 class _Load:
     """Alerting events at ROLLING_RATE from the controller (a producer that retries while
     the broker restarts), and when each one's alert came back."""
@@ -1294,6 +1301,18 @@ class _Load:
         """Sorted seconds each event sent from ``since`` on waited for its alert."""
         return sorted(self.seen[i] - self.sent[i] for i in self.sent
                       if self.sent[i] >= since and i in self.seen)
+
+    def per_second(self) -> list[tuple[int, int, float]]:
+        """(second from the first send, events sent in it, the longest wait of those):
+        where in the run the waits were."""
+        if not self.sent:
+            return []
+        start = min(self.sent.values())
+        seconds: dict[int, list[float]] = {}
+        for i, at in self.sent.items():
+            seconds.setdefault(int(at - start), []).append(
+                self.seen[i] - at if i in self.seen else math.inf)
+        return [(second, len(w), round(max(w), 2)) for second, w in sorted(seconds.items())]
 
     def __enter__(self):
         for thread in self.threads:
@@ -1382,15 +1401,26 @@ def test_an_upgrade_rolls_through_the_workers_one_at_a_time_then_the_appliance(
                 "events": len(during),
                 "longest_wait_s": round(max(during), 2) if during else None}
 
+    start = min(load.sent.values())
     figures = {"events": len(load.sent), "lost": 0, "producer_retried_out": len(load.failed),
                "longest_wait_s": round(waits[-1], 2),
                "p99_wait_s": round(waits[int(len(waits) * 0.99)], 2),
                "workers": [step_figures(s) for s in steps],
                "handovers": [line.strip() for line in run.output.splitlines()
                              if "ha handover:" in line],
-               "play_s": round(run.seconds, 1)}
+               "play_s": round(run.seconds, 1),
+               # Seconds from the load's first event: each worker's drain, its old
+               # registration gone, the new one ALIVE, each instance's (last) restart;
+               # then each second's longest wait.
+               "marks": {**{s.worker: [round(t - start, 1) for t in (s.drained, s.gone, s.back)]
+                            for s in steps},
+                         **{f"{h.name} appliance restarted": round(
+                             _since_boot_to_wall(testbed, h, "appliance") - start, 1)
+                            for h in pair}},
+               "per_second": load.per_second()}
     ROLLING_REPORT.write_text(json.dumps(figures, indent=2) + "\n")
-    print(f"rolling upgrade: {json.dumps(figures)}")
+    print("rolling upgrade: " + json.dumps({k: v for k, v in figures.items()
+                                            if k != "per_second"}))
     assert not load.failed, f"{len(load.failed)} events the producer could not send"
     # That the upgraded site has converged is the suite's one `--check --diff` pass, on
     # the site's last state (test_external_kafka.py).
