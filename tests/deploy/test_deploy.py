@@ -33,6 +33,7 @@ import tomllib
 import urllib.request
 import uuid
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib.image
@@ -85,14 +86,19 @@ def _invocation(testbed, host) -> str:
     return testbed.ssh(host, "systemctl show -P InvocationID appliance").stdout.strip()
 
 
+def _appliance_journal(testbed, host) -> str:
+    """The running invocation of the appliance unit's log lines, as one text."""
+    return testbed.ssh(host, "journalctl -o cat --no-pager "
+                       f"_SYSTEMD_INVOCATION_ID={_invocation(testbed, host)}",
+                       check=False).stdout
+
+
 def _wait_up(testbed, host, timeout: float = 300) -> None:
     """Until the running invocation of the appliance logged ``appliance.ready`` (it
     serves) or ``ha.standby`` (it waits, warm, as its pair's standby)."""
     def up() -> bool:
-        journal = testbed.ssh(host, "journalctl -o cat --no-pager "
-                              f"_SYSTEMD_INVOCATION_ID={_invocation(testbed, host)}",
-                              check=False).stdout
-        return '"appliance.ready"' in journal or '"ha.standby"' in journal
+        events = {e.get("event") for e in _appliance_events(testbed, host)}
+        return bool(events & {"appliance.ready", "ha.standby"})
 
     assert bed.wait_for(up, timeout, 2), f"the appliance on {host.name} was not up in {timeout} s"
 
@@ -218,11 +224,8 @@ def _cpu_list(text: str) -> set[int]:
 
 def _appliance_events(testbed, host) -> list[dict]:
     """The running invocation's JSON log lines."""
-    journal = testbed.ssh(host, "journalctl -o cat --no-pager "
-                          f"_SYSTEMD_INVOCATION_ID={_invocation(testbed, host)}",
-                          check=False).stdout
     events = []
-    for line in journal.splitlines():
+    for line in _appliance_journal(testbed, host).splitlines():
         if line.startswith("{"):
             with contextlib.suppress(ValueError):
                 events.append(json.loads(line))
@@ -901,49 +904,131 @@ def test_every_dashboard_panel_has_data_from_the_deployed_prometheus(testbed, co
 
 # -- a worker-only change ---------------------------------------------------------------
 
+@dataclass(frozen=True)
+class _WorkerStep:
+    """One worker's restart as the master listed it: when its registration from before
+    the play was first listed DECOMMISSIONED (drained; None if never), when it was no
+    longer listed ALIVE or DECOMMISSIONED (gone), and when a new one was ALIVE (back)."""
+
+    worker: str
+    drained: float | None
+    gone: float
+    back: float
+
+
+class _MasterWatch:
+    """The master's workers, read every 0.5 s while a play runs: (time, host -> {id:
+    state}), or (time, None) while the master itself does not answer (its restart)."""
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+        self.samples: list[tuple[float, dict[str, dict[str, str]] | None]] = []
+        self.errors: list[str] = []
+        self.ended = 0.0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch)
+
+    def _watch(self) -> None:
+        while not self._done.is_set():  # bounded by the play the watch is entered around
+            try:
+                status = bed.master_status(self.address)
+                workers: dict[str, dict[str, str]] = {}
+                for w in status.get("workers", []):
+                    workers.setdefault(w["host"], {})[w["id"]] = w["state"]
+                self.samples.append((time.time(),
+                                     workers if status.get("status") == "ALIVE" else None))
+            except OSError:
+                self.samples.append((time.time(), None))
+            except Exception as exc:  # noqa: BLE001 - a dead watch would pass for no change
+                self.samples.append((time.time(), None))
+                self.errors.append(repr(exc))
+            time.sleep(0.5)
+
+    def __enter__(self) -> _MasterWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.ended = time.time()
+        self._done.set()
+        self._thread.join(timeout=30)
+
+    def alive(self) -> list[tuple[float, set[str]]]:
+        """(time, hosts with a registration ALIVE) for each answer of the master."""
+        return [(at, {h for h, regs in workers.items() if "ALIVE" in regs.values()})
+                for at, workers in self.samples if workers is not None]
+
+    def steps(self, workers) -> list[_WorkerStep]:
+        """Each worker's restart, in the order given; asserts each happened."""
+        assert self.samples and self.samples[-1][0] >= self.ended - 5, \
+            f"the master watch stopped early: {self.errors[-3:]}"
+        known = [(at, w) for at, w in self.samples if w is not None]
+        steps = []
+        for worker in workers:
+            first = known[0][1].get(worker.address, {})
+            old = next(i for i, state in first.items() if state == "ALIVE")
+            states = [(at, w.get(worker.address, {})) for at, w in known]
+            drained = next((at for at, regs in states if regs.get(old) == "DECOMMISSIONED"),
+                           None)
+            gone = next((at for at, regs in states
+                         if regs.get(old) not in ("ALIVE", "DECOMMISSIONED")), None)
+            assert gone is not None, (f"{worker.name}'s registration never went", first,
+                                      states[-1])
+            back = next((at for at, regs in states if at >= gone and any(
+                state == "ALIVE" for i, state in regs.items() if i != old)), None)
+            assert back is not None, f"{worker.name} did not come back: {states[-1]}"
+            steps.append(_WorkerStep(worker.name, drained, gone, back))
+        return steps
+
+
+#: `appliance ha handover` as the play ran it: the host it ran on (delegated to, when the
+#: workers' play moved the pair off a worker), in play order.
+_HANDOVER_TASK = re.compile(
+    r"TASK \[(?:appliance : )?Hand over to the standby \(appliance ha handover\)\][^\n]*\n+"
+    r"changed: \[(?:[^\]]+ -> )?(?P<host>[^\](]+)(?:\([^)]*\))?\]")
+
+
+def _handovers(play_output: str) -> list[str]:
+    """The hosts on which the play's handover ran (changed), in order."""
+    return [m["host"] for m in _HANDOVER_TASK.finditer(play_output)]
+
+
+def _assert_drained_one_at_a_time(watch: _MasterWatch, steps: list[_WorkerStep]) -> None:
+    """Each worker drained before it went, back before the next went, never all down."""
+    assert all(s.drained is not None and s.drained < s.gone for s in steps), steps
+    for before, after in zip(steps, steps[1:], strict=False):
+        assert before.gone < before.back <= after.gone, steps
+    assert all(alive for _, alive in watch.alive()), "every worker was down at once"
+
+
 def test_worker_only_change_restarts_one_worker_at_a_time(testbed, deployed):
-    """New worker settings restart the workers one after the other (each back ALIVE
-    before the next goes down); the master and both appliance instances keep running
-    (same MainPID): the active one restarts its query in place on the remaining
-    executors."""
+    """New worker settings restart the workers one after the other, each drained first
+    (the master lists it DECOMMISSIONED) and back ALIVE before the next goes down. Before
+    each worker's restart the pair's serving instance is moved off it: the standby
+    restarts (its executors on the other worker), waits, and takes over; so with two
+    workers each instance restarts once and serves once, and the master keeps running
+    (same MainPID)."""
     master = testbed.one("spark_master")
     workers, pair = testbed.group("spark_workers"), testbed.group("appliance")
-    _pair(testbed)  # the reboot's instance is back, waiting
+    active, _standby = _pair(testbed)  # the reboot's instance is back, waiting
     before = {(h.name, unit): bed.main_pid(testbed, h, unit)
               for h, unit in [(master, "spark-master"), *((a, "appliance") for a in pair),
                               *((w, "spark-worker") for w in workers)]}
-    seen: list[set[str]] = []
-    done = threading.Event()
-
-    def watch():
-        while not done.is_set():  # bounded by the playbook run below
-            seen.append(set(bed.alive_workers(master.address)))
-            time.sleep(0.5)
-
-    watcher = threading.Thread(target=watch)
-    watcher.start()
-    try:
+    with _MasterWatch(master.address) as watch:
         run = bed.run_playbook("--tags", "spark_worker", "-e", "spark_worker_daemon_memory=640m",
-                               label="worker-change", timeout=900)
-    finally:
-        done.set()
-        watcher.join(timeout=30)
+                               label="worker-change", timeout=1200)
     assert run.rc == 0, f"worker change failed, see {run.log}"
     after = {key: bed.main_pid(testbed, testbed.hosts[key[0]], key[1]) for key in before}
-    for worker in workers:
-        key = (worker.name, "spark-worker")
-        assert after[key] not in (0, before[key]), f"{worker.name} was not restarted"
-        assert any(worker.address not in alive for alive in seen), worker.name
-    for key in ((master.name, "spark-master"), *((a.name, "appliance") for a in pair)):
-        assert after[key] == before[key], f"{key} was restarted by a worker-only change"
-    addresses = {w.address for w in workers}
-    assert all(alive & addresses for alive in seen), \
-        f"every worker was down at once: {[sorted(a) for a in seen]}"
-    # One at a time, in play order: the first back before the second went down.
-    gone = [next(i for i, alive in enumerate(seen) if w.address not in alive)
-            for w in workers]
-    back = next(i for i in range(gone[0], len(seen)) if workers[0].address in seen[i])
-    assert gone[0] < back <= gone[1], (gone, back)
+    for key in (*((w.name, "spark-worker") for w in workers),
+                *((a.name, "appliance") for a in pair)):
+        assert after[key] not in (0, before[key]), f"{key} was not restarted"
+    assert after[(master.name, "spark-master")] == before[(master.name, "spark-master")], \
+        "the master was restarted by a worker-only change"
+    _assert_drained_one_at_a_time(watch, watch.steps(workers))
+    # One handover per worker: the serving instance first, then its partner.
+    other = next(h.name for h in pair if h.name != active.name)
+    assert _handovers(run.output) == [active.name, other], run.log
+    assert _pair(testbed)[0].name == active.name, bed.ha_roles(testbed)
 
 
 # -- rules updates ----------------------------------------------------------------------
@@ -1217,6 +1302,18 @@ class _Load:
         return sorted(self.seen[i] - self.sent[i] for i in self.sent
                       if self.sent[i] >= since and i in self.seen)
 
+    def per_second(self) -> list[tuple[int, int, float]]:
+        """(second from the first send, events sent in it, the longest wait of those):
+        where in the run the waits were."""
+        if not self.sent:
+            return []
+        start = min(self.sent.values())
+        seconds: dict[int, list[float]] = {}
+        for i, at in self.sent.items():
+            seconds.setdefault(int(at - start), []).append(
+                self.seen[i] - at if i in self.seen else math.inf)
+        return [(second, len(w), round(max(w), 2)) for second, w in sorted(seconds.items())]
+
     def __enter__(self):
         for thread in self.threads:
             thread.start()
@@ -1230,11 +1327,10 @@ class _Load:
         self.reader.close()
 
 
-def _handed_over(play_output: str) -> str | None:
-    """The host on which the play's handover task ran (changed), if it ran."""
-    found = re.search(r"TASK \[appliance : Hand over to the standby \(appliance ha handover\)\]"
-                      r"[^\n]*\n+changed: \[(?P<host>[^\]]+)\]", play_output)
-    return found["host"] if found else None
+#: The play's restart of a worker (spark_worker's restart.yml), as ansible-playbook prints it.
+_WORKER_RESTART_TASK = re.compile(
+    r"TASK \[spark_worker : Restart spark-worker onto its new packages or configuration\]"
+    r"[^\n]*\n+changed: \[(?P<host>[^\]]+)\]")
 
 
 def test_an_upgrade_rolls_through_the_workers_one_at_a_time_then_the_appliance(
@@ -1242,17 +1338,19 @@ def test_an_upgrade_rolls_through_the_workers_one_at_a_time_then_the_appliance(
     """A new wheel, a new spark-defaults entry and a Java option change (the GC log
     option, in spark-defaults and spark-env) in one run, under load: the master first
     (it recovers its workers and the applications), then the workers one at a time, each
-    back ALIVE under a new registration before the next goes down, then the appliance
-    pair: its standby restarted first, back waiting warm, the active one hands over to it
-    and restarts last, back as the standby. Every event's alert arrives; the longest
-    waits (the whole upgrade's, and from the standby's restart on: the pair's part) are
-    written to rolling_upgrade.json. The upgrade brings new rules too: both instances of
-    the running pair take them before either restarts (a standby restarted onto rules
-    its active instance does not serve would be refused), and both end with them."""
+    drained (listed DECOMMISSIONED), its pair's serving instance moved off it (the standby
+    restarted onto the new packages, waiting, handed over to) before its restart, and
+    back ALIVE under a new registration before the next goes down. With two workers each
+    instance of the pair restarts there and serves once: one handover per worker, each
+    before that worker's restart. Every event's alert arrives; the longest waits (the
+    whole upgrade's, and each worker's step's) are written to rolling_upgrade.json. The
+    upgrade brings new rules too: both instances of the running pair take them (a standby
+    restarted onto rules its active instance does not serve would be refused), and both
+    end with them."""
     master, broker = (testbed.one(g) for g in ("spark_master", "kafka"))
     workers = testbed.group("spark_workers")
     # Last of this file: the broken-rules test before restarted the standby.
-    _pair(testbed)
+    active, standby = _pair(testbed)
     units = [(master, "spark-master"), *((w, "spark-worker") for w in workers),
              (broker, "appliance-broker"), *((h, "appliance") for h in testbed.group("appliance"))]
     before = {(h.name, u): bed.main_pid(testbed, h, u) for h, u in units}
@@ -1266,89 +1364,63 @@ def test_an_upgrade_rolls_through_the_workers_one_at_a_time_then_the_appliance(
     change = ["-e", json.dumps({"spark_common_extra_conf": {"spark.appliance.rolled": "yes"},
                                 "spark_gc_log_files": 6,
                                 "appliance_rules_file": str(new_rules)})]
-    samples: list[tuple[float, dict[str, set[str]] | None]] = []
-    watch_errors: list[str] = []
-    done = threading.Event()
-
-    def watch():
-        while not done.is_set():  # bounded by the playbook run below
-            try:
-                status = bed.master_status(master.address)
-                # host -> every registration the master lists ALIVE there: an old one may
-                # still be listed beside its successor until the master notices it went.
-                alive: dict[str, set[str]] = {}
-                for w in status.get("workers", []):
-                    if w.get("state") == "ALIVE":
-                        alive.setdefault(w["host"], set()).add(w["id"])
-                samples.append((time.time(), alive if status.get("status") == "ALIVE" else None))
-            except OSError:
-                samples.append((time.time(), None))  # the master itself restarting
-            except Exception as exc:  # noqa: BLE001 - a dead watch would pass for no change
-                samples.append((time.time(), None))
-                watch_errors.append(repr(exc))
-            time.sleep(0.5)
-
-    watcher = threading.Thread(target=watch)
     with _Load(f"{broker.address}:9092") as load:
         time.sleep(10)  # steady before the upgrade
-        watcher.start()
-        try:
+        with _MasterWatch(master.address) as watch:
             run = bed.run_playbook(*change, label="rolling-upgrade", timeout=1800)
-        finally:
-            upgraded = time.time()
-            done.set()
-            watcher.join(timeout=30)
         time.sleep(10)  # steady after it
     assert run.rc == 0, f"the upgrade failed, see {run.log}"
-    assert samples and samples[-1][0] >= upgraded - 5, \
-        f"the master watch stopped early: {watch_errors[-3:]}"
     after = {key: bed.main_pid(testbed, testbed.hosts[key[0]], key[1]) for key in before}
     assert all(after[k] not in (0, before[k]) for k in before), (before, after)
-    # Every worker's old registration went, and a new one came back before the next went.
-    known = [(at, alive) for at, alive in samples if alive is not None]
-    old = {w.address: next(iter(known[0][1][w.address])) for w in workers}
-    gone = [next((at for at, alive in known if old[w.address] not in alive.get(w.address, ())),
-                 None) for w in workers]
-    assert None not in gone, ("a worker's registration never went", old, known[-1])
-    back = [next(at for at, alive in known if at >= gone[i]
-                 and alive.get(w.address, set()) - {old[w.address]})
-            for i, w in enumerate(workers)]
-    assert gone[0] < back[0] <= gone[1] < back[1], (gone, back)
-    assert all(alive for _, alive in known), "every worker was down at once"
-    # The pair: the standby restarted first, after the workers; then the active one, which
-    # had handed over to it first: roles swapped. Which was which is what the play read
-    # when it came to them (the broker's restart before may have moved the role since the
-    # test looked): the instance that handed over.
-    handed = _handed_over(run.output)
-    assert handed is not None, f"no handover in the upgrade, see {run.log}"
-    active = testbed.hosts[handed]
-    standby = next(h for h in testbed.group("appliance") if h.name != handed)
-    restarted = {h.name: _since_boot_to_wall(testbed, h, "appliance") for h in (standby, active)}
-    assert back[-1] < restarted[standby.name] < restarted[active.name], (back, restarted)
-    now_active, now_standby = _pair(testbed)
-    assert (now_active.name, now_standby.name) == (standby.name, active.name), \
-        bed.ha_roles(testbed)
+    steps = watch.steps(workers)
+    _assert_drained_one_at_a_time(watch, steps)
+    # The pair moved off each worker before its restart: the serving instance handed over
+    # first (to the standby just restarted), then its partner, each handover printed
+    # before that worker's restart.
+    handovers = list(_HANDOVER_TASK.finditer(run.output))
+    restarts = list(_WORKER_RESTART_TASK.finditer(run.output))
+    assert [m["host"] for m in restarts] == [w.name for w in workers], run.log
+    assert [m["host"] for m in handovers[:len(workers)]] == [active.name, standby.name], run.log
+    assert all(h.start() < r.start() for h, r in zip(handovers, restarts, strict=False)), run.log
+    assert all(r.start() < h.start() for r, h in zip(restarts, handovers[1:], strict=False)), \
+        run.log
+    _pair(testbed)
     assert {h.name: _rules_sha(testbed, h) for h in pair} == {h.name: new_sha for h in pair}
     # Nothing lost under load; the longest an event waited for its alert.
     missing = load.lost(f"{broker.address}:9092")
     assert not missing, \
         f"{len(missing)} of {len(load.sent)} alerts lost, e.g. {sorted(missing)[:5]}"
     waits = load.waits()
-    # The pair's part: events sent from the standby's restart to the end of the run.
-    pair_waits = load.waits(since=restarted[standby.name])
+
+    def step_figures(step: _WorkerStep) -> dict:
+        # Events sent from the worker's drain to 5 s after it was back.
+        during = [load.seen[i] - load.sent[i] for i in load.sent
+                  if i in load.seen and step.drained - 1 <= load.sent[i] <= step.back + 5]
+        return {"worker": step.worker, "down_s": round(step.back - step.gone, 1),
+                "drained_to_gone_s": round(step.gone - step.drained, 1),
+                "events": len(during),
+                "longest_wait_s": round(max(during), 2) if during else None}
+
+    start = min(load.sent.values())
     figures = {"events": len(load.sent), "lost": 0, "producer_retried_out": len(load.failed),
-               "longest_wait_s": round(waits[-1], 1),
+               "longest_wait_s": round(waits[-1], 2),
                "p99_wait_s": round(waits[int(len(waits) * 0.99)], 2),
-               "pair_events": len(pair_waits),
-               "pair_longest_wait_s": round(pair_waits[-1], 2) if pair_waits else None,
-               "pair_p99_wait_s": (round(pair_waits[int(len(pair_waits) * 0.99)], 2)
-                                   if pair_waits else None),
-               "handover": next((line.strip() for line in run.output.splitlines()
-                                 if "ha handover:" in line), None),
+               "workers": [step_figures(s) for s in steps],
+               "handovers": [line.strip() for line in run.output.splitlines()
+                             if "ha handover:" in line],
                "play_s": round(run.seconds, 1),
-               "worker_down_s": [round(b - g, 1) for g, b in zip(gone, back, strict=True)]}
+               # Seconds from the load's first event: each worker's drain, its old
+               # registration gone, the new one ALIVE, each instance's (last) restart;
+               # then each second's longest wait.
+               "marks": {**{s.worker: [round(t - start, 1) for t in (s.drained, s.gone, s.back)]
+                            for s in steps},
+                         **{f"{h.name} appliance restarted": round(
+                             _since_boot_to_wall(testbed, h, "appliance") - start, 1)
+                            for h in pair}},
+               "per_second": load.per_second()}
     ROLLING_REPORT.write_text(json.dumps(figures, indent=2) + "\n")
-    print(f"rolling upgrade: {json.dumps(figures)}")
+    print("rolling upgrade: " + json.dumps({k: v for k, v in figures.items()
+                                            if k != "per_second"}))
     assert not load.failed, f"{len(load.failed)} events the producer could not send"
     # That the upgraded site has converged is the suite's one `--check --diff` pass, on
     # the site's last state (test_external_kafka.py).
