@@ -101,6 +101,12 @@ class TriggerMode:
     # Epochs commit every interval with or without data, so a silent commit log means the
     # query is stuck (appliance.query.epoch_watch): continuous only.
     commits_every_interval: bool
+    # The checkpoint's committed offsets follow what the query processed within an interval
+    # (each epoch, or each short batch), so a newly active instance of a pair can tell when
+    # it has caught up (``appliance.process.pair_turns``: it says it serves only then, and
+    # its partner's query runs until that). A real-time batch commits at its end, minutes
+    # away: there it says so once its tasks run.
+    checkpoint_tracks_progress: bool
     # Spark's per-trigger progress reports (``lastProgress``) exist; continuous has none.
     reports_progress: bool
     # An idle query still reports (no-data) progress, every
@@ -180,6 +186,7 @@ CONTINUOUS = TriggerMode(
     async_progress=False,
     admission_limits=False,
     commits_every_interval=True,
+    checkpoint_tracks_progress=True,
     reports_progress=False,
     reports_idle_progress=False,
     plans_every_batch=False,
@@ -202,6 +209,7 @@ REALTIME = TriggerMode(
     async_progress=True,
     admission_limits=False,
     commits_every_interval=False,
+    checkpoint_tracks_progress=False,
     reports_progress=True,
     reports_idle_progress=False,
     plans_every_batch=False,
@@ -222,6 +230,7 @@ MICROBATCH = TriggerMode(
     async_progress=True,
     admission_limits=True,
     commits_every_interval=False,
+    checkpoint_tracks_progress=True,
     reports_progress=True,
     reports_idle_progress=True,
     plans_every_batch=True,

@@ -69,7 +69,7 @@ FROZEN_S = 30.0            # how long sigstop keeps the old active frozen
 #: The new active's log events between ``ha.elected`` and ``ha.active`` (the bench reports
 #: when each came): where a takeover's seconds go.
 TAKEOVER_STEPS = ("ha.offsets_from_kafka", "ha.offsets_floor", "ha.offsets_none",
-                  "query.started", "ha.active")
+                  "query.started", "query.processing", "ha.caught_up", "ha.active")
 #: The issue's targets: the longest wait for any alert, ms.
 LONGEST_WAIT_TARGET_MS = {"kill9": 5000, "sigstop": 5000, "handover": 1000}
 
@@ -96,14 +96,25 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def spark_section(cell_spark: dict[str, str], master: str,
+                  spark_conf: dict[str, str]) -> dict[str, str]:
+    """``[spark]``: ``local[2]``, or a standalone cluster's master (its executors reach the
+    driver on loopback, as the deploy's reach it on the cluster address)."""
+    cluster = {"driver_host": "127.0.0.1", "driver_bind_address": "127.0.0.1"} \
+        if master.startswith("spark://") else {}
+    return {"master": master, **cluster, **cell_spark, **spark_conf}
+
+
 def write_config(trigger: str, bootstrap: str, topics: dict[str, str], checkpoint: Path,
-                 path: Path, group: str | None, session_s: float = SESSION_S) -> Path:
+                 path: Path, group: str | None, session_s: float = SESSION_S,
+                 master: str = "local[2]", spark_conf: dict[str, str] | None = None) -> Path:
     """What an operator writes; a pair's two differ only in the metrics port."""
     cell = BY_NAME[trigger]
     doc = {"kafka": {"bootstrap_servers": bootstrap}, "topics": topics,
            "query": {"trigger": trigger, "checkpoint_dir": str(checkpoint),
                      "starting_offsets": "latest", **cell.query},
-           "rules": {"path": str(RULES)}, "spark": {"master": "local[2]", **cell.spark},
+           "rules": {"path": str(RULES)},
+           "spark": spark_section(cell.spark, master, spark_conf or {}),
            "metrics": {"port": _free_port()}}
     if group is not None:
         doc["ha"] = {"group": group, "session_timeout": f"{session_s:g} seconds"}
@@ -271,7 +282,8 @@ def run_once(scenario: str, trigger: str, rate: int, cp: str, broker, args,
     pair = scenario != "lone-kill9"
     group = f"bench-{tag}" if pair else None
     configs = [write_config(trigger, broker.bootstrap, topics, checkpoint,
-                            workdir / f"{n}.toml", group, args.session_timeout)
+                            workdir / f"{n}.toml", group, args.session_timeout,
+                            args.master, dict(args.spark_conf))
                for n in ("a", "b")[:1 + pair]]
     seconds = args.fault_at + args.after
     instances: list[Instance] = []
@@ -357,6 +369,13 @@ def markdown(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _conf_pair(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.startswith("spark."):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected spark.KEY=VALUE")
+    return key, value
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="bench.ha_pair", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -373,6 +392,12 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"[ha] session_timeout, seconds (default: {SESSION_S:g}, the "
                          f"config's; the bench's broker takes down to "
                          f"{HA_SESSION_MIN_MS / 1000:g})")
+    ap.add_argument("--master", default="local[2]",
+                    help="[spark] master: local[2] (default), or a standalone cluster's "
+                         "spark://host:port (each instance its own application)")
+    ap.add_argument("--spark-conf", type=_conf_pair, action="append", default=[],
+                    metavar="KEY=VALUE", help="a [spark] entry (repeatable), e.g. "
+                    "spark.cores.max=4 for a pair sharing a cluster")
     ap.add_argument("--standby-window", type=float, default=10.0)
     ap.add_argument("--ready-timeout", type=float, default=READY_TIMEOUT_S)
     ap.add_argument("--out", type=Path, default=OUT)

@@ -18,6 +18,8 @@ from pathlib import Path
 
 from kafka import KafkaConsumer, TopicPartition
 
+from appliance.topics import offsets_consumer
+
 #: ``startingOffsets`` for a partition Kafka has no committed offset of (Spark's JSON).
 EARLIEST = -2
 
@@ -58,6 +60,22 @@ class PairOffsets:
 
     def close(self) -> None:
         self._consumer.close(autocommit=False)
+
+
+def end_offsets(client_config: dict, topic: str, partitions: int) -> dict[int, int]:
+    """Each partition's end offset now (the next offset to be written)."""
+    consumer = offsets_consumer(client_config)
+    try:
+        parts = [TopicPartition(topic, p) for p in range(partitions)]
+        return {tp.partition: int(o) for tp, o in consumer.end_offsets(parts).items()}
+    finally:
+        consumer.close()
+
+
+def processed_past(committed: dict[int, int], target: dict[int, int]) -> bool:
+    """Whether ``committed`` (next to read, per partition) reaches ``target`` in every
+    partition ``target`` names."""
+    return all(committed.get(p, -1) >= o for p, o in target.items())
 
 
 def first_start(spec: str, ends: dict[int, int],

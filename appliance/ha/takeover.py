@@ -133,7 +133,8 @@ def step_down(election: Election, client_config: dict, stop_query: Callable[[], 
 
     Fenced: the partner may serve already, so the query stops first, then the membership
     ends. A handover: the membership ends first (the partner is elected at its next
-    heartbeat), and the query stops once the partner says it serves (``ha.handed_over``)
+    heartbeat), and the query stops once the partner says it serves, which it says once
+    its query caught up with the events sent until its election (``ha.handed_over``)
     or after ``wait_s`` (or at once when ``stop`` is set: SIGTERM meanwhile): an overlap
     of the two, never a gap.
     """

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from appliance import logs
-from appliance.query.checkpoint import batch_ids
+from appliance.ha.kafka_offsets import processed_past
+from appliance.query.checkpoint import batch_ids, committed_offsets
 from appliance.trigger import TriggerMode
 
 if TYPE_CHECKING:
@@ -127,6 +128,23 @@ class QueryProbes:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.log_processing():
+                return True
+            if self.terminated(0.1):
+                return False
+        return False
+
+    def processed(self, topic: str) -> dict[int, int]:
+        """``topic``'s offsets (next to read) as of the newest committed epoch or batch."""
+        return committed_offsets(self.checkpoint_dir).get(topic, {})
+
+    def wait_until_past(self, topic: str, target: dict[int, int], timeout: float) -> bool:
+        """True once the query committed an epoch or batch that read ``topic`` up to
+        ``target`` (every partition it names); False if the query ended or ``timeout``
+        passed first. Only where the checkpoint follows the processing within an interval
+        (``TriggerMode.checkpoint_tracks_progress``)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if processed_past(self.processed(topic), target):
                 return True
             if self.terminated(0.1):
                 return False

@@ -15,9 +15,11 @@ from kafka.structs import OffsetAndMetadata
 from structlog.testing import capture_logs
 
 from appliance.config import Config
+from appliance.ha.kafka_offsets import processed_past
 from appliance.process.query_start import exact_offsets
 from appliance.process.runner import Appliance
 from appliance.query.checkpoint import INITIAL_OFFSETS, seed_starting_offsets
+from appliance.trigger import MODES
 
 from support.appliance_mix import MIX_RULES
 from support.kafka_io import consume, produce
@@ -42,6 +44,13 @@ def test_exact_offsets_only_when_every_partition_has_one(tmp_path):
     (tmp_path / "cp" / "offsets" / "0").write_text("v1\n{}\n{}\n")
     assert seed_starting_offsets(tmp_path / "cp", '{"e": {"0": 9}}') is None  # it resumes
     assert json.loads(seeded.read_text()) == {"e": {"0": 4}}
+
+
+def test_processed_past_needs_every_named_partition_at_or_beyond_its_offset():
+    assert processed_past({0: 4, 1: 7}, {0: 4, 1: 6})
+    assert processed_past({0: 4, 1: 7, 2: 0}, {})  # nothing to catch up with
+    assert not processed_past({0: 4, 1: 5}, {0: 4, 1: 6})
+    assert not processed_past({0: 9}, {0: 4, 1: 0})  # a partition not committed yet
 
 
 @pytest.mark.parametrize("trigger", ["continuous", "realtime"])
@@ -78,7 +87,16 @@ def test_an_elected_instance_starts_its_planned_query_at_the_pairs_offsets(
         assert "ha.planned" in names and "ha.offsets_from_kafka" in names, names
         started = next(e for e in logged if e["event"] == "query.started")
         assert started["planned_ahead"] is True, started
-        records = consume(broker.bootstrap, alerts, 4, timeout=180)
+        caught = [e for e in logged if e["event"] == "ha.caught_up"]
+        if MODES[trigger].checkpoint_tracks_progress:
+            # It said it serves only once its query had processed every event in the
+            # topic at its election: their alerts are in Kafka before `ha.active`.
+            assert [e["offsets"] for e in caught] == [{"0": 4, "1": 4}], caught
+            assert names.index("ha.caught_up") < names.index("ha.active"), names
+            records = consume(broker.bootstrap, alerts, 4, timeout=10)
+        else:  # a real-time batch commits at its end: serving is said at tasks launched
+            assert caught == [], caught
+            records = consume(broker.bootstrap, alerts, 4, timeout=180)
     finally:
         appliance.stop()
     alerted = {json.loads(v)["event_id"] for _k, v in records}

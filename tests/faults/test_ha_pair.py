@@ -34,6 +34,7 @@ from kafka import KafkaConsumer, TopicPartition
 
 from appliance.config import Config, load_config, write_config
 from appliance.process import process_group
+from appliance.trigger import MODES
 
 from support.appliance_process import ApplianceProcess
 from support.child_env import ROOT, child_env
@@ -110,6 +111,10 @@ def new_rule_alerts(bootstrap: str, topics: dict[str, str], tag: str, count: int
 
     got = rules_alerted(bootstrap, topics["alerts"], ids.__contains__, count, timeout)
     assert got == {i: ["pair-new"] for i in ids}, got
+
+
+def _at(event: dict) -> float:
+    return datetime.fromisoformat(event["timestamp"]).timestamp()
 
 
 @dataclass
@@ -216,6 +221,11 @@ def test_pair_kill_9_handover_sigstop_and_sigterm_lose_nothing(trigger, broker, 
             assert moved["stale_checkpoint"], moved  # not its own old state
             handed = wait_count(b, "ha.handed_over", 1)
             assert handed["to"] == a2.wait_for("ha.active")["instance"], handed
+            if MODES[trigger].checkpoint_tracks_progress:
+                # b's query ran until a2's had caught up with the events sent until its
+                # election, not only until a2's query ran.
+                caught = a2.wait_for("ha.caught_up")
+                assert _at(caught) <= _at(handed), (caught, handed)
             wait_count(b, "ha.standby", 2)  # b waits again, warm, in the same process
             phase.note = f"; old active stopped {handed['seconds']} s after stepping down"
 
@@ -229,7 +239,7 @@ def test_pair_kill_9_handover_sigstop_and_sigterm_lose_nothing(trigger, broker, 
                 elected = wait_count(b, "ha.elected", 2, timeout=SESSION_S + 60)
             finally:
                 process_group.signal_group(a2.proc.pid, signal.SIGCONT)
-            took_s = datetime.fromisoformat(elected["timestamp"]).timestamp() - frozen
+            took_s = _at(elected) - frozen
             fenced = wait_count(a2, "ha.fenced", 1, timeout=60)
             assert wait_count(a2, "ha.stepping_down", 1)["reason"] == "fenced"
             wait_count(a2, "ha.standby", 2)
@@ -253,7 +263,7 @@ def test_pair_kill_9_handover_sigstop_and_sigterm_lose_nothing(trigger, broker, 
             stopped = phase.strike()
             assert b.terminate() == 0
             elected = wait_count(a2, "ha.elected", 2)
-            handover_s = datetime.fromisoformat(elected["timestamp"]).timestamp() - stopped
+            handover_s = _at(elected) - stopped
             assert handover_s < SESSION_S, handover_s  # it left the group: no session timeout
             wait_count(a2, "ha.active", 2)
             phase.note = f"; standby elected {handover_s:.1f} s after the SIGTERM"
