@@ -135,7 +135,7 @@ class PairTurns:
             log.warning("ha.catch_up_unknown", error=" ".join(str(exc).split())[:300])
             return None
 
-    def catch_up(self) -> None:
+    def catch_up(self, stop: threading.Event | None = None) -> None:
         """Wait until the query processed every event that was in the topic when this
         instance was elected (``ha.caught_up``), at most ``CATCH_UP_WAIT_S``
         (``ha.catch_up_slow``). A partner that handed over keeps its query running until
@@ -148,8 +148,10 @@ class PairTurns:
             return
         started = time.monotonic()
         topic = self.config.topics.events
-        caught = self.probes.wait_until_past(topic, target, CATCH_UP_WAIT_S)
+        caught = self.probes.wait_until_past(topic, target, CATCH_UP_WAIT_S, stop)
         seconds = round(time.monotonic() - started, 2)
+        if stop is not None and stop.is_set():
+            return
         offsets = {str(p): o for p, o in sorted(target.items())}
         if caught:
             log.info("ha.caught_up", topic=topic, offsets=offsets, seconds=seconds)
@@ -177,13 +179,15 @@ class PairTurns:
             return
         log.info("ha.rewarmed", seconds=seconds)
 
-    def serving(self) -> None:
+    def serving(self, stop: threading.Event | None = None) -> None:
         """``ha.active``: the query serves (caught up, ``catch_up``), this long after Kafka
         elected this instance."""
         election = self.election
         if election is None or election.active_at is None:
             return
-        self.catch_up()
+        self.catch_up(stop)
+        if stop is not None and stop.is_set():
+            return  # SIGTERM while catching up: it does not say it serves, it stops
         took = time.monotonic() - election.active_at
         election.served(took)
         self.announce()
@@ -222,7 +226,7 @@ class PairTurns:
             log.error("query.failed", cause=f"query did not process after a takeover: "
                                             f"{self.probes.failure() or 'timeout'}")
             return False
-        self.serving()
+        self.serving(stop)
         return True
 
     def close(self) -> None:

@@ -11,6 +11,7 @@ place, a rules swap).
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import datetime
 from pathlib import Path
@@ -137,13 +138,14 @@ class QueryProbes:
         """``topic``'s offsets (next to read) as of the newest committed epoch or batch."""
         return committed_offsets(self.checkpoint_dir).get(topic, {})
 
-    def wait_until_past(self, topic: str, target: dict[int, int], timeout: float) -> bool:
+    def wait_until_past(self, topic: str, target: dict[int, int], timeout: float,
+                        stop: threading.Event | None = None) -> bool:
         """True once the query committed an epoch or batch that read ``topic`` up to
-        ``target`` (every partition it names); False if the query ended or ``timeout``
-        passed first. Only where the checkpoint follows the processing within an interval
-        (``TriggerMode.checkpoint_tracks_progress``)."""
+        ``target`` (every partition it names); False if the query ended, ``stop`` was set
+        or ``timeout`` passed first. Only where the checkpoint follows the processing
+        within an interval (``TriggerMode.checkpoint_tracks_progress``)."""
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not (stop is not None and stop.is_set()):
             if processed_past(self.processed(topic), target):
                 return True
             if self.terminated(0.1):

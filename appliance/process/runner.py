@@ -153,7 +153,7 @@ class Appliance:
                                f"{READY_TIMEOUT_S:.0f} s: {self.probes.failure() or 'timeout'}")
         self.cpus.keep(self.kafka.broker_pids if self.kafka is not None else tuple)
         if pair is not None:
-            pair.serving()
+            pair.serving(stop)
         rule_set = self.rules.running_rules()
         log.info("appliance.ready", bootstrap=self.bootstrap, trigger=self.mode.name,
                  rules=len(rule_set), rules_version=rule_set.version,
