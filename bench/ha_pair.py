@@ -28,6 +28,11 @@ load starts). Medians over ``--runs`` runs (the scenarios in rounds).
     .venv/bin/python -m bench.ha_pair                                  # everything
     .venv/bin/python -m bench.ha_pair --triggers continuous --rates 1000 --runs 1 \\
         --scenarios kill9 lone-kill9                                   # a smoke run
+    .venv/bin/python -m bench.ha_pair --scenarios handover --master spark://127.0.0.1:7077 \\
+        --spark-conf spark.cores.max=4 --spark-conf spark.executor.cores=2  # on a cluster
+
+``--master spark://...`` runs each instance as its own application on a standalone
+cluster (started beforehand, its workers with room for both), as the deploy does.
 
 Writes ``reports/bench/ha_pair.json`` and ``.md``.
 """
