@@ -72,12 +72,6 @@ def end_offsets(client_config: dict, topic: str, partitions: int) -> dict[int, i
         consumer.close()
 
 
-def processed_past(committed: dict[int, int], target: dict[int, int]) -> bool:
-    """Whether ``committed`` (next to read, per partition) reaches ``target`` in every
-    partition ``target`` names."""
-    return all(committed.get(p, -1) >= o for p, o in target.items())
-
-
 def first_start(spec: str, ends: dict[int, int],
                 beginnings: dict[int, int]) -> dict[int, int]:
     """``[query] starting_offsets`` (``latest`` or ``earliest``) as the offset of each

@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from appliance import logs
-from appliance.ha.kafka_offsets import processed_past
-from appliance.query.checkpoint import batch_ids, committed_offsets
+from appliance.query.checkpoint import batch_ids, committed_offsets, processed_past
 from appliance.trigger import TriggerMode
 
 if TYPE_CHECKING:

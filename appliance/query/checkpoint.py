@@ -219,3 +219,9 @@ def seed_starting_offsets(checkpoint_dir: str | Path, offsets_json: str) -> Path
     tmp.write_text(offsets_json, encoding="utf-8")
     tmp.rename(path)
     return path
+
+
+def processed_past(committed: dict[int, int], target: dict[int, int]) -> bool:
+    """Whether ``committed`` (next to read, per partition, as ``committed_offsets`` gives
+    them) reaches ``target`` in every partition ``target`` names."""
+    return all(committed.get(p, -1) >= o for p, o in target.items())

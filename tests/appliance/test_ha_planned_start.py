@@ -15,10 +15,9 @@ from kafka.structs import OffsetAndMetadata
 from structlog.testing import capture_logs
 
 from appliance.config import Config
-from appliance.ha.kafka_offsets import processed_past
 from appliance.process.query_start import exact_offsets
 from appliance.process.runner import Appliance
-from appliance.query.checkpoint import INITIAL_OFFSETS, seed_starting_offsets
+from appliance.query.checkpoint import INITIAL_OFFSETS, processed_past, seed_starting_offsets
 from appliance.trigger import MODES
 
 from support.appliance_mix import MIX_RULES
