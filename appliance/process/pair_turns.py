@@ -80,9 +80,6 @@ class PairTurns:
         self.probes = probes
         self.election: Election | None = None
         self.starting_offsets: str | None = None  # the pair's offsets in Kafka, once elected
-        # The events topic's end offsets when this instance was elected: what its query
-        # must have processed before it says it serves (``catch_up``); None: not known.
-        self.catch_up_to: dict[int, int] | None = None
 
     def facts(self) -> dict[str, str]:
         return pair_facts(self.config, self.rules.running_rules().version)
@@ -120,12 +117,13 @@ class PairTurns:
                 self.rewarm()
         self.starting_offsets = start_from_kafka(self.config, client, self.partitions,
                                                  election)
-        self.catch_up_to = self.catch_up_target()
 
     def catch_up_target(self) -> dict[int, int] | None:
-        """The events topic's end offsets now (just elected), where the trigger's
-        checkpoint shows when the query passed them; None otherwise or if Kafka cannot
-        say (the instance then says it serves once its query processes, as a lone one)."""
+        """The events topic's end offsets now (its query processes: every event sent
+        until the election is below them), where the trigger's checkpoint shows when the
+        query passed them; None otherwise or if Kafka cannot say (the instance then says
+        it serves once its query processes, as a lone one). Read after the query started,
+        not at the election: the takeover's start does not wait for it."""
         if not self.settings.mode.checkpoint_tracks_progress:
             return None
         try:
@@ -136,14 +134,14 @@ class PairTurns:
             return None
 
     def catch_up(self, stop: threading.Event | None = None) -> None:
-        """Wait until the query processed every event that was in the topic when this
-        instance was elected (``ha.caught_up``), at most ``CATCH_UP_WAIT_S``
-        (``ha.catch_up_slow``). A partner that handed over keeps its query running until
-        this instance says it serves: had it stopped when the new query merely ran, the
-        events sent meanwhile would wait for the new query's first reads (on the test
-        bed, executors fresh after a worker's drain took 3.6-7 s from the first epoch to
-        the first alert)."""
-        target = self.catch_up_to
+        """Wait until the query processed every event in the topic when it began to
+        process, so every one sent until the election (``ha.caught_up``), at most
+        ``CATCH_UP_WAIT_S`` (``ha.catch_up_slow``). A partner that handed over keeps its
+        query running until this instance says it serves: had it stopped when the new
+        query merely ran, the events sent meanwhile would wait for the new query's first
+        reads (on the test bed, executors fresh after a worker's drain took 3.6-7 s from
+        the first epoch to the first alert)."""
+        target = self.catch_up_target()
         if not target:
             return
         started = time.monotonic()
