@@ -672,12 +672,15 @@ def test_a_user_without_an_acl_cannot_read_alerts(testbed, kafka):
 
 def test_driver_without_the_secret_cannot_register(testbed, deployed):
     master = testbed.one("spark_master")
-    assert "appliance" in {a["name"] for a in bed.master_status(master.address)["activeapps"]}
+    status = bed.master_status(master.address)
+    assert "appliance" in {a["name"] for a in status["activeapps"]}
     name = bed.unique("rogue")
+    # The port the master listens on now (its url), so that "failed to connect" below is
+    # the master refusing the driver, not the other of its two ports finding nobody.
     script = (
         "import time\n"
         "from pyspark.sql import SparkSession\n"
-        f"s = (SparkSession.builder.master('spark://{master.address}:7077').appName('{name}')\n"
+        f"s = (SparkSession.builder.master('{status['url']}').appName('{name}')\n"
         "     .config('spark.driver.host', '10.213.0.1')\n"
         "     .config('spark.driver.bindAddress', '10.213.0.1')\n"
         "     .config('spark.ui.enabled', 'false').getOrCreate())\n"
@@ -1337,10 +1340,11 @@ def test_an_upgrade_rolls_through_the_workers_one_at_a_time_then_the_appliance(
         testbed, deployed, wheel, tmp_path):
     """A new wheel, a new spark-defaults entry and a Java option change (the GC log
     option, in spark-defaults and spark-env) in one run, under load: the master first
-    (it recovers its workers and the applications), then the workers one at a time, each
-    drained (listed DECOMMISSIONED), its pair's serving instance moved off it (the standby
-    restarted onto the new packages, waiting, handed over to) before its restart, and
-    back ALIVE under a new registration before the next goes down. With two workers each
+    (on its other RPC port; it recovers its workers and the applications), then the
+    workers one at a time, each drained (listed DECOMMISSIONED), its pair's serving
+    instance moved off it (the standby restarted onto the new packages, waiting, handed
+    over to) before its restart, and back ALIVE under a new registration before the next
+    goes down. With two workers each
     instance of the pair restarts there and serves once: one handover per worker, each
     before that worker's restart. Every event's alert arrives; the longest waits (the
     whole upgrade's, and each worker's step's) are written to rolling_upgrade.json. The
@@ -1354,6 +1358,7 @@ def test_an_upgrade_rolls_through_the_workers_one_at_a_time_then_the_appliance(
     units = [(master, "spark-master"), *((w, "spark-worker") for w in workers),
              (broker, "appliance-broker"), *((h, "appliance") for h in testbed.group("appliance"))]
     before = {(h.name, u): bed.main_pid(testbed, h, u) for h, u in units}
+    master_url = bed.master_status(master.address)["url"]
     _rebuild_wheel(wheel)
     new_rules = _example_rules_and(tmp_path, {"id": "disk-errors", "severity": "warning",
                                               "when": "metric = 'disk.errors' AND value > 0",
@@ -1372,6 +1377,10 @@ def test_an_upgrade_rolls_through_the_workers_one_at_a_time_then_the_appliance(
     assert run.rc == 0, f"the upgrade failed, see {run.log}"
     after = {key: bed.main_pid(testbed, testbed.hosts[key[0]], key[1]) for key in before}
     assert all(after[k] not in (0, before[k]) for k in before), (before, after)
+    # The master came back on its other RPC port, where no worker's own reconnection
+    # attempt could reach it while it recovered (spark_master role, "Restarts").
+    ports = {f"spark://{master.address}:{p}" for p in (7077, 7079)}
+    assert {master_url, bed.master_status(master.address)["url"]} == ports
     steps = watch.steps(workers)
     _assert_drained_one_at_a_time(watch, steps)
     # The pair moved off each worker before its restart: the serving instance handed over
