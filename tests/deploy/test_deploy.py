@@ -1300,10 +1300,9 @@ class _Load:
                 checker.close()
         return missing
 
-    def waits(self, since: float = 0.0) -> list[float]:
-        """Sorted seconds each event sent from ``since`` on waited for its alert."""
-        return sorted(self.seen[i] - self.sent[i] for i in self.sent
-                      if self.sent[i] >= since and i in self.seen)
+    def waits(self) -> list[float]:
+        """Sorted seconds each event waited for its alert."""
+        return sorted(self.seen[i] - self.sent[i] for i in self.sent if i in self.seen)
 
     def per_second(self) -> list[tuple[int, int, float]]:
         """(second from the first send, events sent in it, the longest wait of those):
