@@ -18,8 +18,6 @@ from pathlib import Path
 
 from kafka import KafkaConsumer, TopicPartition
 
-from appliance.topics import offsets_consumer
-
 #: ``startingOffsets`` for a partition Kafka has no committed offset of (Spark's JSON).
 EARLIEST = -2
 
@@ -60,16 +58,6 @@ class PairOffsets:
 
     def close(self) -> None:
         self._consumer.close(autocommit=False)
-
-
-def end_offsets(client_config: dict, topic: str, partitions: int) -> dict[int, int]:
-    """Each partition's end offset now (the next offset to be written)."""
-    consumer = offsets_consumer(client_config)
-    try:
-        parts = [TopicPartition(topic, p) for p in range(partitions)]
-        return {tp.partition: int(o) for tp, o in consumer.end_offsets(parts).items()}
-    finally:
-        consumer.close()
 
 
 def first_start(spec: str, ends: dict[int, int],

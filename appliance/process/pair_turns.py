@@ -22,7 +22,6 @@ from typing import Protocol
 from appliance import logs
 from appliance.config import Config
 from appliance.ha.election import Election
-from appliance.ha.kafka_offsets import end_offsets
 from appliance.ha.partner import PartnerMismatch, check_partner, pair_facts
 from appliance.ha.takeover import (
     announce_serving,
@@ -34,6 +33,7 @@ from appliance.ha.takeover import (
 from appliance.process.query_probes import READY_TIMEOUT_S, QueryProbes
 from appliance.process.run_settings import RunSettings
 from appliance.process.running_rules import RunningRules
+from appliance.topics import end_offsets, offsets_consumer
 
 log = logs.get_logger("appliance")
 
@@ -126,9 +126,13 @@ class PairTurns:
         not at the election: the takeover's start does not wait for it."""
         if not self.settings.mode.checkpoint_tracks_progress:
             return None
+        events = self.config.topics.events
         try:
-            return end_offsets(self.settings.client(), self.config.topics.events,
-                               self.partitions)
+            consumer = offsets_consumer(self.settings.client())
+            try:
+                return end_offsets(consumer, [events])[events]
+            finally:
+                consumer.close()
         except Exception as exc:  # noqa: BLE001 - said in one line; serving goes on
             log.warning("ha.catch_up_unknown", error=" ".join(str(exc).split())[:300])
             return None
