@@ -1343,13 +1343,12 @@ def test_an_upgrade_rolls_through_the_workers_one_at_a_time_then_the_appliance(
     workers one at a time, each drained (listed DECOMMISSIONED), its pair's serving
     instance moved off it (the standby restarted onto the new packages, waiting, handed
     over to) before its restart, and back ALIVE under a new registration before the next
-    goes down. With two workers each
-    instance of the pair restarts there and serves once: one handover per worker, each
-    before that worker's restart. Every event's alert arrives; the longest waits (the
-    whole upgrade's, and each worker's step's) are written to rolling_upgrade.json. The
-    upgrade brings new rules too: both instances of the running pair take them (a standby
-    restarted onto rules its active instance does not serve would be refused), and both
-    end with them."""
+    goes down. With two workers each instance of the pair restarts there and serves once:
+    one handover per worker, each before that worker's restart. Every event's alert
+    arrives; the longest waits (the whole upgrade's, and each worker's step's) are written
+    to rolling_upgrade.json. The upgrade brings new rules too: both instances of the
+    running pair take them (a standby restarted onto rules its active instance does not
+    serve would be refused), and both end with them."""
     master, broker = (testbed.one(g) for g in ("spark_master", "kafka"))
     workers = testbed.group("spark_workers")
     # Last of this file: the broken-rules test before restarted the standby.
