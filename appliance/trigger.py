@@ -54,6 +54,18 @@ class RulesSwitch(enum.Enum):
     LIVE = "at each task's next record"
 
 
+class ProcessedFrom(enum.Enum):
+    """Where the offsets a query has processed (every alert for the events below them
+    acknowledged by Kafka) are read."""
+
+    # Each epoch, or each short batch, commits within an interval.
+    CHECKPOINT = "the checkpoint's newest committed epoch or batch"
+    # A real-time batch commits only at its end, minutes away; within it the connector's
+    # readers mark how far their task's alerts were acknowledged (``ProgressMarks`` in the
+    # connector), merged with what the checkpoint committed.
+    CHECKPOINT_AND_MARKS = "the checkpoint, and the running batch's durable marks"
+
+
 class QueryProbe(Protocol):
     """What ``TriggerMode.is_processing`` may ask of a started query
     (``appliance.process.query_probes`` answers)."""
@@ -101,12 +113,12 @@ class TriggerMode:
     # Epochs commit every interval with or without data, so a silent commit log means the
     # query is stuck (appliance.query.epoch_watch): continuous only.
     commits_every_interval: bool
-    # The checkpoint's committed offsets follow what the query processed within an interval
-    # (each epoch, or each short batch), so a newly active instance of a pair can tell when
-    # it has caught up (``appliance.process.pair_turns``: it says it serves only then, and
-    # its partner's query runs until that). A real-time batch commits at its end, minutes
-    # away: there it says so once its tasks run.
-    checkpoint_tracks_progress: bool
+    # Where the query's processed offsets come from (``QueryProbes.processed``): what a
+    # pair's active commits to Kafka once a second (where its partner starts after a
+    # crash: the replay), and what tells a newly active instance it has caught up
+    # (``appliance.process.pair_turns``: it says it serves only then, and its partner's
+    # query runs until that). Either way they follow the processing within a second or so.
+    processed_from: ProcessedFrom
     # Spark's per-trigger progress reports (``lastProgress``) exist; continuous has none.
     reports_progress: bool
     # An idle query still reports (no-data) progress, every
@@ -186,7 +198,7 @@ CONTINUOUS = TriggerMode(
     async_progress=False,
     admission_limits=False,
     commits_every_interval=True,
-    checkpoint_tracks_progress=True,
+    processed_from=ProcessedFrom.CHECKPOINT,
     reports_progress=False,
     reports_idle_progress=False,
     plans_every_batch=False,
@@ -194,9 +206,11 @@ CONTINUOUS = TriggerMode(
     rules_switch=RulesSwitch.NEXT_GENERATION,
 )
 # Every batch boundary stalls the long-running tasks (offset/commit log writes, planning),
-# so batches are long; the price is replay: after a crash the unfinished batch is re-read
-# from its start offsets, so up to one interval of events yields duplicate alerts (never
-# lost ones). New rules do not wait for the batch's end: tasks switch live (RulesSwitch.LIVE).
+# so batches are long; the price is replay: after a crash the same query restarted re-reads
+# the unfinished batch from its start offsets, so up to one interval of events yields
+# duplicate alerts (never lost ones); a pair's standby starts from the durable marks
+# instead (ProcessedFrom.CHECKPOINT_AND_MARKS), about a second behind. New rules do not
+# wait for the batch's end: tasks switch live (RulesSwitch.LIVE).
 REALTIME = TriggerMode(
     name="realtime",
     spark_keyword="realTime",
@@ -209,7 +223,7 @@ REALTIME = TriggerMode(
     async_progress=True,
     admission_limits=False,
     commits_every_interval=False,
-    checkpoint_tracks_progress=False,
+    processed_from=ProcessedFrom.CHECKPOINT_AND_MARKS,
     reports_progress=True,
     reports_idle_progress=False,
     plans_every_batch=False,
@@ -230,7 +244,7 @@ MICROBATCH = TriggerMode(
     async_progress=True,
     admission_limits=True,
     commits_every_interval=False,
-    checkpoint_tracks_progress=True,
+    processed_from=ProcessedFrom.CHECKPOINT,
     reports_progress=True,
     reports_idle_progress=True,
     plans_every_batch=True,

@@ -11,7 +11,8 @@ Kafka's coordinator removes a member whose heartbeats stop for ``[ha] session_ti
 ``close``), and the rebalance that follows assigns the partition to a standby.
 
 The active also commits the events topic's processed offsets to the group
-(``kafka_offsets``), once a second from its checkpoint's newest committed epoch or batch.
+(``kafka_offsets``), once a second: its checkpoint's newest committed epoch or batch, and
+inside a running real-time batch its connector's durable marks.
 Those commits double as its lease: Kafka accepts them only from a member of the group's
 current generation. The active counts as fenced (it must stop writing) when Kafka took
 the partition from it (the rebalance listener says so, at its next heartbeat) or when for
@@ -29,6 +30,7 @@ from __future__ import annotations
 import enum
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,10 +105,15 @@ class Election:
     ``fenced``, ``close``."""
 
     def __init__(self, settings: ElectionSettings, client_config: dict,
-                 clock=time.monotonic) -> None:
+                 clock=time.monotonic,
+                 processed: Callable[[], dict[int, int]] | None = None) -> None:
+        """``processed``: the events topic's processed offsets now (the runner's
+        ``QueryProbes.processed``, which for a real-time query sees inside its running
+        batch); by default the checkpoint's newest committed epoch or batch."""
         self.settings = settings
         self.client_config = client_config
         self.clock = clock
+        self._processed = processed or self._checkpoint_processed
         self._partition = TopicPartition(settings.control_topic, 0)
         self._lock = threading.Lock()
         self._role = Role.STANDBY
@@ -137,6 +144,10 @@ class Election:
         self.takeover_s: float | None = None  # assignment to serving, the last time
         self.failure: str | None = None  # the election thread's cause of death
         self.refused: SessionRefused | None = None  # Kafka will not take the session
+
+    def _checkpoint_processed(self) -> dict[int, int]:
+        return committed_offsets(self.settings.checkpoint_dir).get(
+            self.settings.events_topic, {})
 
     # -- the runner's side ---------------------------------------------------------------
     @property
@@ -319,8 +330,7 @@ class Election:
         if not self._serving.is_set():  # the start is not decided: heartbeats keep the role
             self._lease_at = now
             return
-        offsets = committed_offsets(self.settings.checkpoint_dir).get(
-            self.settings.events_topic, {}) or self._floor
+        offsets = self._processed() or self._floor
         if not offsets:  # nothing processed yet: the heartbeats alone keep the role
             self._lease_at = now
             return
@@ -378,8 +388,7 @@ class Election:
 
     def _leave(self, consumer: KafkaConsumer) -> None:
         if self.role is Role.ACTIVE and self._serving.is_set():
-            offsets = committed_offsets(self.settings.checkpoint_dir).get(
-                self.settings.events_topic, {})
+            offsets = self._processed()
             if offsets:
                 self._commit(offsets)
         self._membership.close()

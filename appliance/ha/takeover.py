@@ -38,9 +38,10 @@ log = logs.get_logger("appliance.ha")
 HANDOVER_WAIT_S = 120.0
 
 
-def join(config: Config, client_config: dict) -> Election:
+def join(config: Config, client_config: dict,
+         processed: Callable[[], dict[int, int]] | None = None) -> Election:
     """This instance's election, started (``config``: the instance's own, see
-    ``instance.instance_config``)."""
+    ``instance.instance_config``; ``processed``: see ``Election``)."""
     group = config.ha.group
     if group is None:
         raise RuntimeError("[ha] group is not set: no pair to join")
@@ -48,7 +49,8 @@ def join(config: Config, client_config: dict) -> Election:
     election = Election(ElectionSettings(
         group=group, instance=instance_name(config),
         session_timeout_ms=config.ha.session_timeout_ms, events_topic=config.topics.events,
-        checkpoint_dir=Path(config.query.checkpoint_dir)), client_config)
+        checkpoint_dir=Path(config.query.checkpoint_dir)), client_config,
+        processed=processed)
     election.start()
     return election
 

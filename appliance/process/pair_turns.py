@@ -100,7 +100,9 @@ class PairTurns:
         group = self.config.ha.group or ""
         election = self.election
         if election is None:
-            election = self.election = join(self.config, client)
+            events = self.config.topics.events
+            election = self.election = join(self.config, client,
+                                            lambda: self.probes.processed(events))
         else:
             ensure_control_topic(client, group)
             election.start()  # after a step down
@@ -120,12 +122,9 @@ class PairTurns:
 
     def catch_up_target(self) -> dict[int, int] | None:
         """The events topic's end offsets now (its query processes: every event sent
-        until the election is below them), where the trigger's checkpoint shows when the
-        query passed them; None otherwise or if Kafka cannot say (the instance then says
-        it serves once its query processes, as a lone one). Read after the query started,
-        not at the election: the takeover's start does not wait for it."""
-        if not self.settings.mode.checkpoint_tracks_progress:
-            return None
+        until the election is below them); None if Kafka cannot say (the instance then
+        says it serves once its query processes, as a lone one). Read after the query
+        started, not at the election: the takeover's start does not wait for it."""
         events = self.config.topics.events
         try:
             consumer = offsets_consumer(self.settings.client())

@@ -11,6 +11,7 @@ place, a rules swap).
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from datetime import datetime
@@ -18,8 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from appliance import logs
+from appliance.connector import driver_jvm
 from appliance.query.checkpoint import batch_ids, committed_offsets, processed_past
-from appliance.trigger import TriggerMode
+from appliance.trigger import ProcessedFrom, TriggerMode
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -134,15 +136,36 @@ class QueryProbes:
         return False
 
     def processed(self, topic: str) -> dict[int, int]:
-        """``topic``'s offsets (next to read) as of the newest committed epoch or batch."""
-        return committed_offsets(self.checkpoint_dir).get(topic, {})
+        """``topic``'s offsets (next to read) below which every event was processed and its
+        alerts acknowledged: the newest committed epoch or batch, and where the trigger has
+        them (``TriggerMode.processed_from``), the running real-time batch's durable marks.
+        Safe from any thread (the pair's election reads it once a second)."""
+        done = dict(committed_offsets(self.checkpoint_dir).get(topic, {}))
+        if self.mode.processed_from is ProcessedFrom.CHECKPOINT_AND_MARKS:
+            for part, offset in self.durable_marks().get(topic, {}).items():
+                if offset > done.get(part, -1):
+                    done[part] = offset
+        return done
+
+    def durable_marks(self) -> dict[str, dict[int, int]]:
+        """The connector's durable marks of the real-time query running on this checkpoint
+        (``ProgressMarks.durable``; empty without a running one, or without a JVM)."""
+        if self._spark is None:
+            return {}
+        try:
+            text = driver_jvm(self._spark).io.appliance.kafka.ProgressMarks.durable(
+                str(Path(self.checkpoint_dir).absolute()))
+            marks = json.loads(str(text))
+        except Exception:  # noqa: BLE001 - the JVM went away: the checkpoint alone
+            return {}
+        return {topic: {int(p): int(o) for p, o in parts.items()}
+                for topic, parts in marks.items()}
 
     def wait_until_past(self, topic: str, target: dict[int, int], timeout: float,
                         stop: threading.Event | None = None) -> bool:
-        """True once the query committed an epoch or batch that read ``topic`` up to
-        ``target`` (every partition it names); False if the query ended, ``stop`` was set
-        or ``timeout`` passed first. Only where the checkpoint follows the processing
-        within an interval (``TriggerMode.checkpoint_tracks_progress``)."""
+        """True once the query processed ``topic`` up to ``target`` (every partition it
+        names; ``processed``); False if the query ended, ``stop`` was set or ``timeout``
+        passed first."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and not (stop is not None and stop.is_set()):
             if processed_past(self.processed(topic), target):

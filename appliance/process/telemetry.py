@@ -61,13 +61,15 @@ class Telemetry:
             rule_set.version, len(rule_set), stats=rules.rule_book().stats,
             top_rules=top_rules)
         # A pair's instances count their lag from the offsets the pair committed to
-        # Kafka: a waiting standby's own checkpoint is as old as its last turn.
-        pair_offsets = (PairOffsets(settings.client(), config.ha.group, config.topics.events)
-                        if config.ha.group is not None else None)
+        # Kafka: a waiting standby's own checkpoint is as old as its last turn. A lone one
+        # from its query's (for a real-time query, inside its running batch too).
+        events = config.topics.events
+        processed = (PairOffsets(settings.client(), config.ha.group, events)
+                     if config.ha.group is not None else lambda: probes.processed(events))
         poller = MetricsPoller(collector, settings.client(), config.topics,
                                config.query.checkpoint_dir, probes.active,
                                last_progress=probes.last_progress_time,
-                               processed=pair_offsets)
+                               processed=processed)
         poller.start()
         collectors: list[Collector] = [collector, rules_metrics]
         if election is not None:

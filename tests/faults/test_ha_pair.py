@@ -34,7 +34,6 @@ from kafka import KafkaConsumer, TopicPartition
 
 from appliance.config import Config, load_config, write_config
 from appliance.process import process_group
-from appliance.trigger import MODES
 
 from support.appliance_process import ApplianceProcess
 from support.child_env import ROOT, child_env
@@ -221,11 +220,10 @@ def test_pair_kill_9_handover_sigstop_and_sigterm_lose_nothing(trigger, broker, 
             assert moved["stale_checkpoint"], moved  # not its own old state
             handed = wait_count(b, "ha.handed_over", 1)
             assert handed["to"] == a2.wait_for("ha.active")["instance"], handed
-            if MODES[trigger].checkpoint_tracks_progress:
-                # b's query ran until a2's had caught up with the events sent until its
-                # election, not only until a2's query ran.
-                caught = a2.wait_for("ha.caught_up")
-                assert _at(caught) <= _at(handed), (caught, handed)
+            # b's query ran until a2's had caught up with the events sent until its
+            # election, not only until a2's query ran.
+            caught = a2.wait_for("ha.caught_up")
+            assert _at(caught) <= _at(handed), (caught, handed)
             wait_count(b, "ha.standby", 2)  # b waits again, warm, in the same process
             phase.note = f"; old active stopped {handed['seconds']} s after stepping down"
 

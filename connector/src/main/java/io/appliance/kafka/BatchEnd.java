@@ -56,7 +56,8 @@ public final class BatchEnd {
     return asked;
   }
 
-  private static String normalize(String location) {
+  /** A checkpoint location as a path prefix: no {@code file:} scheme, one trailing slash. */
+  static String normalize(String location) {
     String s = location.startsWith("file:") ? location.substring("file:".length()) : location;
     while (s.startsWith("//")) {
       s = s.substring(1);

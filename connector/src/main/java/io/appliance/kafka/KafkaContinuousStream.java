@@ -50,7 +50,7 @@ final class KafkaContinuousStream implements ContinuousStream {
     Map<TopicPartition, Long> from =
         SplitPlanner.reconcile(reader, loss, ((KafkaSourceOffset) start).offsets(), current);
     planned = current;
-    return SplitPlanner.open(options, from, null);
+    return SplitPlanner.open(options, from, null, null);
   }
 
   @Override

@@ -3,13 +3,17 @@ package io.appliance.kafka;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.kafka.clients.producer.Callback;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.spark.TaskContext;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.util.ArrayData;
 import org.apache.spark.sql.connector.write.DataWriter;
@@ -27,6 +31,12 @@ import org.apache.spark.sql.connector.write.WriterCommitMessage;
  * producer completes a record's callback only after its ack or its final failure, and
  * {@code delivery.timeout.ms} bounds that) and usually finds nothing left to wait for.
  * {@code -Dappliance.kafka.sink.flushOnCommit=true} restores the flush (the bench's ablation).
+ *
+ * <p>A real-time batch commits only at its end, so its reader asks the writer of its task how
+ * far the acknowledgements got in between ({@link ProgressMarks}): the writer's sends are cut
+ * into generations ({@link Sends}) at each of the reader's marks ({@link #seal}), and each
+ * generation counts its own unacknowledged sends. Writers are found by task attempt
+ * ({@link #ofTask}), since Spark gives the reader and the writer of a task no way to each other.
  */
 final class KafkaDataWriter implements DataWriter<InternalRow> {
   private final SinkOptions options;
@@ -34,21 +44,15 @@ final class KafkaDataWriter implements DataWriter<InternalRow> {
   private final ProducerCache.Entry lease;
   private final KafkaProducer<byte[], byte[]> producer;
   private static final boolean FLUSH_ON_COMMIT = Boolean.getBoolean("appliance.kafka.sink.flushOnCommit");
+  /** Live writers by task attempt, for their task's real-time reader ({@link #ofTask}). */
+  private static final Map<Long, KafkaDataWriter> BY_TASK = new ConcurrentHashMap<>();
   private volatile Exception failure;
   /** Sends of this writer whose callback has not run yet (commit() waits for zero). */
   private final AtomicLong unacked = new AtomicLong();
   private final Object acked = new Object();
-  /** One callback for every send (not a new lambda per record): keeps the first failure. */
-  private final Callback onAck = (metadata, e) -> {
-    if (e != null && failure == null) {
-      failure = e;
-    }
-    if (unacked.decrementAndGet() == 0) {
-      synchronized (acked) {
-        acked.notifyAll();
-      }
-    }
-  };
+  /** The generation new sends join; replaced by {@link #seal} (task thread only). */
+  private Sends current = new Sends();
+  private final long taskAttempt;
   private boolean released;
   private long written;
 
@@ -57,6 +61,57 @@ final class KafkaDataWriter implements DataWriter<InternalRow> {
     this.cols = cols;
     this.lease = ProducerCache.acquire(options);
     this.producer = lease.producer;
+    TaskContext ctx = TaskContext.get();
+    this.taskAttempt = ctx == null ? -1 : ctx.taskAttemptId();
+    if (taskAttempt >= 0) {
+      BY_TASK.put(taskAttempt, this);
+    }
+  }
+
+  /** The open writer of task attempt {@code taskAttempt}, or null. */
+  static KafkaDataWriter ofTask(long taskAttempt) {
+    return taskAttempt < 0 ? null : BY_TASK.get(taskAttempt);
+  }
+
+  /**
+   * The sends between two seals, and the callback of each of them (one object per
+   * generation, not a lambda per record): acknowledged once every one was, without a failure.
+   */
+  final class Sends implements Callback {
+    private final AtomicLong pending = new AtomicLong();
+    private volatile boolean failed;
+
+    @Override
+    public void onCompletion(RecordMetadata metadata, Exception e) {
+      if (e != null) {
+        failed = true;
+        if (failure == null) {
+          failure = e;
+        }
+      }
+      pending.decrementAndGet();
+      if (unacked.decrementAndGet() == 0) {
+        synchronized (acked) {
+          acked.notifyAll();
+        }
+      }
+    }
+
+    boolean acknowledged() {
+      return pending.get() == 0 && !failed;
+    }
+  }
+
+  /** Ends the current generation of sends (returned) and starts the next (task thread). */
+  Sends seal() {
+    Sends sealed = current;
+    current = new Sends();
+    return sealed;
+  }
+
+  /** Whether any send of this writer failed (its task fails at its next write). */
+  boolean failed() {
+    return failure != null;
   }
 
   @Override
@@ -76,11 +131,15 @@ final class KafkaDataWriter implements DataWriter<InternalRow> {
     byte[] value = bytes(row, cols.value, cols.valueIsString);
     ProducerRecord<byte[], byte[]> record =
         new ProducerRecord<>(topic, partition, key, value, headers(row));
+    Sends sends = current;
     unacked.incrementAndGet();
+    sends.pending.incrementAndGet();
     try {
-      producer.send(record, onAck);
+      producer.send(record, sends);
     } catch (RuntimeException e) {
       unacked.decrementAndGet();  // never handed to the producer: no callback will come
+      sends.pending.decrementAndGet();
+      sends.failed = true;
       throw e;
     }
     written++;
@@ -153,6 +212,9 @@ final class KafkaDataWriter implements DataWriter<InternalRow> {
   public void close() {
     if (!released) {  // the producer is shared: give back the lease, never close it here
       released = true;
+      if (taskAttempt >= 0) {
+        BY_TASK.remove(taskAttempt, this);
+      }
       ProducerCache.release(lease);
     }
   }

@@ -15,19 +15,22 @@ final class KafkaInputPartition implements InputPartition {
   final SourceOptions options;
   /** Real-time splits: where their batch learns that it should end early (else null). */
   final BatchEnd.Ref batchEnd;
+  /** Real-time splits: where their reader's durable progress goes (else null). */
+  final ProgressMarks.Ref progress;
 
   KafkaInputPartition(TopicPartition tp, long fromOffset, long untilOffset, SourceOptions options) {
-    this(tp, fromOffset, untilOffset, options, null);
+    this(tp, fromOffset, untilOffset, options, null, null);
   }
 
   KafkaInputPartition(TopicPartition tp, long fromOffset, long untilOffset, SourceOptions options,
-      BatchEnd.Ref batchEnd) {
+      BatchEnd.Ref batchEnd, ProgressMarks.Ref progress) {
     this.topic = tp.topic();
     this.partition = tp.partition();
     this.fromOffset = fromOffset;
     this.untilOffset = untilOffset;
     this.options = options;
     this.batchEnd = batchEnd;
+    this.progress = progress;
   }
 
   TopicPartition topicPartition() {

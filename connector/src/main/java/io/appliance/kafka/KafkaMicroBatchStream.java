@@ -52,6 +52,7 @@ final class KafkaMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
   private long runningRecords;
   /** Real-time mode: this stream's batch-end endpoint, registered with its first batch. */
   private BatchEnd.Endpoint batchEnd;
+  private ProgressMarks.Endpoint progress;
 
   KafkaMicroBatchStream(SourceOptions options, String checkpointLocation,
       Configuration hadoopConf, LongSupplier clock) {
@@ -201,7 +202,8 @@ final class KafkaMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
 
   /**
    * Real-time mode: one open-ended split per partition, ended by Spark's batch deadline or,
-   * earlier, on request ({@link BatchEnd}).
+   * earlier, on request ({@link BatchEnd}); its readers report their durable progress in
+   * between ({@link ProgressMarks}).
    */
   @Override
   public synchronized InputPartition[] planInputPartitions(Offset start) {
@@ -209,8 +211,10 @@ final class KafkaMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
         ((KafkaSourceOffset) start).offsets(), reader.partitions());
     if (batchEnd == null) {
       batchEnd = BatchEnd.Endpoint.open(checkpointLocation);
+      progress = ProgressMarks.Endpoint.open(checkpointLocation);
     }
-    return SplitPlanner.open(options, from, batchEnd == null ? null : batchEnd.ref());
+    return SplitPlanner.open(options, from, batchEnd == null ? null : batchEnd.ref(),
+        progress == null ? null : progress.ref());
   }
 
   @Override
@@ -272,6 +276,10 @@ final class KafkaMicroBatchStream implements MicroBatchStream, SupportsTriggerAv
     if (batchEnd != null) {
       batchEnd.close();
       batchEnd = null;
+    }
+    if (progress != null) {
+      progress.close();
+      progress = null;
     }
     reader.close();
   }

@@ -94,14 +94,15 @@ final class SplitPlanner {
 
   /**
    * Open-ended splits (continuous and real-time) starting at {@code from}; {@code batchEnd}:
-   * how a real-time batch is ended early (null: only by its deadline).
+   * how a real-time batch is ended early (null: only by its deadline); {@code progress}: where
+   * its readers report their durable progress (null: nowhere).
    */
   static InputPartition[] open(SourceOptions options, Map<TopicPartition, Long> from,
-      BatchEnd.Ref batchEnd) {
+      BatchEnd.Ref batchEnd, ProgressMarks.Ref progress) {
     List<InputPartition> splits = new ArrayList<>();
     for (Map.Entry<TopicPartition, Long> e : from.entrySet()) {
       splits.add(new KafkaInputPartition(e.getKey(), e.getValue(), KafkaInputPartition.UNBOUNDED,
-          options, batchEnd));
+          options, batchEnd, progress));
     }
     return splits.toArray(new InputPartition[0]);
   }
