@@ -116,7 +116,8 @@ class ApplianceCollector:
                  "record at the query's committed offset; 0 when caught up",
                  snap.lag_seconds),
                 ("appliance_committed_offset",
-                 "next offset the query will read after a restart", snap.committed)):
+                 "offset below which the query processed every event (its alerts in "
+                 "Kafka)", snap.committed)):
             gauge = GaugeMetricFamily(name, text, labels=["topic", "partition"])
             for (topic, part), reading in sorted(values.items()):
                 gauge.add_metric([topic, str(part)], float(reading))

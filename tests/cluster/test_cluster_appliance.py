@@ -32,7 +32,9 @@ from pathlib import Path
 import pytest
 
 from appliance.process import process_group
+from appliance.query.checkpoint import committed_offsets
 from appliance.rules.rules_file import rules_version
+from appliance.trigger import MODES, ProcessedFrom
 from loadgen.arrivals import ArrivalClock
 from loadgen.events import rules_yaml
 
@@ -216,6 +218,41 @@ def test_lag_age_grows_while_the_query_is_stopped_and_returns_to_zero(
     # Going on, the query reads what waited: back to 0 on both partitions.
     ages = _wait_caught_up(port, events, 240)
     assert set(ages.values()) == {0.0} and len(ages) == 2, ages
+    assert cluster_run.proc.proc.poll() is None
+
+
+#: Marks' test: bursts of events, and how many the committed offset must lead the
+#: checkpoint's by (a second of the load) at least once while a batch runs.
+MARK_BURSTS, MARK_BURST, MARK_LEAD = 12, 100, 200
+
+
+def test_the_exported_progress_inside_a_batch_comes_from_the_executors(
+        cluster_run, broker):
+    """On a cluster a real-time task's durable marks (``ProgressMarks``) travel from the
+    executor's JVM to the driver over Spark's RPC: the committed offset the appliance
+    exports (what its lag counts from) runs ahead of the checkpoint's newest batch while
+    a batch runs. Continuous and micro-batch export their checkpoint's, never ahead of it
+    (the exporter's reading is up to a second old)."""
+    port = cluster_run.proc.wait_for("appliance.ready", 5)["metrics_port"]
+    events = cluster_run.topics["events"]
+    checkpoint = cluster_run.directory / "checkpoint"
+    leads = []
+    for burst in range(MARK_BURSTS):  # bounded: MARK_BURSTS half-seconds
+        produce(broker.bootstrap, events, [json.dumps({
+            "event_id": f"mark-{burst}-{i}", "ts": time.time() * 1000, "source": "marks",
+            "metric": "marks", "value": 1.0}).encode() for i in range(MARK_BURST)])
+        time.sleep(0.5)
+        exported = {name: value for name, value in appliance_metrics(port).items()
+                    if name.startswith("appliance_committed_offset{")
+                    and f'topic="{events}"' in name}
+        batch = committed_offsets(checkpoint).get(events, {})
+        leads.append(int(sum(exported.values()) - sum(batch.values())))
+    print(f"\n{cluster_run.trigger} on a cluster: exported minus checkpoint, per half-second: "
+          f"{leads}")
+    if MODES[cluster_run.trigger].processed_from is ProcessedFrom.CHECKPOINT_AND_MARKS:
+        assert max(leads) >= MARK_LEAD, leads
+    else:
+        assert max(leads) <= 0, leads
     assert cluster_run.proc.proc.poll() is None
 
 
