@@ -7,7 +7,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicInteger;
 
 import io.appliance.rpc.DriverEndpoint;
 import io.appliance.rpc.EndpointAddress;
@@ -145,8 +144,13 @@ public final class ProgressMarks {
       if (!endpoint.reachable()) {
         return null;
       }
-      Sender sender = REMOTE.computeIfAbsent(endpoint.name, n -> new Sender(endpoint));
-      sender.users.incrementAndGet();
+      // Atomic per endpoint with the release in close(): a sender is never handed out
+      // while its last user stops it (the next batch's readers open as this one's close).
+      Sender sender = REMOTE.compute(endpoint.name, (n, s) -> {
+        Sender using = s == null ? new Sender(endpoint) : s;
+        using.users++;
+        return using;
+      });
       return new Tracker(tp, null, sender);
     }
   }
@@ -224,9 +228,14 @@ public final class ProgressMarks {
 
     @Override
     public void close() {
-      if (sender != null && sender.users.decrementAndGet() == 0) {
-        REMOTE.remove(sender.endpoint.name, sender);
-        sender.stop();
+      if (sender != null) {
+        REMOTE.computeIfPresent(sender.endpoint.name, (n, s) -> {
+          if (s != sender || --s.users > 0) {
+            return s;
+          }
+          s.stop();
+          return null;
+        });
       }
     }
   }
@@ -234,7 +243,8 @@ public final class ProgressMarks {
   /** Sends an executor's newest marks for one remote endpoint, on a daemon thread. */
   private static final class Sender {
     final EndpointAddress endpoint;
-    final AtomicInteger users = new AtomicInteger();
+    /** Readers using it; changed only inside {@code REMOTE.compute} for its endpoint. */
+    int users;
     private final Map<TopicPartition, Long> newest = new ConcurrentHashMap<>();
     private final Thread thread;
     private volatile boolean stopped;
