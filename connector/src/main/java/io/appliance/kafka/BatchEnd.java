@@ -32,8 +32,8 @@ public final class BatchEnd {
   static final long POLL_MS = 100;
   private static final String POLL = "appliance-kafka-batch-end?";
   private static final String NAME_PREFIX = "appliance-kafka-batch-end-";
-  /** Driver side: this JVM's endpoints by name (a reader in this JVM reads them directly). */
-  private static final Map<String, Endpoint> LOCAL = new ConcurrentHashMap<>();
+  /** Driver side: this JVM's endpoints (a reader in this JVM reads them directly). */
+  private static final StreamEndpoints<Endpoint> LOCAL = new StreamEndpoints<>();
   /** Executor side: the last counter value polled per remote endpoint. */
   private static final Map<String, Remote> REMOTE = new ConcurrentHashMap<>();
 
@@ -45,41 +45,25 @@ public final class BatchEnd {
    * real-time stream runs there; the caller then stops the query the plain way).
    */
   public static int request(String checkpointDir) {
-    String prefix = normalize(checkpointDir);
     int asked = 0;
-    for (Endpoint e : LOCAL.values()) {
-      if (e.checkpointLocation.startsWith(prefix)) {
-        e.requests.incrementAndGet();
-        asked++;
-      }
+    for (Endpoint e : LOCAL.under(checkpointDir)) {
+      e.requests.incrementAndGet();
+      asked++;
     }
     return asked;
   }
 
-  /** A checkpoint location as a path prefix: no {@code file:} scheme, one trailing slash. */
-  static String normalize(String location) {
-    String s = location.startsWith("file:") ? location.substring("file:".length()) : location;
-    while (s.startsWith("//")) {
-      s = s.substring(1);
-    }
-    return s.endsWith("/") ? s : s + "/";
-  }
-
   /** The driver-side endpoint of one stream; {@link #close} removes it. */
   static final class Endpoint extends DriverEndpoint {
-    private final String checkpointLocation;
     private final AtomicLong requests = new AtomicLong();
 
-    private Endpoint(RpcEnv env, String checkpointLocation) {
+    private Endpoint(RpcEnv env) {
       super(env, NAME_PREFIX);
-      this.checkpointLocation = normalize(checkpointLocation);
-      LOCAL.put(name(), this);
     }
 
     /** Registers a stream's endpoint, or returns null where there is no Spark RPC. */
     static Endpoint open(String checkpointLocation) {
-      RpcEnv env = DriverEndpoint.localEnv();
-      return env == null ? null : new Endpoint(env, checkpointLocation);
+      return LOCAL.open(Endpoint::new, checkpointLocation);
     }
 
     /** What the splits of a batch planned now carry. */
@@ -89,7 +73,7 @@ public final class BatchEnd {
 
     @Override
     public void close() {
-      LOCAL.remove(name());
+      LOCAL.remove(this);
       super.close();
     }
 
@@ -113,7 +97,7 @@ public final class BatchEnd {
 
     /** Starts watching (executor side); {@link Watch#close} stops it. */
     Watch watch() {
-      Endpoint local = LOCAL.get(endpoint.name);
+      Endpoint local = LOCAL.local(endpoint.name);
       if (local != null) {
         return new Watch(this, local.requests, null);
       }

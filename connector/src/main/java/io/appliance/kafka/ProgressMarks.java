@@ -50,8 +50,8 @@ public final class ProgressMarks {
   /** Marks waiting for their acknowledgements, per reader; beyond it the next waits. */
   static final int MAX_PENDING = 64;
   private static final String NAME_PREFIX = "appliance-kafka-progress-";
-  /** Driver side: this JVM's endpoints by name (a reader in this JVM records directly). */
-  private static final Map<String, Endpoint> LOCAL = new ConcurrentHashMap<>();
+  /** Driver side: this JVM's endpoints (a reader in this JVM records directly). */
+  private static final StreamEndpoints<Endpoint> LOCAL = new StreamEndpoints<>();
   /** Executor side: one sender per remote endpoint while readers use it. */
   private static final Map<String, Sender> REMOTE = new ConcurrentHashMap<>();
 
@@ -64,31 +64,24 @@ public final class ProgressMarks {
    * query's start): what the checkpoint committed before is the caller's to merge.
    */
   public static String durable(String checkpointDir) {
-    String prefix = BatchEnd.normalize(checkpointDir);
     Map<TopicPartition, Long> out = new HashMap<>();
-    for (Endpoint e : LOCAL.values()) {
-      if (e.checkpointLocation.startsWith(prefix)) {
-        e.marks.forEach((tp, o) -> out.merge(tp, o, Math::max));
-      }
+    for (Endpoint e : LOCAL.under(checkpointDir)) {
+      e.marks.forEach((tp, o) -> out.merge(tp, o, Math::max));
     }
     return OffsetJson.format(out);
   }
 
   /** The driver-side endpoint of one stream; {@link #close} removes it. */
   static final class Endpoint extends DriverEndpoint {
-    private final String checkpointLocation;
     final Map<TopicPartition, Long> marks = new ConcurrentHashMap<>();
 
-    private Endpoint(RpcEnv env, String checkpointLocation) {
+    private Endpoint(RpcEnv env) {
       super(env, NAME_PREFIX);
-      this.checkpointLocation = BatchEnd.normalize(checkpointLocation);
-      LOCAL.put(name(), this);
     }
 
     /** Registers a stream's endpoint, or returns null where there is no Spark RPC. */
     static Endpoint open(String checkpointLocation) {
-      RpcEnv env = DriverEndpoint.localEnv();
-      return env == null ? null : new Endpoint(env, checkpointLocation);
+      return LOCAL.open(Endpoint::new, checkpointLocation);
     }
 
     Ref ref() {
@@ -101,13 +94,8 @@ public final class ProgressMarks {
 
     @Override
     public void close() {
-      LOCAL.remove(name());
+      LOCAL.remove(this);
       super.close();
-    }
-
-    @Override
-    protected Object answer(Object message) {
-      return null;
     }
 
     /** One executor's newest marks: {@code Object[]{topic, partition, offset, ...}}. */
@@ -137,7 +125,7 @@ public final class ProgressMarks {
 
     /** The marks of one reader's partition, or null where none can reach the driver. */
     Tracker track(TopicPartition tp) {
-      Endpoint local = LOCAL.get(endpoint.name);
+      Endpoint local = LOCAL.local(endpoint.name);
       if (local != null) {
         return new Tracker(tp, local, null);
       }

@@ -23,8 +23,8 @@ import scala.runtime.BoxedUnit;
  * numbers, arrays of primitives, {@code Object[]} of those): the executor's RPC threads
  * deserialize with the JVM's class loader, which does not see the connector jar.
  *
- * <p>A subclass answers asks in {@link #answer} and one-way sends in {@link #accept}; both run on
- * Spark's RPC threads, one message at a time (a thread-safe endpoint).
+ * <p>A subclass answers asks in {@link #answer}, one-way sends in {@link #accept}, or both;
+ * they run on Spark's RPC threads, one message at a time (a thread-safe endpoint).
  */
 public abstract class DriverEndpoint implements ThreadSafeRpcEndpoint {
   private final RpcEnv env;
@@ -44,8 +44,10 @@ public abstract class DriverEndpoint implements ThreadSafeRpcEndpoint {
     return spark == null ? null : spark.rpcEnv();
   }
 
-  /** The reply to an ask, or null when this endpoint does not know the message. */
-  protected abstract Object answer(Object message);
+  /** The reply to an ask, or null when this endpoint does not know the message (none here). */
+  protected Object answer(Object message) {
+    return null;
+  }
 
   /** A one-way message; ignored unless a subclass takes it. */
   protected void accept(Object message) {}
