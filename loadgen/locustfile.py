@@ -63,6 +63,7 @@ except ImportError:  # a checkout that is not pip-installed: Locust only adds lo
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import loadgen.locust_args  # noqa: E402,F401 - adds the project's flags to Locust's
+import loadgen.locust_csv  # noqa: E402,F401 - its CSV writer ends quietly at exit
 from appliance.command_tree import EXIT_LOST  # noqa: E402
 from appliance.durations import parse_seconds  # noqa: E402
 from loadgen.config import APPLIANCE_TOPICS  # noqa: E402

@@ -220,3 +220,34 @@ def test_locust_web_ui_sets_the_load_and_reports_it(lg_bootstrap, lg_topics, rel
         proc.terminate()
         proc.wait(timeout=30)
     assert "Traceback" not in log.read_text()
+
+
+#: Locust's CSV writer, its files closed under it as Locust's shutdown does, then given a
+#: round of the loop (``CSV_STATS_INTERVAL_SEC``). A subprocess: importing Locust
+#: monkey-patches the interpreter with gevent.
+CSV_AFTER_CLOSE = """
+import sys
+import gevent
+{patch}
+from locust.env import Environment
+from locust.stats import CSV_STATS_INTERVAL_SEC, PERCENTILES_TO_REPORT, StatsCSVFileWriter
+writer = StatsCSVFileWriter(Environment(), PERCENTILES_TO_REPORT, sys.argv[1])
+loop = gevent.spawn(writer.stats_writer)
+gevent.sleep(0.1)
+writer.close_files()
+loop.join(timeout=CSV_STATS_INTERVAL_SEC + 1.0)
+print("ended", loop.dead, type(loop.exception).__name__)
+"""
+
+
+def test_the_csv_writer_ends_quietly_once_locust_closed_its_files(tmp_path):
+    """``loadgen.locust_csv`` (the locustfile imports it): Locust's own writer raises on
+    its closed files (the Traceback a run's end printed once); with it, the loop ends."""
+    def run(name: str, patch: str) -> str:
+        done = subprocess.run([sys.executable, "-c", CSV_AFTER_CLOSE.format(patch=patch),
+                               str(tmp_path / name)],
+                              capture_output=True, text=True, timeout=60)
+        return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr
+
+    assert run("patched", "import loadgen.locust_csv") == "ended True NoneType"
+    assert run("locust-alone", "") == "ended True ValueError"
