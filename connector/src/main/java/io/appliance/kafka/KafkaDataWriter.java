@@ -75,19 +75,16 @@ final class KafkaDataWriter implements DataWriter<InternalRow> {
 
   /**
    * The sends between two seals, and the callback of each of them (one object per
-   * generation, not a lambda per record): acknowledged once every one was, without a failure.
+   * generation, not a lambda per record): acknowledged once every one was, and no send of
+   * the writer failed (a failure stops every later mark too, so the writer's one suffices).
    */
   final class Sends implements Callback {
     private final AtomicLong pending = new AtomicLong();
-    private volatile boolean failed;
 
     @Override
     public void onCompletion(RecordMetadata metadata, Exception e) {
-      if (e != null) {
-        failed = true;
-        if (failure == null) {
-          failure = e;
-        }
+      if (e != null && failure == null) {
+        failure = e;
       }
       pending.decrementAndGet();
       if (unacked.decrementAndGet() == 0) {
@@ -98,7 +95,7 @@ final class KafkaDataWriter implements DataWriter<InternalRow> {
     }
 
     boolean acknowledged() {
-      return pending.get() == 0 && !failed;
+      return pending.get() == 0 && failure == null;
     }
   }
 
@@ -109,10 +106,6 @@ final class KafkaDataWriter implements DataWriter<InternalRow> {
     return sealed;
   }
 
-  /** Whether any send of this writer failed (its task fails at its next write). */
-  boolean failed() {
-    return failure != null;
-  }
 
   @Override
   public void write(InternalRow row) throws IOException {
@@ -139,7 +132,9 @@ final class KafkaDataWriter implements DataWriter<InternalRow> {
     } catch (RuntimeException e) {
       unacked.decrementAndGet();  // never handed to the producer: no callback will come
       sends.pending.decrementAndGet();
-      sends.failed = true;
+      if (failure == null) {
+        failure = e;  // no later mark may pass this record
+      }
       throw e;
     }
     written++;

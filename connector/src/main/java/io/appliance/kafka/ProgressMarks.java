@@ -190,7 +190,7 @@ public final class ProgressMarks {
         return;
       }
       settle();
-      if (offset > marked && pending.size() < MAX_PENDING && !writer.failed()) {
+      if (offset > marked && pending.size() < MAX_PENDING) {
         pending.addLast(new Mark(offset, writer.seal()));
         marked = offset;
         settle();
