@@ -1,9 +1,10 @@
 """Run the test suite in its parts and say, at the end, what each part cost.
 
 `make test` (and so CI) runs the parts in order: the parallel part on two pytest workers,
-the `exclusive` tests alone (they bound a latency against the same run's steady state),
-then the Ansible deploy onto the test bed. Every part runs even when one before it failed,
-so one run shows every failure; the exit status is the first failing part's.
+the `exclusive` tests alone (they bound a latency: against the same run's steady state, or
+a bystander client's while a hostile one works), then the Ansible deploy onto the test bed.
+Every part runs even when one before it failed, so one run shows every failure; the exit
+status is the first failing part's.
 
 At the end it prints each part's wall time, the 30 slowest tests of the whole run (from
 each part's JUnit XML, so one table across the parts) and a closing count line. The
@@ -44,7 +45,7 @@ def parts(workers: str) -> tuple[Part, ...]:
         # well on 2 cores.
         Part("parallel", "everything but the exclusive and deploy tests, on two workers",
              ("-m", "not deploy and not exclusive", "-n", workers, "--dist", "loadfile")),
-        Part("exclusive", "latency bounds against the same run's steady state, alone",
+        Part("exclusive", "latency bounds, alone on the machine",
              ("-m", "exclusive and not deploy", "-n", "0")),
         Part("deploy", "the Ansible deploy onto the multi-host test bed (root)",
              ("-m", "deploy", "tests/deploy", "-s")),

@@ -7,8 +7,10 @@ thousands of partitions, oversized group metadata, hundreds of idle connections.
 
 Each case runs while a bystander client measures its own request latency, and each has a
 budget: the bystander's worst latency (the target is 50 ms; the bound here is generous for
-a loaded CI machine) and the broker's memory growth. The measured figures are printed, one
-line per case; docs/broker.md quotes a quiet machine's."""
+a slow CI machine) and the broker's memory growth. The measured figures are printed, one
+line per case; docs/broker.md quotes a quiet machine's. The file runs in the exclusive part
+of `make test`, alone: beside the other worker's tests the bystander measured the machine,
+not the broker."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from appliance.broker.wire.codec import Array, Struct
 from appliance.broker.wire.request_limits import DEFAULT_FRAME_BYTES, MAX_ITEMS
 
 from support.faults.hostile_wire import (
+    BYSTANDER_BUDGET_MS,
     Bystander,
     closed_by_peer,
     greedy_fetch_body,
@@ -35,9 +38,10 @@ from support.faults.hostile_wire import (
 from support.wire_helpers import batch, produce
 
 MIB = 1 << 20
-LATENCY_BUDGET_MS = 250.0  # target 50 ms; CI machines are loaded
 MEMORY_BUDGET_MIB = 64.0
 RESULTS: list[str] = []
+
+pytestmark = pytest.mark.exclusive
 
 
 @pytest.fixture(scope="module")
@@ -249,5 +253,5 @@ def test_hostile_sizes_and_counts_stay_within_budget(target, name):
     print(f"\n{RESULTS[-1]}")
     assert target.is_running()
     assert bystander.failure is None, bystander.failure
-    assert bystander.worst_ms < LATENCY_BUDGET_MS, bystander.summary()
+    assert bystander.worst_ms < BYSTANDER_BUDGET_MS, bystander.summary()
     assert grown < MEMORY_BUDGET_MIB

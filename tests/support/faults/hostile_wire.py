@@ -65,6 +65,13 @@ def closed_by_peer(sock: socket.socket, timeout: float) -> bool:
     return False
 
 
+#: A bystander's worst request latency while a hostile client works: the target is 50 ms
+#: (a quiet machine's worst case is about 40 ms, docs/broker.md), the bound leaves a slow CI
+#: machine room. The tests that assert it carry the ``exclusive`` mark: on two cores another
+#: worker's JVM start or Ansible play alone pushed it past 250 ms (CI, 2026-11-29).
+BYSTANDER_BUDGET_MS = 250.0
+
+
 class Bystander:
     """Another client, on its own connection, sending ApiVersions every ``interval`` and
     recording how long each answer took (ms): what a hostile client costs the others."""
