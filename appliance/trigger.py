@@ -66,6 +66,21 @@ class ProcessedFrom(enum.Enum):
     CHECKPOINT_AND_MARKS = "the checkpoint, and the running batch's durable marks"
 
 
+class StopAt(enum.Enum):
+    """Where a stopping query (SIGTERM, ``appliance stop``) leaves its work: a query
+    started again on its checkpoint re-runs its last uncommitted epoch or batch from that
+    one's start offsets."""
+
+    # Epochs commit every interval and micro-batches within one: a stop anywhere replays
+    # at most an interval of events.
+    ANYWHERE = "where it is: the last epoch or batch committed within an interval"
+    # A real-time batch commits at its end, minutes away: stopped mid-batch, the next run
+    # replayed minutes of events before its first new alert. The source is asked to end
+    # the running batch (``BatchEnd`` in the connector), Spark commits it, then the query
+    # stops (``appliance.process.query_stop``).
+    BATCH_END = "at its running batch's end, asked for and committed first"
+
+
 class QueryProbe(Protocol):
     """What ``TriggerMode.is_processing`` may ask of a started query
     (``appliance.process.query_probes`` answers)."""
@@ -131,6 +146,7 @@ class TriggerMode:
     plans_every_batch: bool
     ready: ReadySignal
     rules_switch: RulesSwitch
+    stop_at: StopAt
 
     def trigger_kwargs(self, interval: str) -> dict[str, str]:
         """Keyword arguments of ``DataStreamWriter.trigger`` for ``interval``."""
@@ -204,13 +220,15 @@ CONTINUOUS = TriggerMode(
     plans_every_batch=False,
     ready=ReadySignal.EPOCH_COMMITTED,
     rules_switch=RulesSwitch.NEXT_GENERATION,
+    stop_at=StopAt.ANYWHERE,
 )
 # Every batch boundary stalls the long-running tasks (offset/commit log writes, planning),
 # so batches are long; the price is replay: after a crash the same query restarted re-reads
 # the unfinished batch from its start offsets, so up to one interval of events yields
 # duplicate alerts (never lost ones); a pair's standby starts from the durable marks
-# instead (ProcessedFrom.CHECKPOINT_AND_MARKS), about a second behind. New rules do not
-# wait for the batch's end: tasks switch live (RulesSwitch.LIVE).
+# instead (ProcessedFrom.CHECKPOINT_AND_MARKS), about a second behind, and a stop ends the
+# batch before the query (StopAt.BATCH_END), so a restart replays nothing of it. New rules
+# do not wait for the batch's end: tasks switch live (RulesSwitch.LIVE).
 REALTIME = TriggerMode(
     name="realtime",
     spark_keyword="realTime",
@@ -229,6 +247,7 @@ REALTIME = TriggerMode(
     plans_every_batch=False,
     ready=ReadySignal.TASKS_LAUNCHED,
     rules_switch=RulesSwitch.LIVE,
+    stop_at=StopAt.BATCH_END,
 )
 # A 0 s interval starts the next batch as soon as the last one ends (a fixed interval only
 # adds waiting).
@@ -250,6 +269,7 @@ MICROBATCH = TriggerMode(
     plans_every_batch=True,
     ready=ReadySignal.TRIGGER_COMPLETED,
     rules_switch=RulesSwitch.NEXT_GENERATION,
+    stop_at=StopAt.ANYWHERE,
 )
 
 MODES: dict[str, TriggerMode] = {m.name: m for m in (CONTINUOUS, REALTIME, MICROBATCH)}

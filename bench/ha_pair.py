@@ -16,7 +16,11 @@ Scenarios (``--scenarios``):
   fenced instance steps down and waits as the standby;
 - ``handover``: ``appliance ha handover`` (a planned switch, what a deploy does);
 - ``lone-kill9``: the baseline, no pair: one instance killed and started again at once on
-  its checkpoint (what systemd's ``Restart=`` does).
+  its checkpoint (what systemd's ``Restart=`` does);
+- ``lone-restart``: no pair either: SIGTERM to the instance alone (a ``systemctl restart``
+  or a deploy's upgrade of a lone instance: the unit's ``KillMode=mixed``), and started
+  again on its checkpoint once it exited. Its duplicates are what the next run replayed
+  (a real-time stop ends its batch first: ``appliance.process.query_stop``).
 
 Reported per run: the longest wait for any alert (``max``), p99 over the whole run, the
 per-second p99 series, the worst second after the fault, the first minute after it
@@ -68,7 +72,9 @@ from bench._machine import process_cpu_s, write_result
 from bench.appliance_latency import READY_TIMEOUT_S, ROOT, RULES, Driver
 
 OUT = ROOT / "reports" / "bench" / "ha_pair.json"
-SCENARIOS = ("kill9", "sigstop", "handover", "lone-kill9")
+SCENARIOS = ("kill9", "sigstop", "handover", "lone-kill9", "lone-restart")
+#: The scenarios of one instance, no pair: the baselines.
+LONE = ("lone-kill9", "lone-restart")
 SESSION_S = HaConfig().session_timeout_ms / 1000  # [ha] session_timeout's default
 FROZEN_S = 30.0            # how long sigstop keeps the old active frozen
 #: The new active's log events between ``ha.elected`` and ``ha.active`` (the bench reports
@@ -181,6 +187,7 @@ class Fault:
         self.active, self.standby, self.workdir = active, standby, workdir
         self.struck_at: float | None = None
         self.restarted: Instance | None = None
+        self.stopped_after_s: float | None = None  # lone-restart: the old one's exit
         self.error: str | None = None
         self._thread = threading.Timer(at_s, self._strike)
 
@@ -193,10 +200,14 @@ class Fault:
             if self.scenario in ("kill9", "lone-kill9"):
                 process_group.signal_group(self.active.proc.pid, signal.SIGKILL)
                 self.active.proc.wait(timeout=30)
-                if self.scenario == "lone-kill9":
-                    self.restarted = start(f"{self.active.name}-again", self.active.config,
-                                           self.workdir)
-            elif self.scenario == "sigstop":
+            elif self.scenario == "lone-restart":
+                self.active.proc.send_signal(signal.SIGTERM)
+                self.active.proc.wait(timeout=90)
+                self.stopped_after_s = round(time.time() - self.struck_at, 2)
+            if self.scenario in LONE:
+                self.restarted = start(f"{self.active.name}-again", self.active.config,
+                                       self.workdir)
+            if self.scenario == "sigstop":
                 process_group.signal_group(self.active.proc.pid, signal.SIGSTOP)
                 time.sleep(FROZEN_S)
                 process_group.signal_group(self.active.proc.pid, signal.SIGCONT)
@@ -216,9 +227,17 @@ class Fault:
         """When the instance serving after the fault logged it served, from the strike."""
         if self.struck_at is None:
             return {}
-        if self.scenario == "lone-kill9":
+        if self.scenario in LONE:
             ready = self.restarted.events("appliance.ready") if self.restarted else []
-            return {"ready_after_s": round(_ts(ready[-1]) - self.struck_at, 2)} if ready else {}
+            out: dict[str, object] = {}
+            if ready:
+                out["ready_after_s"] = round(_ts(ready[-1]) - self.struck_at, 2)
+            if self.stopped_after_s is not None:
+                out["stopped_after_s"] = self.stopped_after_s
+                ended = self.active.events("query.batch_ended")
+                if ended:
+                    out["batch_end_s"] = ended[-1].get("seconds")
+            return out
         assert self.standby is not None
         elected = [e for e in self.standby.events("ha.elected") if _ts(e) >= self.struck_at]
         active = [e for e in self.standby.events("ha.active") if _ts(e) >= self.struck_at]
@@ -284,7 +303,7 @@ def run_once(scenario: str, trigger: str, rate: int, cp: str, broker, args,
     partitions = default_partitions(TopicsConfig(**topics))
     broker.create_topics(partitions)
     checkpoint = workdir / "checkpoints"
-    pair = scenario != "lone-kill9"
+    pair = scenario not in LONE
     group = f"bench-{tag}" if pair else None
     configs = [write_config(trigger, broker.bootstrap, topics, checkpoint,
                             workdir / f"{n}.toml", group, args.session_timeout,
@@ -338,7 +357,7 @@ def _median(rows: list[dict], key: str):
 def summarize(rows: list[dict]) -> list[dict]:
     keys = ("max", "p99", "p999", "steady_p99_before", "worst_second_after",
             "first_minute_after_p99_median", "alerts_lost", "duplicates", "elected_after_s",
-            "serving_after_s", "ready_after_s")
+            "serving_after_s", "ready_after_s", "stopped_after_s", "batch_end_s")
     out = []
     for cell in sorted({(r["scenario"], r["trigger"], r["rate"]) for r in rows}):
         runs = [r for r in rows if (r["scenario"], r["trigger"], r["rate"]) == cell]

@@ -46,6 +46,7 @@ from appliance.process.kept_cpus import KeptCpus
 from appliance.process.pair_turns import PairTurns, StoppedAsStandby
 from appliance.process.preflight import PreflightError
 from appliance.process.query_probes import READY_TIMEOUT_S, QueryProbes
+from appliance.process.query_stop import stop_query
 from appliance.process.reload_status import ReloadResult
 from appliance.process.restarts import InPlaceRestarts, RestartBudget
 from appliance.process.rules_check import RulesCheck
@@ -291,7 +292,7 @@ class Appliance:
         by its own hook, and the remaining steps must still release ports and the broker.
         """
         query, telemetry, spark_side = self.probes.query, self.telemetry, self.spark_side
-        pair, kafka = self.pair, self.kafka
+        pair, kafka, spark, probes = self.pair, self.kafka, self.spark, self.probes
         self.telemetry = self.pair = None
         book = self.rules.take_book()
         own_spark = spark_side is not None and spark_side.own
@@ -300,7 +301,9 @@ class Appliance:
             # standby starts while this query still runs (an overlap, never a gap).
             ("ha", pair.close if pair is not None else None),
             ("cpus", self.cpus.release),
-            ("query", query.stop if query is not None else None),
+            # a real-time batch ends and commits first: the next run does not replay it
+            ("query", (lambda: stop_query(query, spark, probes.mode, probes.checkpoint_dir))
+             if query is not None else None),
             ("metrics", telemetry.stop_feeds if telemetry is not None else None),
             ("alert_latency", telemetry.stop_observer if telemetry is not None else None),
             ("rule_book", (lambda: spark_side.close_book(book))

@@ -3,7 +3,6 @@ package io.appliance.kafka;
 import java.io.Serializable;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 import io.appliance.rpc.DriverEndpoint;
@@ -15,11 +14,12 @@ import org.apache.spark.rpc.RpcEnv;
  *
  * <p>Why: a real-time batch runs for minutes (its deadline is fixed when its tasks start), and
  * a query stopped mid-batch replays the whole batch from its start offsets when it starts
- * again. The appliance swaps its rules by stopping the query and starting its successor on the
- * same checkpoint; with a replay of minutes of events the successor would start minutes
- * behind. So the driver asks the source to end the running batch now: every reader of that
- * batch then returns "no record", which is how a real-time reader ends its batch, Spark
- * commits the batch with the offsets read so far, and the caller stops the query right after.
+ * again: a lone appliance restarted by systemd or a deploy would re-read minutes of events
+ * before its first new alert. So before the appliance stops its query it asks the source to
+ * end the running batch now: every reader of that batch then returns "no record", which is
+ * how a real-time reader ends its batch, Spark commits the batch with the offsets read so
+ * far, and the caller stops the query once that commit is written
+ * ({@code appliance.process.query_stop}).
  *
  * <p>How the request reaches the readers: each real-time stream registers an RPC endpoint
  * on the driver holding a request counter; the splits it plans carry the endpoint's address
@@ -104,8 +104,13 @@ public final class BatchEnd {
       if (!endpoint.reachable()) {
         return null;
       }
-      Remote remote = REMOTE.computeIfAbsent(endpoint.name, n -> new Remote(this));
-      remote.users.incrementAndGet();
+      // Atomic per endpoint with the release in Watch.close(): a poller is never handed out
+      // while its last user stops it (the next batch's readers open as this one's close).
+      Remote remote = REMOTE.compute(endpoint.name, (n, r) -> {
+        Remote using = r == null ? new Remote(this) : r;
+        using.users++;
+        return using;
+      });
       return new Watch(this, remote.requests, remote);
     }
   }
@@ -128,9 +133,14 @@ public final class BatchEnd {
 
     @Override
     public void close() {
-      if (remote != null && remote.users.decrementAndGet() == 0) {
-        REMOTE.remove(remote.ref.endpoint.name, remote);
-        remote.stop();
+      if (remote != null) {
+        REMOTE.computeIfPresent(remote.ref.endpoint.name, (n, r) -> {
+          if (r != remote || --r.users > 0) {
+            return r;
+          }
+          r.stop();
+          return null;
+        });
       }
     }
   }
@@ -139,7 +149,8 @@ public final class BatchEnd {
   private static final class Remote {
     private final Ref ref;
     final AtomicLong requests;
-    final AtomicInteger users = new AtomicInteger();
+    /** Readers watching it; changed only inside {@code REMOTE.compute} for its endpoint. */
+    int users;
     private final Thread poller;
     private volatile boolean stopped;
 
