@@ -43,6 +43,7 @@ from appliance.ha.session_bounds import check_session
 from appliance.process.embedded_kafka import EmbeddedPortInUse
 from appliance.process.kafka_side import KafkaSide
 from appliance.process.kept_cpus import KeptCpus
+from appliance.process.lone_progress import LoneProgress
 from appliance.process.pair_turns import PairTurns, StoppedAsStandby
 from appliance.process.preflight import PreflightError
 from appliance.process.query_probes import READY_TIMEOUT_S, QueryProbes
@@ -96,6 +97,8 @@ class Appliance:
         self.query_start: QueryStart | None = None
         self.telemetry: Telemetry | None = None
         self.pair: PairTurns | None = None  # [ha]: this instance's turns in its pair
+        # A lone real-time instance's progress, kept for its next run's start.
+        self.lone_progress: LoneProgress | None = None
         # What the start reached, for the ready line, the terminal and the tests.
         self.bootstrap: str | None = config.kafka.bootstrap_servers
         self.spark: SparkSession | None = spark
@@ -143,7 +146,9 @@ class Appliance:
             if self.recovered:
                 telemetry.count_recovery()  # its metrics started before the query
         else:
-            self.start_query(None)
+            lone = self.lone_progress = LoneProgress.for_run(self.mode, self.probes,
+                                                             settings)
+            self.start_query(lone.resume(partitions) if lone is not None else None)
             serve_metrics()
         # ``ready`` means "able to meet the latency targets", not "Spark accepted the
         # query": a continuous query's tasks start seconds after start() returns, and events
@@ -235,6 +240,8 @@ class Appliance:
                 epochs = watch()
             self.probes.log_processing()
             self.probes.log_progress()
+            if self.lone_progress is not None:
+                self.lone_progress.save()
             if self.pair is not None and self.pair.must_step_down():
                 try:
                     if not self.pair.serve_again(stop):
@@ -276,7 +283,10 @@ class Appliance:
             # or once a restarted worker registers (``slots.RESTART_WAIT_S``).
             spark_side.check_cluster_slots(self.mode, self.probes.partitions,
                                            wait_s=RESTART_WAIT_S)
-            self.start_query(self.pair.starting_offsets if self.pair is not None else None)
+            lone = self.lone_progress
+            self.start_query(self.pair.starting_offsets if self.pair is not None
+                             else lone.resume(self.probes.partitions) if lone is not None
+                             else None)
 
         if not self.restarts.attempt(cause, start_again):
             return False
