@@ -26,16 +26,12 @@ from appliance.query.checkpoint import (
     seed_starting_offsets,
 )
 
-from support.appliance_mix import MIX_RULES
+from support.appliance_mix import MIX_RULES, one_alert_event
 from support.kafka_io import consume, produce
 from support.short_intervals import SHORT_INTERVALS
 
 pytestmark = pytest.mark.spark
 
-
-def event(event_id: str) -> bytes:
-    return json.dumps({"event_id": event_id, "ts": 1732200000123.5, "source": "host-1",
-                       "metric": "cpu", "value": 85}).encode()
 
 
 def test_exact_offsets_only_when_every_partition_has_one(tmp_path):
@@ -73,7 +69,7 @@ def test_an_elected_instance_starts_its_planned_query_at_the_pairs_offsets(
     rules.write_text(MIX_RULES)
     tag = uuid.uuid4().hex[:8]
     ids = [f"{tag}-{i}" for i in range(8)]
-    produce(broker.bootstrap, events, [event(i) for i in ids])  # 4 per partition
+    produce(broker.bootstrap, events, [one_alert_event(i) for i in ids])  # 4 per partition
     # The partner processed the first two of each partition and committed that.
     committer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=group,
                               enable_auto_commit=False)

@@ -29,6 +29,12 @@ def _event(event_id, metric="cpu", value=1.0, **extra) -> bytes:
     return json.dumps(doc).encode()
 
 
+def one_alert_event(event_id: str) -> bytes:
+    """An event ``MIX_RULES`` raises exactly one alert for (``cpu-high``): what the tests
+    that count alerts per event produce."""
+    return _event(event_id, value=85)
+
+
 @dataclass
 class Mix:
     """Records to produce, and exactly what must come out of them."""

@@ -1,8 +1,14 @@
-"""A lone real-time instance keeps its query's durable progress in its checkpoint
-(``appliance.query.progress_file``, ``appliance.process.lone_progress``), and its next run
-after a crash starts there instead of at the interrupted batch's start. The kept offsets
-are used only when they are sound: every partition named, none past the topic's end, and
-ahead of the checkpoint. Against the shared broker (end offsets) and the session's Spark."""
+"""A lone real-time instance's next run starts where this one got, not at the start of the
+batch it was in (a real-time batch commits only at its end, minutes away):
+
+- stopped (SIGTERM, ``Appliance.stop``), it ends its batch first and Spark commits it
+  (``appliance.process.query_stop``, the trigger table's ``stop_at``);
+- crashed, it kept its query's durable progress in its checkpoint
+  (``appliance.query.progress_file``, ``appliance.process.lone_progress``), used only when
+  sound: every partition named, none past the topic's end, ahead of the checkpoint.
+
+The runs have a 10-minute batch, longer than the test, so nothing else commits it.
+Against the shared broker and the session's Spark."""
 
 from __future__ import annotations
 
@@ -11,6 +17,7 @@ import threading
 import time
 import uuid
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -22,14 +29,10 @@ from appliance.process.lone_progress import LoneProgress
 from appliance.process.runner import Appliance
 from appliance.query import progress_file
 from appliance.query.checkpoint import committed_offsets
+from appliance.trigger import MODES, StopAt
 
-from support.appliance_mix import MIX_RULES
+from support.appliance_mix import MIX_RULES, one_alert_event
 from support.kafka_io import consume, produce
-
-
-def event(event_id: str) -> bytes:
-    return json.dumps({"event_id": event_id, "ts": 1732200000123.5, "source": "host-1",
-                       "metric": "cpu", "value": 85}).encode()
 
 
 def write_commit(checkpoint: Path, batch: int, topic: str, offsets: dict[int, int]) -> None:
@@ -55,7 +58,7 @@ def test_the_file_keeps_one_topics_offsets_and_a_torn_one_counts_as_none(tmp_pat
 @pytest.fixture
 def topic_with_events(broker, new_topic):
     topic = new_topic(2)
-    produce(broker.bootstrap, topic, [event(f"e{i}") for i in range(8)])  # 4 a partition
+    produce(broker.bootstrap, topic, [one_alert_event(f"e{i}") for i in range(8)])  # 4 a partition
     return topic
 
 
@@ -116,36 +119,93 @@ def test_saves_are_a_second_apart_and_only_when_the_offsets_moved(tmp_path, monk
     assert not progress_file.path(tmp_path).exists()
 
 
-@pytest.mark.spark
-def test_after_a_crash_mid_batch_the_next_run_reads_none_of_it_again(
-        broker, new_topic, appliance_spark, tmp_path):
-    events, alerts = new_topic(2), new_topic(1)
+@dataclass(frozen=True)
+class RealtimeRun:
+    """A lone real-time appliance's config, and the events of its two runs."""
+
+    config: Config
+    spark: object
+    events: str
+    alerts: str
+    first_ids: list[str]
+    then_ids: list[str]
+
+    @property
+    def checkpoint(self) -> Path:
+        return Path(self.config.query.checkpoint_dir)
+
+    def second_run(self, bootstrap: str) -> tuple[Counter, list[dict]]:
+        """Start again on the checkpoint, send the second events: how often each event
+        alerted over both runs, and what the second start logged."""
+        second = Appliance(self.config, spark=self.spark)
+        try:
+            with capture_logs() as logged:
+                second.start(threading.Event())
+            produce(bootstrap, self.events, [one_alert_event(i) for i in self.then_ids])
+            records = consume(bootstrap, self.alerts, 16, timeout=60)
+        finally:
+            second.stop()
+        return Counter(json.loads(v)["event_id"] for _k, v in records), logged
+
+
+@pytest.fixture
+def realtime_run(broker, new_topic, appliance_spark, tmp_path):
     rules = tmp_path / "rules.yml"
     rules.write_text(MIX_RULES)
-    checkpoint = tmp_path / "checkpoint"
+    events, alerts = new_topic(2), new_topic(1)
     config = Config.model_validate({
         "kafka": {"bootstrap_servers": broker.bootstrap},
         "topics": {"events": events, "alerts": alerts, "dead_letters": new_topic(1)},
         "query": {"trigger": "realtime", "interval": "10 minutes",
-                  "checkpoint_dir": str(checkpoint), "warmup": False},
+                  "checkpoint_dir": str(tmp_path / "checkpoint"), "warmup": False},
         "rules": {"path": str(rules)}, "metrics": {"port": 0}})
     tag = uuid.uuid4().hex[:8]
-    first_ids = [f"{tag}-a{i}" for i in range(8)]
-    then_ids = [f"{tag}-b{i}" for i in range(8)]
+    return RealtimeRun(config, appliance_spark, events, alerts,
+                       [f"{tag}-a{i}" for i in range(8)], [f"{tag}-b{i}" for i in range(8)])
 
-    first = Appliance(config, spark=appliance_spark)
+
+def test_only_realtime_ends_its_batch_before_it_stops():
+    assert {m.name: m.stop_at for m in MODES.values()} == {
+        "continuous": StopAt.ANYWHERE, "realtime": StopAt.BATCH_END,
+        "microbatch": StopAt.ANYWHERE}
+
+
+@pytest.mark.spark
+def test_a_stopped_batch_is_committed_and_the_next_run_reads_none_of_it_again(
+        broker, realtime_run):
+    run = realtime_run
+    first = Appliance(run.config, spark=run.spark)
+    try:
+        first.start(threading.Event())
+        produce(broker.bootstrap, run.events, [one_alert_event(i) for i in run.first_ids])
+        assert len(consume(broker.bootstrap, run.alerts, 8, timeout=60)) == 8
+        assert committed_offsets(run.checkpoint) == {}  # mid-batch
+    finally:
+        with capture_logs() as logged:
+            first.stop()
+    ended = [e for e in logged if e["event"] == "query.batch_ended"]
+    assert len(ended) == 1 and ended[0]["seconds"] < 15, logged
+    assert committed_offsets(run.checkpoint) == {run.events: {0: 4, 1: 4}}
+    alerted, _ = run.second_run(broker.bootstrap)
+    assert alerted == Counter(run.first_ids + run.then_ids), alerted  # each once
+
+
+@pytest.mark.spark
+def test_after_a_crash_mid_batch_the_next_run_reads_none_of_it_again(broker, realtime_run):
+    run = realtime_run
+    first = Appliance(run.config, spark=run.spark)
     stop = threading.Event()
     serving = threading.Thread(target=first.serve, args=(stop,))
     try:
         first.start(threading.Event())
         serving.start()
-        produce(broker.bootstrap, events, [event(i) for i in first_ids])  # 4 a partition
-        assert len(consume(broker.bootstrap, alerts, 8, timeout=60)) == 8
+        produce(broker.bootstrap, run.events, [one_alert_event(i) for i in run.first_ids])
+        assert len(consume(broker.bootstrap, run.alerts, 8, timeout=60)) == 8
         deadline = time.monotonic() + 20
-        while progress_file.load(checkpoint, events) != {0: 4, 1: 4} \
+        while progress_file.load(run.checkpoint, run.events) != {0: 4, 1: 4} \
                 and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert progress_file.load(checkpoint, events) == {0: 4, 1: 4}
+        assert progress_file.load(run.checkpoint, run.events) == {0: 4, 1: 4}
     finally:
         stop.set()
         serving.join(timeout=60)
@@ -153,17 +213,8 @@ def test_after_a_crash_mid_batch_the_next_run_reads_none_of_it_again(
         if first.probes.query is not None:
             first.probes.query.stop()
         first.stop()
-    assert committed_offsets(checkpoint) == {}
-
-    second = Appliance(config, spark=appliance_spark)
-    try:
-        with capture_logs() as logged:
-            second.start(threading.Event())
-        resumed = [e for e in logged if e["event"] == "query.resume_from_progress"]
-        assert [e["offsets"] for e in resumed] == [{"0": 4, "1": 4}], logged
-        produce(broker.bootstrap, events, [event(i) for i in then_ids])
-        records = consume(broker.bootstrap, alerts, 16, timeout=60)
-    finally:
-        second.stop()
-    alerted = Counter(json.loads(v)["event_id"] for _k, v in records)
-    assert alerted == Counter(first_ids + then_ids), alerted  # each once: no replay
+    assert committed_offsets(run.checkpoint) == {}
+    alerted, logged = run.second_run(broker.bootstrap)
+    resumed = [e for e in logged if e["event"] == "query.resume_from_progress"]
+    assert [e["offsets"] for e in resumed] == [{"0": 4, "1": 4}], logged
+    assert alerted == Counter(run.first_ids + run.then_ids), alerted  # each once
