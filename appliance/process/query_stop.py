@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING
 
 from appliance import logs
 from appliance.connector import driver_jvm
-from appliance.process.query_probes import QueryProbes
-from appliance.trigger import StopAt
+from appliance.query.checkpoint import batch_ids
+from appliance.trigger import StopAt, TriggerMode
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+    from pyspark.sql.streaming import StreamingQuery
 
 #: How long a stop waits for the running batch's commit before it stops the query anyway
 #: (a bound: the readers notice the request within 100 ms, the commit follows the sink's
@@ -37,26 +38,23 @@ ASK_AGAIN_S = 1.0
 log = logs.get_logger("appliance")
 
 
-def stop_query(probes: QueryProbes, spark: SparkSession | None,
-               wait_s: float = END_WAIT_S) -> None:
-    """Stop the query ``probes`` watch, at its running batch's committed end where its
-    trigger says so."""
-    query = probes.query
-    if query is None:
-        return
-    if probes.mode.stop_at is StopAt.BATCH_END and spark is not None:
-        end_running_batch(probes, spark, wait_s)
+def stop_query(query: StreamingQuery, spark: SparkSession | None, mode: TriggerMode,
+               checkpoint_dir: str, wait_s: float = END_WAIT_S) -> None:
+    """Stop ``query``, at its running batch's committed end where ``mode`` says so."""
+    if mode.stop_at is StopAt.BATCH_END and spark is not None:
+        end_running_batch(query, spark, checkpoint_dir, wait_s)
     query.stop()
 
 
-def end_running_batch(probes: QueryProbes, spark: SparkSession, wait_s: float) -> bool:
+def end_running_batch(query: StreamingQuery, spark: SparkSession, checkpoint_dir: str,
+                      wait_s: float) -> bool:
     """Ask the real-time source to end its running batch and wait until the checkpoint
     commits a batch; True once it has. A real-time batch writes its offsets entry only at
     its end too, so the checkpoint cannot say which batch runs: the ask is repeated every
     ``ASK_AGAIN_S``, for a batch planned just after it (the ask reaches only batches
     planned before it)."""
-    root = Path(probes.checkpoint_dir)
-    before = max(probes.commits(), default=-1)
+    root = Path(checkpoint_dir)
+    before = max(batch_ids(root / "commits"), default=-1)
     started = time.monotonic()
     deadline, ask_at = started + wait_s, started
     while time.monotonic() < deadline:
@@ -73,15 +71,21 @@ def end_running_batch(probes: QueryProbes, spark: SparkSession, wait_s: float) -
                                    "it is")
                 return False
             ask_at = time.monotonic() + ASK_AGAIN_S
-        committed = max(probes.commits(), default=-1)
+        committed = max(batch_ids(root / "commits"), default=-1)
         if committed > before:
             log.info("query.batch_ended", batch_id=committed,
                      seconds=round(time.monotonic() - started, 3))
             return True
-        if not probes.active():
+        if not _active(query):
             break
         time.sleep(0.05)
     log.warning("query.batch_end_timed_out", waited_s=round(time.monotonic() - started, 3),
                 consequence="the next run replays the running batch from its start")
     return False
 
+
+def _active(query: StreamingQuery) -> bool:
+    try:
+        return bool(query.isActive)
+    except Exception:  # noqa: BLE001 - the JVM went away
+        return False

@@ -312,7 +312,8 @@ class Appliance:
             ("ha", pair.close if pair is not None else None),
             ("cpus", self.cpus.release),
             # a real-time batch ends and commits first: the next run does not replay it
-            ("query", (lambda: stop_query(probes, spark)) if query is not None else None),
+            ("query", (lambda: stop_query(query, spark, probes.mode, probes.checkpoint_dir))
+             if query is not None else None),
             ("metrics", telemetry.stop_feeds if telemetry is not None else None),
             ("alert_latency", telemetry.stop_observer if telemetry is not None else None),
             ("rule_book", (lambda: spark_side.close_book(book))
